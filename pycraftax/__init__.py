@@ -1,0 +1,61 @@
+"""pycraftax: Craftax 1.6.1 as a bit-faithful C reference (and CUDA build), batch-first.
+
+    import pycraftax
+    env = pycraftax.make("Craftax-Symbolic-v1", num_envs=1024, seed=0)
+    obs, info = env.reset()
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from pycraftax.params import EnvParams, StaticEnvParams, split_params
+
+__version__ = "0.1.0"
+
+_ENV_IDS = ("Craftax-Symbolic-v1",)
+_BACKENDS = ("auto", "c", "cuda")
+
+
+def list_envs() -> list[str]:
+    """Env ids this build provides (upstream's names)."""
+    return list(_ENV_IDS)
+
+
+def cuda_available() -> bool:
+    """Whether backend="cuda" can be used here (always False until the CUDA build lands)."""
+    return False
+
+
+def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, **params):
+    """Create `num_envs` envs of `env_id`.
+
+    params are upstream EnvParams fields (max_timesteps, day_length, always_diamond,
+    mob_despawn_distance, max_attribute, god_mode, fractal_noise_angles); StaticEnvParams
+    fields are accepted only at upstream's defaults.
+    """
+    if env_id not in _ENV_IDS:
+        raise ValueError(f"unknown env id {env_id!r}; available: {list(_ENV_IDS)}")
+    if isinstance(num_envs, bool) or not isinstance(num_envs, int):
+        raise TypeError(f"num_envs must be an int, got {type(num_envs).__name__}")
+    if num_envs < 1:
+        raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+    if backend not in _BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; choose one of {list(_BACKENDS)}")
+    if backend == "cuda" and not cuda_available():
+        raise RuntimeError(
+            "backend='cuda' is not available: this pycraftax build has no CUDA library or no GPU is "
+            "visible; use backend='c' (or 'auto', which falls back to C)"
+        )
+    if backend == "auto" and not cuda_available():
+        warnings.warn("pycraftax: no CUDA backend available, using the C reference (backend='c')", stacklevel=2)
+    env_params, static_params = split_params(params)
+
+    from pycraftax.env import CraftaxEnv
+    from pycraftax.jax_random import prng_key
+
+    prng_key(seed)  # validates the seed before any allocation
+    return CraftaxEnv(num_envs, seed, env_params, static_params)
+
+
+__all__ = ["make", "list_envs", "cuda_available", "EnvParams", "StaticEnvParams", "__version__"]

@@ -1,0 +1,76 @@
+"""cffi builder of the C reference: ``pycraftax._craftax_c`` (API mode, out of line).
+
+setup.py names this module in ``cffi_modules``; pip runs it while building the wheel.
+The cdef is the project's real API header (and the params header it includes), with the
+preprocessor lines cffi cannot parse stripped, so there is no hand-kept copy to drift.
+
+Environment knobs (for developers, not users):
+  PYCRAFTAX_SANITIZE=1   build with AddressSanitizer + UndefinedBehaviorSanitizer
+  PYCRAFTAX_NATIVE=1     add -march=native (results are unchanged: no fast-math, no FMA
+                         contraction; only vector width changes)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from cffi import FFI
+
+ROOT = Path(__file__).resolve().parent.parent
+INCLUDE_DIR = ROOT / "reference_c" / "include"
+API_HEADER = INCLUDE_DIR / "craftax_api.h"
+PARAMS_HEADER = INCLUDE_DIR / "craftax" / "params.h"
+SOURCES = ["reference_c/src/craftax_api.c"]
+
+# Float flags are part of the conformance contract (DESIGN.md "The rules header"):
+# -ffp-contract=off: gcc would otherwise fuse a*b+c into FMAs wherever it likes, and the
+#   rounding would no longer match XLA's, which fuses only where the header calls fmaf().
+# -fno-fast-math (the default, said explicitly): reassociation or reciprocal tricks would
+#   change float bits of the noise, light maps and observations.
+# -fno-math-errno lets sqrtf inline to one instruction; it changes no result.
+# -fopenmp: batched calls run envs on all cores.
+COMPILE_ARGS = ["-std=c11", "-O3", "-ffp-contract=off", "-fno-fast-math", "-fno-math-errno", "-fopenmp"]
+LINK_ARGS = ["-fopenmp", "-lm"]
+
+if os.environ.get("PYCRAFTAX_NATIVE") == "1":
+    COMPILE_ARGS.append("-march=native")
+if os.environ.get("PYCRAFTAX_SANITIZE") == "1":
+    SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer", "-g"]
+    COMPILE_ARGS = [a for a in COMPILE_ARGS if a != "-O3"] + ["-O1"] + SANITIZE
+    LINK_ARGS += SANITIZE
+
+
+def cdef_text(header: Path) -> str:
+    """Declarations of a header as cffi's cdef accepts them.
+
+    Drops include guards, #include lines and the C++ ``extern "C"`` wrapper; keeps
+    ``#define NAME <integer>`` constants, which cdef understands.
+    """
+    text = header.read_text()
+    text = re.sub(r"#ifdef __cplusplus.*?#endif", "", text, flags=re.S)
+    kept = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            if re.fullmatch(r"#define\s+CRAFTAX_\w+\s+-?\d+", stripped):
+                kept.append(stripped)
+            continue
+        kept.append(line)
+    return "\n".join(kept)
+
+
+ffibuilder = FFI()
+ffibuilder.cdef(cdef_text(PARAMS_HEADER) + "\n" + cdef_text(API_HEADER))
+ffibuilder.set_source(
+    "pycraftax._craftax_c",
+    '#include "craftax_api.h"',
+    sources=SOURCES,
+    include_dirs=[str(INCLUDE_DIR)],
+    extra_compile_args=COMPILE_ARGS,
+    extra_link_args=LINK_ARGS,
+)
+
+if __name__ == "__main__":
+    ffibuilder.compile(tmpdir=str(ROOT / "build" / "cffi"), verbose=True)

@@ -1,0 +1,120 @@
+"""The EnvState leaf table of the C state struct, and get/set of batched state dicts.
+
+Names are the dotted paths of upstream EnvState leaves ("map", "inventory.wood",
+"melee_mobs.position", "state_rng"); shapes and dtypes are upstream's. The C struct
+stores some leaves narrower (block ids and bools in uint8): get_state widens them and
+set_state checks the values fit before narrowing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pycraftax._native import ffi, lib
+
+_NUMPY_DTYPES = {
+    lib.CRAFTAX_DTYPE_UINT8: np.dtype(np.uint8),
+    lib.CRAFTAX_DTYPE_INT32: np.dtype(np.int32),
+    lib.CRAFTAX_DTYPE_FLOAT32: np.dtype(np.float32),
+    lib.CRAFTAX_DTYPE_UINT32: np.dtype(np.uint32),
+    lib.CRAFTAX_DTYPE_BOOL: np.dtype(np.bool_),
+}
+
+
+@dataclass(frozen=True)
+class Leaf:
+    name: str
+    offset: int
+    storage: np.dtype
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    min_value: int
+    max_value: int
+
+    def view(self, states: np.ndarray) -> np.ndarray:
+        """This leaf of every env, as a strided view into the state buffer [N, state_size]."""
+        inner = np.empty(self.shape, dtype=self.storage).strides
+        return np.ndarray(
+            shape=(states.shape[0],) + self.shape,
+            dtype=self.storage,
+            buffer=states,
+            offset=self.offset,
+            strides=(states.strides[0],) + inner,
+        )
+
+
+def _load_leaves() -> tuple[Leaf, ...]:
+    leaves = []
+    for i in range(lib.craftax_num_leaves()):
+        c = lib.craftax_leaf(i)
+        leaves.append(
+            Leaf(
+                name=ffi.string(c.name).decode(),
+                offset=int(c.offset),
+                storage=_NUMPY_DTYPES[c.storage_dtype],
+                dtype=_NUMPY_DTYPES[c.dtype],
+                shape=tuple(int(c.shape[k]) for k in range(c.ndim)),
+                min_value=int(c.min_value),
+                max_value=int(c.max_value),
+            )
+        )
+    return tuple(leaves)
+
+
+LEAVES: tuple[Leaf, ...] = _load_leaves()
+LEAF_BY_NAME = {leaf.name: leaf for leaf in LEAVES}
+STATE_SIZE = int(lib.craftax_state_size())
+
+
+def get_state(states: np.ndarray) -> dict[str, np.ndarray]:
+    return {leaf.name: leaf.view(states).astype(leaf.dtype, copy=True) for leaf in LEAVES}
+
+
+def validate_state(state: dict, num_envs: int) -> dict[str, np.ndarray]:
+    """Check a state dict against the leaf table; return its arrays in storage dtypes.
+
+    Raises KeyError for missing or unknown leaves and TypeError/ValueError naming the
+    leaf for a wrong dtype, shape or an out-of-domain value.
+    """
+    if not isinstance(state, dict):
+        raise TypeError(f"state must be a dict of leaf name -> array, got {type(state).__name__}")
+    missing = [leaf.name for leaf in LEAVES if leaf.name not in state]
+    unknown = sorted(set(state) - set(LEAF_BY_NAME))
+    if missing or unknown:
+        parts = []
+        if missing:
+            parts.append(f"missing leaves {missing}")
+        if unknown:
+            parts.append(f"unknown leaves {unknown}")
+        raise KeyError("state dict does not match EnvState: " + "; ".join(parts))
+    converted = {}
+    for leaf in LEAVES:
+        value = state[leaf.name]
+        if not isinstance(value, np.ndarray):
+            raise TypeError(f"state[{leaf.name!r}] must be a numpy array, got {type(value).__name__}")
+        expected_shape = (num_envs,) + leaf.shape
+        if value.dtype != leaf.dtype:
+            raise TypeError(f"state[{leaf.name!r}] must have dtype {leaf.dtype}, got {value.dtype}")
+        if value.shape != expected_shape:
+            raise ValueError(f"state[{leaf.name!r}] must have shape {expected_shape}, got {value.shape}")
+        if leaf.dtype == np.float32:
+            if not np.all(np.isfinite(value)):
+                bad = np.argwhere(~np.isfinite(value))[0]
+                raise ValueError(f"state[{leaf.name!r}] has a non-finite value at index {tuple(bad)}")
+        elif leaf.dtype != np.bool_ and leaf.dtype != np.uint32:
+            out_of_domain = (value < leaf.min_value) | (value > leaf.max_value)
+            if np.any(out_of_domain):
+                bad = tuple(int(i) for i in np.argwhere(out_of_domain)[0])
+                raise ValueError(
+                    f"state[{leaf.name!r}] value {value[bad]} at index {bad} is outside "
+                    f"[{leaf.min_value}, {leaf.max_value}]"
+                )
+        converted[leaf.name] = value.astype(leaf.storage, copy=False)
+    return converted
+
+
+def write_state(states: np.ndarray, converted: dict[str, np.ndarray]) -> None:
+    for leaf in LEAVES:
+        leaf.view(states)[...] = converted[leaf.name]

@@ -1,0 +1,123 @@
+"""EnvParams and StaticEnvParams of full Craftax, with upstream's names and defaults
+(craftax/craftax/craftax_state.py), validated before they reach C."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+
+from pycraftax._native import ffi, lib
+
+# Shapes of the four fractal_noise_angles overrides: the gradient grids of the water,
+# mountain, path and tree noise fields of generate_smoothworld.
+NOISE_ANGLE_SHAPES = ((4, 4), (4, 4), (7, 25), (13, 13))
+_ANGLE_FIELDS = ("angles_water", "angles_mountain", "angles_path", "angles_tree")
+
+
+@dataclass(frozen=True)
+class EnvParams:
+    max_timesteps: int = 100000
+    day_length: int = 300
+    always_diamond: bool = False
+    mob_despawn_distance: int = 14
+    max_attribute: int = 5
+    god_mode: bool = False
+    fractal_noise_angles: tuple = (None, None, None, None)
+
+
+@dataclass(frozen=True)
+class StaticEnvParams:
+    map_size: tuple = (48, 48)
+    num_levels: int = 9
+    max_melee_mobs: int = 3
+    max_passive_mobs: int = 3
+    max_growing_plants: int = 10
+    max_ranged_mobs: int = 2
+    max_mob_projectiles: int = 3
+    max_player_projectiles: int = 3
+
+
+ENV_PARAM_NAMES = tuple(f.name for f in fields(EnvParams))
+STATIC_PARAM_NAMES = tuple(f.name for f in fields(StaticEnvParams))
+
+_INT_LIMITS = {
+    "max_timesteps": (1, 2**31 - 1),
+    "day_length": (1, 2**31 - 1),
+    "mob_despawn_distance": (0, 2**31 - 1),
+    "max_attribute": (1, 99),
+}
+
+
+def split_params(kwargs: dict) -> tuple[EnvParams, StaticEnvParams]:
+    """Sort make()'s keyword arguments into EnvParams and StaticEnvParams, checking each."""
+    env_kwargs, static_kwargs = {}, {}
+    for name, value in kwargs.items():
+        if name in ENV_PARAM_NAMES:
+            env_kwargs[name] = value
+        elif name in STATIC_PARAM_NAMES:
+            static_kwargs[name] = value
+        else:
+            raise TypeError(
+                f"unknown parameter {name!r}; EnvParams fields are {list(ENV_PARAM_NAMES)}, "
+                f"StaticEnvParams fields are {list(STATIC_PARAM_NAMES)}"
+            )
+    for name, value in env_kwargs.items():
+        _check_env_param(name, value)
+    static = StaticEnvParams(**static_kwargs)
+    default = StaticEnvParams()
+    for name in static_kwargs:
+        given, expected = getattr(static, name), getattr(default, name)
+        if tuple(np.atleast_1d(given).tolist()) != tuple(np.atleast_1d(expected).tolist()):
+            raise ValueError(
+                f"StaticEnvParams.{name}={given!r} is not supported: the C and CUDA builds fix the "
+                f"state layout at upstream's defaults ({name}={expected!r})"
+            )
+    return EnvParams(**env_kwargs), static
+
+
+def _check_env_param(name: str, value) -> None:
+    if name in ("always_diamond", "god_mode"):
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
+        return
+    if name == "fractal_noise_angles":
+        if not isinstance(value, (tuple, list)) or len(value) != 4:
+            raise TypeError("fractal_noise_angles must be a tuple of 4 entries, each None or a float array")
+        for i, (angles, shape) in enumerate(zip(value, NOISE_ANGLE_SHAPES)):
+            if angles is None:
+                continue
+            array = np.asarray(angles)
+            if array.shape != shape or not np.issubdtype(array.dtype, np.floating):
+                raise ValueError(
+                    f"fractal_noise_angles[{i}] must be None or a float array of shape {shape}, "
+                    f"got {array.dtype} {array.shape}"
+                )
+            if not np.all(np.isfinite(array)):
+                raise ValueError(f"fractal_noise_angles[{i}] must be finite")
+        return
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    lo, hi = _INT_LIMITS[name]
+    if not lo <= int(value) <= hi:
+        raise ValueError(f"{name} must be in [{lo}, {hi}], got {value}")
+
+
+def to_c(params: EnvParams):
+    """A CraftaxParams struct (owned by the returned cdata) holding `params`."""
+    c = ffi.new("CraftaxParams *")
+    lib.craftax_default_params(c)
+    c.max_timesteps = params.max_timesteps
+    c.day_length = params.day_length
+    c.always_diamond = int(bool(params.always_diamond))
+    c.mob_despawn_distance = params.mob_despawn_distance
+    c.max_attribute = params.max_attribute
+    c.god_mode = int(bool(params.god_mode))
+    for i, angles in enumerate(params.fractal_noise_angles):
+        if angles is None:
+            continue
+        c.has_angles[i] = 1
+        # Upstream multiplies the override by 2*pi in float32, so it is used as float32.
+        flat = np.asarray(angles, dtype=np.float32).ravel()
+        ffi.memmove(getattr(c, _ANGLE_FIELDS[i]), flat.tobytes(), flat.nbytes)
+    return c

@@ -1,0 +1,78 @@
+/* craftax/noise.h: Perlin and fractal noise of craftax/craftax/util/noise.py.
+ *
+ * Only the form world generation uses: a 48x48 field, one octave, resolutions that divide
+ * 48. Every grid coordinate k*res/48 is then a dyadic fraction, so the ramps and the
+ * interpolant are exact; the rounding that matters is glibc's cos/sin (mathf.h) and
+ * where XLA:CPU fuses the lerps into multiply-adds, reproduced with explicit fmaf().
+ */
+#ifndef CRAFTAX_NOISE_H
+#define CRAFTAX_NOISE_H
+
+#include "mathf.h"
+#include "rng.h"
+
+#define CRAFTAX_NOISE_N CRAFTAX_MAP_SIZE
+
+static inline CRAFTAX_HD float craftax_noise_interpolant(float t) { return t * t * t * (t * (t * 6.0f - 15.0f) + 10.0f); }
+
+/* generate_perlin_noise_2d(key, (48,48), (res0,res1), override_angles). `angles01`, when
+ * not NULL, replaces the uniform draw ((res0+1)*(res1+1) values; upstream multiplies the
+ * override by 2*pi just as it does the draw). */
+static inline CRAFTAX_HD void craftax_perlin_noise(CraftaxKey key, int res0, int res1, const float *angles01,
+                                                   float out[CRAFTAX_NOISE_N][CRAFTAX_NOISE_N]) {
+    const int n = CRAFTAX_NOISE_N;
+    const int d0 = n / res0, d1 = n / res1;
+    CraftaxKey unused, sub;
+    craftax_split2(key, &unused, &sub);
+    float grad_x[25 * 25], grad_y[25 * 25]; /* (res0+1) x (res1+1), res <= 24 */
+    const int cols = res1 + 1;
+    for (int i = 0; i < (res0 + 1) * cols; i++) {
+        float u = angles01 ? angles01[i] : craftax_uniform(sub, (uint32_t)i);
+        float angle = 6.28318548f * u; /* 2*jnp.pi (a Python float) times a float32 array */
+        grad_x[i] = craftax_cosf(angle);
+        grad_y[i] = craftax_sinf(angle);
+    }
+    for (int i = 0; i < n; i++) {
+        const float gx = (float)(i % d0) / (float)d0; /* mgrid[0:res:res/48] % 1, exact */
+        const float t0 = craftax_noise_interpolant(gx);
+        const int ci = i / d0;
+        for (int j = 0; j < n; j++) {
+            const float gy = (float)(j % d1) / (float)d1;
+            const float t1 = craftax_noise_interpolant(gy);
+            const int cj = j / d1;
+            const int a00 = ci * cols + cj, a10 = (ci + 1) * cols + cj;
+            const int a01 = ci * cols + cj + 1, a11 = (ci + 1) * cols + cj + 1;
+            /* sum(dstack(...) * g, 2): products, then a two-term reduction (not fused). */
+            const float n00 = gx * grad_x[a00] + gy * grad_y[a00];
+            const float n10 = (gx - 1.0f) * grad_x[a10] + gy * grad_y[a10];
+            const float n01 = gx * grad_x[a01] + (gy - 1.0f) * grad_y[a01];
+            const float n11 = (gx - 1.0f) * grad_x[a11] + (gy - 1.0f) * grad_y[a11];
+            /* The three lerps as XLA:CPU fused them (UPSTREAM_NOTES 6.3 item 3). */
+            const float n0 = fmaf(t0, n10, n00 * (1.0f - t0));
+            const float n1 = fmaf(n01, 1.0f - t0, t0 * n11);
+            out[i][j] = 1.41421354f * fmaf(n0, 1.0f - t1, t1 * n1);
+        }
+    }
+}
+
+/* generate_fractal_noise_2d with octaves=1: one Perlin field rescaled to [0, 1]. */
+static inline CRAFTAX_HD void craftax_fractal_noise(CraftaxKey key, int res0, int res1, const float *angles01,
+                                                    float out[CRAFTAX_NOISE_N][CRAFTAX_NOISE_N]) {
+    CraftaxKey unused, sub;
+    craftax_split2(key, &unused, &sub);
+    craftax_perlin_noise(sub, res0, res1, angles01, out);
+    float lo = out[0][0], hi = out[0][0];
+    for (int i = 0; i < CRAFTAX_NOISE_N; i++)
+        for (int j = 0; j < CRAFTAX_NOISE_N; j++) {
+            float v = out[i][j] + 0.0f; /* `noise = zeros + 1 * perlin` turns -0 into +0 */
+            out[i][j] = v;
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+        }
+    /* (noise - min) / (max - min): XLA multiplies by the reciprocal. */
+    const float inv_range = 1.0f / (hi - lo);
+    for (int i = 0; i < CRAFTAX_NOISE_N; i++)
+        for (int j = 0; j < CRAFTAX_NOISE_N; j++) out[i][j] = (out[i][j] - lo) * inv_range;
+}
+
+#endif

@@ -1,0 +1,195 @@
+/* craftax/rng.h: JAX's random numbers, bit for bit.
+ *
+ * Reproduces jax 0.10.2 with its defaults: PRNG impl threefry2x32 and
+ * jax_threefry_partitionable=True (jax/_src/random/{threefry2x32,prng,core}.py):
+ *  - split(key, n)[i]       = threefry2x32(key; hi=0, lo=i)
+ *  - random_bits(key)[i]    = y0 ^ y1 of threefry2x32(key; hi=0, lo=i), i the row-major flat index
+ *  - uniform(key)[i]        = bitcast((bits >> 9) | 0x3F800000) - 1
+ *  - randint(key, lo, hi)   = two-word modulo draw over split(key, 2)
+ *  - choice(key, n, p)      = searchsorted(cumsum(p), cumsum[-1] * (1 - uniform))
+ *  - permutation(key, n)    = one round of stable sort by random_bits(split(key)[1])
+ * The only functions of jax.random the game calls are split, uniform, randint, choice
+ * and permutation (UPSTREAM_NOTES 6.1); fold_in and bernoulli are never called.
+ */
+#ifndef CRAFTAX_RNG_H
+#define CRAFTAX_RNG_H
+
+#include "common.h"
+
+typedef struct {
+    uint32_t k[2];
+} CraftaxKey;
+
+static inline CRAFTAX_HD uint32_t craftax_rotl32(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
+
+/* Threefry-2x32 with 20 rounds, the counter (x0, x1) = (hi, lo) of the flat index. */
+static inline CRAFTAX_HD void craftax_threefry2x32(CraftaxKey key, uint32_t x0, uint32_t x1, uint32_t out[2]) {
+    const uint32_t ks[3] = {key.k[0], key.k[1], key.k[0] ^ key.k[1] ^ 0x1BD11BDAu};
+    const int rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+    x0 += ks[0];
+    x1 += ks[1];
+    for (int group = 0; group < 5; group++) {
+        for (int r = 0; r < 4; r++) {
+            x0 += x1;
+            x1 = craftax_rotl32(x1, rot[group & 1][r]);
+            x1 ^= x0;
+        }
+        x0 += ks[(group + 1) % 3];
+        x1 += ks[(group + 2) % 3] + (uint32_t)(group + 1);
+    }
+    out[0] = x0;
+    out[1] = x1;
+}
+
+/* jax.random.split(key, n)[index]. */
+static inline CRAFTAX_HD CraftaxKey craftax_split_at(CraftaxKey key, uint32_t index) {
+    CraftaxKey out;
+    craftax_threefry2x32(key, 0u, index, out.k);
+    return out;
+}
+
+/* `a, b = jax.random.split(key)` */
+static inline CRAFTAX_HD void craftax_split2(CraftaxKey key, CraftaxKey *first, CraftaxKey *second) {
+    CraftaxKey a = craftax_split_at(key, 0), b = craftax_split_at(key, 1);
+    *first = a;
+    *second = b;
+}
+
+/* Element `index` of jax.random.bits(key, shape) (32-bit). */
+static inline CRAFTAX_HD uint32_t craftax_random_bits(CraftaxKey key, uint32_t index) {
+    uint32_t y[2];
+    craftax_threefry2x32(key, 0u, index, y);
+    return y[0] ^ y[1];
+}
+
+static inline CRAFTAX_HD float craftax_bits_to_unit_float(uint32_t bits) {
+    return craftax_bits_f32((bits >> 9) | 0x3F800000u) - 1.0f;
+}
+
+/* Element `index` of jax.random.uniform(key, shape) in [0, 1). */
+static inline CRAFTAX_HD float craftax_uniform(CraftaxKey key, uint32_t index) {
+    return craftax_bits_to_unit_float(craftax_random_bits(key, index));
+}
+
+/* jax.random.randint's per-element formula, given the two split keys of `key`. */
+static inline CRAFTAX_HD int32_t craftax_randint_from_keys(CraftaxKey k1, CraftaxKey k2, uint32_t index,
+                                                          int32_t minval, int32_t maxval) {
+    uint32_t higher = craftax_random_bits(k1, index);
+    uint32_t lower = craftax_random_bits(k2, index);
+    uint32_t span = maxval <= minval ? 1u : (uint32_t)maxval - (uint32_t)minval;
+    uint32_t multiplier = (65536u % span);
+    multiplier = (multiplier * multiplier) % span;
+    uint32_t offset = ((higher % span) * multiplier + (lower % span)) % span;
+    return (int32_t)((uint32_t)minval + offset);
+}
+
+/* Element `index` of jax.random.randint(key, shape, minval, maxval) for int32. */
+static inline CRAFTAX_HD int32_t craftax_randint(CraftaxKey key, uint32_t index, int32_t minval, int32_t maxval) {
+    CraftaxKey k1, k2;
+    craftax_split2(key, &k1, &k2);
+    return craftax_randint_from_keys(k1, k2, index, minval, maxval);
+}
+
+/* Cumulative sum as XLA:CPU computes jnp.cumsum of a float32 vector: a blocked scan of
+ * base 16. Within a block of 16 the prefix is sequential; the block totals are scanned
+ * the same way; each block then adds the inclusive scan of the totals before it.
+ * Supports n <= 16 * 16 * 16, which covers every call of the game (n <= 4096). */
+static inline CRAFTAX_HD void craftax_cumsum_f32(const float *x, int n, float *out) {
+    float acc = 0.0f;
+    for (int i = 0; i < n; i++) {
+        acc = (i % 16 == 0) ? x[i] : acc + x[i];
+        out[i] = acc;
+    }
+    if (n <= 16) return;
+    const int num_blocks = (n + 15) / 16;
+    float block_prefix[256];
+    for (int b = 0; b < num_blocks; b++) {
+        int last = b * 16 + 15 < n ? b * 16 + 15 : n - 1;
+        block_prefix[b] = out[last];
+    }
+    /* Second level (<= 256 totals): blocked again, each group of 16 sequential, then
+     * the (at most 16) group totals sequentially. */
+    {
+        float group_total_prefix[16];
+        float acc2 = 0.0f;
+        for (int b = 0; b < num_blocks; b++) {
+            acc2 = (b % 16 == 0) ? block_prefix[b] : acc2 + block_prefix[b];
+            block_prefix[b] = acc2;
+        }
+        const int num_groups = (num_blocks + 15) / 16;
+        float acc3 = 0.0f;
+        for (int g = 0; g < num_groups; g++) {
+            int last = g * 16 + 15 < num_blocks ? g * 16 + 15 : num_blocks - 1;
+            acc3 = g == 0 ? block_prefix[last] : acc3 + block_prefix[last];
+            group_total_prefix[g] = acc3;
+        }
+        for (int b = 16; b < num_blocks; b++) block_prefix[b] += group_total_prefix[b / 16 - 1];
+    }
+    for (int i = 16; i < n; i++) out[i] += block_prefix[i / 16 - 1];
+}
+
+/* Key of IEEE total order after jax's _canonicalize_float_for_sort (-0 -> 0, NaN -> +NaN). */
+static inline CRAFTAX_HD int32_t craftax_total_order_key(float x) {
+    uint32_t bits = craftax_f32_bits(x);
+    if (x == 0.0f) bits = 0u;
+    if (x != x) bits = 0x7FC00000u;
+    int32_t i = (int32_t)bits;
+    return i ^ (int32_t)((uint32_t)(i >> 31) >> 1);
+}
+
+/* jnp.searchsorted(sorted, query, side='left', method='scan'). */
+static inline CRAFTAX_HD int32_t craftax_searchsorted_left(const float *sorted, int n, float query) {
+    uint32_t low = 0, high = (uint32_t)n;
+    int levels = 0;
+    while ((1 << levels) < n + 1) levels++;
+    const int32_t q = craftax_total_order_key(query);
+    for (int it = 0; it < levels; it++) {
+        uint32_t mid = low + (high - low) / 2;
+        uint32_t read = mid < (uint32_t)n ? mid : (uint32_t)n - 1;
+        int go_left = q <= craftax_total_order_key(sorted[read]);
+        if (go_left)
+            high = mid;
+        else
+            low = mid;
+    }
+    return (int32_t)high;
+}
+
+/* Element `index` of jax.random.choice(key, arange(n), shape, p=p) given cumsum(p). */
+static inline CRAFTAX_HD int32_t craftax_choice_from_cumsum(CraftaxKey key, uint32_t index, const float *cumsum, int n) {
+    float r = cumsum[n - 1] * (1.0f - craftax_uniform(key, index));
+    int32_t i = craftax_searchsorted_left(cumsum, n, r);
+    return i < n ? i : n - 1; /* the gather into arange(n) clamps */
+}
+
+/* jax.random.choice(key, arange(n), p=p) for a scalar draw; `scratch` holds n floats. */
+static inline CRAFTAX_HD int32_t craftax_choice_p(CraftaxKey key, const float *p, int n, float *scratch) {
+    craftax_cumsum_f32(p, n, scratch);
+    return craftax_choice_from_cumsum(key, 0, scratch, n);
+}
+
+/* jax.random.permutation(key, n) for n <= 32: one round (ceil(3 ln n / ln(2^32-1)) = 1)
+ * of a stable sort of arange(n) keyed by random bits of the second split key. */
+static inline CRAFTAX_HD void craftax_permutation(CraftaxKey key, int n, int32_t *out) {
+    CraftaxKey unused, sub;
+    craftax_split2(key, &unused, &sub);
+    uint32_t sort_keys[32];
+    for (int i = 0; i < n; i++) {
+        sort_keys[i] = craftax_random_bits(sub, (uint32_t)i);
+        out[i] = i;
+    }
+    for (int i = 1; i < n; i++) { /* insertion sort: stable */
+        uint32_t k = sort_keys[i];
+        int32_t v = out[i];
+        int j = i - 1;
+        while (j >= 0 && sort_keys[j] > k) {
+            sort_keys[j + 1] = sort_keys[j];
+            out[j + 1] = out[j];
+            j--;
+        }
+        sort_keys[j + 1] = k;
+        out[j + 1] = v;
+    }
+}
+
+#endif

@@ -1,0 +1,463 @@
+/* craftax/worldgen.h: world generation of all nine floors.
+ * Upstream: craftax/craftax/world_gen/world_gen.py (generate_world, generate_smoothworld,
+ * generate_dungeon) and envs/craftax_symbolic_env.py (reset_env). RNG keys are split
+ * in upstream's order; each function below names the upstream lines it follows.
+ */
+#ifndef CRAFTAX_WORLDGEN_H
+#define CRAFTAX_WORLDGEN_H
+
+#include "noise.h"
+#include "state.h"
+
+#define CRAFTAX_N CRAFTAX_MAP_SIZE
+#define CRAFTAX_CELLS (CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE)
+
+/* Working memory of one smooth floor: large enough that the CUDA build keeps it out of
+ * registers, so callers pass it in. */
+typedef struct {
+    float water[CRAFTAX_N][CRAFTAX_N];
+    float mountain[CRAFTAX_N][CRAFTAX_N];
+    float path_x[CRAFTAX_N][CRAFTAX_N];
+    float tree_noise[CRAFTAX_N][CRAFTAX_N];
+    float p[CRAFTAX_CELLS];
+    float cumsum[CRAFTAX_CELLS];
+    uint8_t mask_a[CRAFTAX_CELLS];
+    uint8_t mask_b[CRAFTAX_CELLS];
+    uint8_t dungeon_map[CRAFTAX_MAP_SIZE + 20][CRAFTAX_MAP_SIZE + 20];   /* padded by 10 */
+    uint8_t dungeon_items[CRAFTAX_MAP_SIZE + 20][CRAFTAX_MAP_SIZE + 20];
+} CraftaxWorldGenScratch;
+
+/* jax.random.choice(key, arange(2304), p=mask) with a 0/1 mask: the cumulative sum of a
+ * 0/1 vector is a count, exact in any order, so no blocked scan is needed. */
+static inline CRAFTAX_HD int32_t craftax_choice_mask(CraftaxKey key, const uint8_t *mask, int n, float *cumsum) {
+    int32_t count = 0;
+    for (int i = 0; i < n; i++) {
+        count += mask[i] ? 1 : 0;
+        cumsum[i] = (float)count;
+    }
+    return craftax_choice_from_cumsum(key, 0, cumsum, n);
+}
+
+/* jax.random.choice(key, arange(2304), p=mask / mask.sum()) with float probabilities:
+ * the blocked cumulative sum decides the last bits, as in XLA. Empty masks give 0/0 = NaN
+ * probabilities and index 0, like upstream. */
+static inline CRAFTAX_HD int32_t craftax_choice_normalised_mask(CraftaxKey key, const uint8_t *mask, int n,
+                                                                float *p, float *cumsum) {
+    int32_t count = 0;
+    for (int i = 0; i < n; i++) count += mask[i] ? 1 : 0;
+    const float total = (float)count;
+    for (int i = 0; i < n; i++) p[i] = (mask[i] ? 1.0f : 0.0f) / total;
+    craftax_cumsum_f32(p, n, cumsum);
+    return craftax_choice_from_cumsum(key, 0, cumsum, n);
+}
+
+/* Start index of jax.lax.dynamic_(update_)slice along a dimension of `size` for a window
+ * of `window`: negative starts wrap once, then the start is clamped into [0, size-window]. */
+static inline CRAFTAX_HD int32_t craftax_dynamic_slice_start(int32_t start, int32_t size, int32_t window) {
+    if (start < 0) start += size;
+    return craftax_min_i32(craftax_max_i32(start, 0), size - window);
+}
+
+/* generate_smoothworld for one config; writes level `level` of the state. */
+static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const CraftaxSmoothGenConfig *cfg,
+                                                           const CraftaxParams *params, CraftaxState *s, int level,
+                                                           CraftaxWorldGenScratch *w) {
+    uint8_t(*map)[CRAFTAX_N] = s->map[level];
+    uint8_t(*item_map)[CRAFTAX_N] = s->item_map[level];
+    float(*light_map)[CRAFTAX_N] = s->light_map[level];
+    const int centre = CRAFTAX_N / 2;
+    CraftaxKey sub;
+
+    craftax_split2(rng, &rng, &sub);
+    craftax_fractal_noise(sub, 3, 3, params->has_angles[0] ? params->angles_water : 0, w->water);
+    craftax_split2(rng, &rng, &sub); /* unused by upstream */
+    craftax_split2(rng, &rng, &sub);
+    craftax_fractal_noise(sub, 3, 3, params->has_angles[1] ? params->angles_mountain : 0, w->mountain);
+    craftax_split2(rng, &rng, &sub);
+    craftax_fractal_noise(sub, 6, 24, params->has_angles[2] ? params->angles_path : 0, w->path_x);
+    craftax_split2(rng, &rng, &sub); /* unused by upstream */
+    craftax_split2(rng, &rng, &sub);
+    craftax_fractal_noise(sub, 12, 12, params->has_angles[3] ? params->angles_tree : 0, w->tree_noise);
+    /* The tree field draws from the carry key itself, which is then split again. */
+    const CraftaxKey tree_key = rng;
+
+    for (int i = 0; i < CRAFTAX_N; i++) {
+        for (int j = 0; j < CRAFTAX_N; j++) {
+            const int32_t dx = i - centre, dy = j - centre;
+            const float proximity = sqrtf((float)(dx * dx + dy * dy));
+            const float prox_water = craftax_clip_f32(proximity / (float)cfg->water_strength, 0.0f, cfg->water_max);
+            const float prox_mountain =
+                craftax_clip_f32(proximity / (float)cfg->mountain_strength, 0.0f, cfg->mountain_max);
+            const float water = w->water[i][j] + prox_water - 1.0f;
+            const float mountain = w->mountain[i][j] + 0.05f + prox_mountain - 1.0f;
+            w->water[i][j] = water;
+            w->mountain[i][j] = mountain;
+
+            uint8_t block = water > cfg->water_threshold ? cfg->sea_block : cfg->default_block;
+            if (water > cfg->sand_threshold && block != cfg->sea_block) block = cfg->coast_block;
+            if (mountain > 0.7f) block = cfg->mountain_block;
+            if (mountain > 0.7f && w->path_x[i][j] > 0.8f) block = cfg->path_block;
+            if (mountain > 0.7f && w->path_x[j][i] > 0.8f) block = cfg->path_block;
+            if (mountain > 0.85f && water > 0.4f) block = cfg->inner_mountain_block;
+            const float tree_draw = w->tree_noise[i][j] > cfg->tree_threshold_perlin
+                                        ? craftax_uniform(tree_key, (uint32_t)(i * CRAFTAX_N + j))
+                                        : 0.0f;
+            if (tree_draw > cfg->tree_threshold_uniform && block == cfg->tree_requirement_block) block = cfg->tree;
+            map[i][j] = block;
+        }
+    }
+
+    /* Ores: a scan over five (requirement, ore, chance) triples, keys chained. */
+    craftax_split2(rng, &rng, &sub);
+    CraftaxKey ore_carry = sub;
+    for (int ore = 0; ore < 5; ore++) {
+        CraftaxKey ore_key;
+        craftax_split2(ore_carry, &ore_carry, &ore_key);
+        for (int i = 0; i < CRAFTAX_N; i++)
+            for (int j = 0; j < CRAFTAX_N; j++)
+                if (map[i][j] == cfg->ore_requirement_blocks[ore] &&
+                    craftax_uniform(ore_key, (uint32_t)(i * CRAFTAX_N + j)) < cfg->ore_chances[ore])
+                    map[i][j] = cfg->ores[ore];
+    }
+
+    uint8_t *flat = &map[0][0];
+    uint8_t *mask = w->mask_a;
+    for (int i = 0; i < CRAFTAX_N; i++)
+        for (int j = 0; j < CRAFTAX_N; j++) {
+            const int lava = w->mountain[i][j] > 0.85f && w->tree_noise[i][j] > 0.7f;
+            mask[i * CRAFTAX_N + j] = (uint8_t)lava;
+            if (lava) map[i][j] = cfg->lava;
+        }
+    const uint8_t *lava_mask = mask;
+    uint8_t *cell_mask = w->mask_b;
+
+    /* always_diamond: one STONE cell (chosen even when the flag is off) becomes DIAMOND. */
+    for (int c = 0; c < CRAFTAX_CELLS; c++) cell_mask[c] = flat[c] == BLOCK_STONE;
+    craftax_split2(rng, &rng, &sub);
+    {
+        const int32_t idx = craftax_choice_normalised_mask(sub, cell_mask, CRAFTAX_CELLS, w->p, w->cumsum);
+        const int adding_diamond = cfg->default_block == BLOCK_GRASS && params->always_diamond;
+        map[idx / CRAFTAX_N][idx % CRAFTAX_N] = adding_diamond ? BLOCK_DIAMOND : BLOCK_STONE;
+    }
+
+    for (int i = 0; i < CRAFTAX_N; i++)
+        for (int j = 0; j < CRAFTAX_N; j++) {
+            light_map[i][j] = cfg->default_light;
+            item_map[i][j] = ITEM_NONE;
+        }
+    map[centre][centre] = cfg->player_spawn;
+
+    for (int c = 0; c < CRAFTAX_CELLS; c++) cell_mask[c] = flat[c] == cfg->valid_ladder;
+    craftax_split2(rng, &rng, &sub);
+    const int32_t down = craftax_choice_mask(sub, cell_mask, CRAFTAX_CELLS, w->cumsum);
+    craftax_split2(rng, &rng, &sub);
+    const int32_t up = craftax_choice_mask(sub, cell_mask, CRAFTAX_CELLS, w->cumsum);
+    const int32_t down_x = down / CRAFTAX_N, down_y = down % CRAFTAX_N;
+    const int32_t up_x = up / CRAFTAX_N, up_y = up % CRAFTAX_N;
+    if (cfg->ladder_down) item_map[down_x][down_y] = ITEM_LADDER_DOWN;
+
+    /* The torch-shaped halo around the up ladder. JAX's dynamic_update_slice first wraps a
+     * negative start once (+48), then clamps it so the 9x9 patch lies inside the map: a
+     * ladder in rows/columns 0-3 gets its halo at the far edge (start 39). */
+    {
+        const int32_t x0 = craftax_dynamic_slice_start(up_x - 4, CRAFTAX_N, 9);
+        const int32_t y0 = craftax_dynamic_slice_start(up_y - 4, CRAFTAX_N, 9);
+        const float dl = cfg->default_light;
+        for (int a = 0; a < 9; a++)
+            for (int b = 0; b < 9; b++)
+                light_map[x0 + a][y0 + b] = CRAFTAX_TORCH_LIGHT_MAP[a][b] * (1.0f - dl) + dl;
+    }
+
+    /* Lava glows: light += convolve2d_same(lava, [[.2,.7,.2],[.7,1,.7],[.2,.7,.2]]). */
+    if (cfg->lava == BLOCK_LAVA) {
+        const float kernel[3][3] = {{0.2f, 0.7f, 0.2f}, {0.7f, 1.0f, 0.7f}, {0.2f, 0.7f, 0.2f}};
+        for (int i = 0; i < CRAFTAX_N; i++)
+            for (int j = 0; j < CRAFTAX_N; j++) {
+                float glow = 0.0f;
+                for (int a = -1; a <= 1; a++)
+                    for (int b = -1; b <= 1; b++) {
+                        const int x = i + a, y = j + b;
+                        if (x < 0 || y < 0 || x >= CRAFTAX_N || y >= CRAFTAX_N) continue;
+                        if (lava_mask[x * CRAFTAX_N + y]) glow += kernel[a + 1][b + 1];
+                    }
+                light_map[i][j] = craftax_clip_f32(light_map[i][j] + glow, 0.0f, 1.0f);
+            }
+    } else {
+        for (int i = 0; i < CRAFTAX_N; i++)
+            for (int j = 0; j < CRAFTAX_N; j++) light_map[i][j] = craftax_clip_f32(light_map[i][j], 0.0f, 1.0f);
+    }
+
+    if (cfg->ladder_up) item_map[up_x][up_y] = ITEM_LADDER_UP;
+
+    s->down_ladders[level][0] = down_x;
+    s->down_ladders[level][1] = down_y;
+    s->up_ladders[level][0] = up_x;
+    s->up_ladders[level][1] = up_y;
+}
+
+#define CRAFTAX_DUNGEON_PAD 10
+#define CRAFTAX_DUNGEON_P (CRAFTAX_N + 2 * CRAFTAX_DUNGEON_PAD)
+
+static inline CRAFTAX_HD int32_t craftax_sign_i32(int32_t x) { return (x > 0) - (x < 0); }
+
+/* generate_dungeon for one config; writes level `level` of the state. */
+static inline CRAFTAX_HD void craftax_generate_dungeon(CraftaxKey rng, const CraftaxDungeonConfig *cfg,
+                                                       CraftaxState *s, int level, CraftaxWorldGenScratch *w) {
+    enum { NUM_ROOMS = 8, MIN_ROOM = 5, MAX_ROOM = 10, CHUNK = 16, CHUNKS_PER_SIDE = 3 };
+    const int P = CRAFTAX_DUNGEON_P, pad = CRAFTAX_DUNGEON_PAD;
+    uint8_t(*pmap)[CRAFTAX_DUNGEON_P] = w->dungeon_map;
+    uint8_t(*pitems)[CRAFTAX_DUNGEON_P] = w->dungeon_items;
+    CraftaxKey sub, sub2;
+
+    {
+        CraftaxKey keys[3];
+        for (int i = 0; i < 3; i++) keys[i] = craftax_split_at(rng, (uint32_t)i);
+        rng = keys[0];
+        sub = keys[2];
+    }
+    int32_t room_sizes[NUM_ROOMS][2];
+    {
+        CraftaxKey k1, k2;
+        craftax_split2(sub, &k1, &k2);
+        for (int r = 0; r < NUM_ROOMS; r++)
+            for (int c = 0; c < 2; c++)
+                room_sizes[r][c] = craftax_randint_from_keys(k1, k2, (uint32_t)(r * 2 + c), MIN_ROOM, MAX_ROOM);
+    }
+
+    for (int i = 0; i < P; i++)
+        for (int j = 0; j < P; j++) {
+            const int inside = i >= pad && j >= pad && i < pad + CRAFTAX_N && j < pad + CRAFTAX_N;
+            pmap[i][j] = inside ? BLOCK_WALL : 0;
+            pitems[i][j] = ITEM_NONE;
+        }
+
+    /* Rooms: a scan carrying the occupancy of the 3x3 chunks and a key. */
+    int32_t room_pos[NUM_ROOMS][2];
+    float occupancy[9];
+    for (int i = 0; i < 9; i++) occupancy[i] = 1.0f;
+    craftax_split2(rng, &rng, &sub);
+    CraftaxKey room_rng = sub;
+    for (int r = 0; r < NUM_ROOMS; r++) {
+        float cumsum[9];
+        craftax_split2(room_rng, &room_rng, &sub);
+        const int32_t chunk = craftax_choice_p(sub, occupancy, 9, cumsum);
+        occupancy[chunk] = 0.0f;
+        craftax_split2(room_rng, &room_rng, &sub);
+        int32_t px = (chunk % CHUNKS_PER_SIDE) * CHUNK + MAX_ROOM + craftax_randint(sub, 0, 0, CHUNK - MIN_ROOM);
+        int32_t py = (chunk / CHUNKS_PER_SIDE) * CHUNK + MAX_ROOM + craftax_randint(sub, 1, 0, CHUNK - MIN_ROOM);
+        room_pos[r][0] = px;
+        room_pos[r][1] = py;
+        for (int a = 0; a < MAX_ROOM; a++)
+            for (int b = 0; b < MAX_ROOM; b++)
+                if (a < room_sizes[r][0] && b < room_sizes[r][1]) pmap[px + a][py + b] = BLOCK_PATH;
+        const int32_t ex = px + room_sizes[r][0] - 1, ey = py + room_sizes[r][1] - 1;
+        pitems[px][py] = ITEM_TORCH;
+        pitems[ex][py] = ITEM_TORCH;
+        pitems[px][ey] = ITEM_TORCH;
+        pitems[ex][ey] = ITEM_TORCH;
+
+        craftax_split2(room_rng, &room_rng, &sub);
+        {
+            CraftaxKey k1, k2;
+            craftax_split2(sub, &k1, &k2);
+            const int32_t cx = craftax_randint_from_keys(k1, k2, 0, 1, room_sizes[r][0] - 1);
+            const int32_t cy = craftax_randint_from_keys(k1, k2, 1, 1, room_sizes[r][1] - 1);
+            pmap[px + cx][py + cy] = BLOCK_CHEST;
+        }
+        {
+            CraftaxKey keys[3];
+            for (int i = 0; i < 3; i++) keys[i] = craftax_split_at(room_rng, (uint32_t)i);
+            room_rng = keys[0];
+            CraftaxKey k1, k2;
+            craftax_split2(keys[1], &k1, &k2);
+            const int32_t fx = craftax_randint_from_keys(k1, k2, 0, 1, room_sizes[r][0] - 1);
+            const int32_t fy = craftax_randint_from_keys(k1, k2, 1, 1, room_sizes[r][1] - 1);
+            const int has_fountain = craftax_uniform(keys[2], 0) > 0.5f;
+            if (has_fountain) pmap[px + fx][py + fy] = cfg->fountain_block;
+        }
+    }
+
+    /* Corridors: from each room to a room already joined (the last room starts joined). */
+    float included[NUM_ROOMS];
+    for (int i = 0; i < NUM_ROOMS; i++) included[i] = i == NUM_ROOMS - 1 ? 1.0f : 0.0f;
+    craftax_split2(rng, &rng, &sub);
+    CraftaxKey path_rng = sub;
+    for (int r = 0; r < NUM_ROOMS; r++) {
+        float cumsum[NUM_ROOMS];
+        const int32_t sx = room_pos[r][0], sy = room_pos[r][1];
+        craftax_split2(path_rng, &path_rng, &sub);
+        const int32_t sink = craftax_choice_p(sub, included, NUM_ROOMS, cumsum);
+        const int32_t tx = room_pos[sink][0], ty = room_pos[sink][1];
+
+        const int32_t hd = ty - sy, hsign = craftax_sign_i32(hd);
+        for (int j = 0; j < P; j++) {
+            const int32_t k = (j - sy) * hsign;
+            if (hsign != 0 && k >= 0 && k <= (hd < 0 ? -hd : hd) && pmap[sx][j] == BLOCK_WALL)
+                pmap[sx][j] = BLOCK_PATH;
+        }
+        const int32_t vd = tx - sx, vsign = craftax_sign_i32(vd);
+        for (int i = 0; i < P; i++) {
+            const int32_t k = (i - sx) * vsign;
+            if (vsign != 0 && k >= 0 && k <= (vd < 0 ? -vd : vd) && pmap[i][ty] == BLOCK_WALL)
+                pmap[i][ty] = BLOCK_PATH;
+        }
+        /* Quirk: the carry becomes the second half of this split. */
+        craftax_split2(path_rng, &sub2, &path_rng);
+        included[r] = 1.0f;
+    }
+
+    pmap[room_pos[0][0] + 2][room_pos[0][1] + 2] = cfg->special_block;
+
+    uint8_t(*map)[CRAFTAX_N] = s->map[level];
+    uint8_t(*item_map)[CRAFTAX_N] = s->item_map[level];
+    for (int i = 0; i < CRAFTAX_N; i++)
+        for (int j = 0; j < CRAFTAX_N; j++) {
+            map[i][j] = pmap[i + pad][j + pad];
+            item_map[i][j] = pitems[i + pad][j + pad];
+        }
+
+    /* Walls next to a corridor or room (plus-shaped neighbourhood) stay walls, sometimes
+     * mossy; walls with no open neighbour become darkness; one path in ten without an
+     * item becomes the floor's rare block. */
+    uint8_t *adjacent = w->mask_a;
+    for (int i = 0; i < CRAFTAX_N; i++)
+        for (int j = 0; j < CRAFTAX_N; j++) {
+            int open = map[i][j] != BLOCK_WALL;
+            if (i > 0) open |= map[i - 1][j] != BLOCK_WALL;
+            if (i < CRAFTAX_N - 1) open |= map[i + 1][j] != BLOCK_WALL;
+            if (j > 0) open |= map[i][j - 1] != BLOCK_WALL;
+            if (j < CRAFTAX_N - 1) open |= map[i][j + 1] != BLOCK_WALL;
+            adjacent[i * CRAFTAX_N + j] = (uint8_t)open;
+        }
+    craftax_split2(rng, &rng, &sub);
+    {
+        const float rare_cumsum[2] = {0.9f, 0.9f + 0.1f};
+        for (int i = 0; i < CRAFTAX_N; i++)
+            for (int j = 0; j < CRAFTAX_N; j++) {
+                const int rare = craftax_choice_from_cumsum(sub, (uint32_t)(i * CRAFTAX_N + j), rare_cumsum, 2) == 1;
+                const uint8_t block = map[i][j];
+                uint8_t out;
+                if (!adjacent[i * CRAFTAX_N + j])
+                    out = BLOCK_DARKNESS;
+                else if (block == BLOCK_WALL)
+                    out = rare ? BLOCK_WALL_MOSS : BLOCK_WALL;
+                else if (rare && block == BLOCK_PATH && item_map[i][j] == ITEM_NONE)
+                    out = cfg->rare_path_replacement_block;
+                else
+                    out = block;
+                map[i][j] = out;
+            }
+    }
+
+    float(*light_map)[CRAFTAX_N] = s->light_map[level];
+    for (int i = 0; i < CRAFTAX_N; i++)
+        for (int j = 0; j < CRAFTAX_N; j++) light_map[i][j] = 1.0f;
+
+    uint8_t *path_mask = w->mask_b;
+    for (int c = 0; c < CRAFTAX_CELLS; c++) path_mask[c] = (&map[0][0])[c] == BLOCK_PATH;
+    craftax_split2(rng, &rng, &sub);
+    const int32_t down = craftax_choice_normalised_mask(sub, path_mask, CRAFTAX_CELLS, w->p, w->cumsum);
+    item_map[down / CRAFTAX_N][down % CRAFTAX_N] = ITEM_LADDER_DOWN;
+    craftax_split2(rng, &rng, &sub);
+    const int32_t up = craftax_choice_mask(sub, path_mask, CRAFTAX_CELLS, w->cumsum);
+    item_map[up / CRAFTAX_N][up % CRAFTAX_N] = ITEM_LADDER_UP;
+
+    s->down_ladders[level][0] = down / CRAFTAX_N;
+    s->down_ladders[level][1] = down % CRAFTAX_N;
+    s->up_ladders[level][0] = up / CRAFTAX_N;
+    s->up_ladders[level][1] = up % CRAFTAX_N;
+}
+
+static inline CRAFTAX_HD void craftax_clear_mobs3(CraftaxMobs3 *m) {
+    memset(m, 0, sizeof(*m));
+    for (int l = 0; l < CRAFTAX_NUM_LEVELS; l++)
+        for (int i = 0; i < 3; i++) m->health[l][i] = 1.0f;
+}
+static inline CRAFTAX_HD void craftax_clear_mobs2(CraftaxMobs2 *m) {
+    memset(m, 0, sizeof(*m));
+    for (int l = 0; l < CRAFTAX_NUM_LEVELS; l++)
+        for (int i = 0; i < 2; i++) m->health[l][i] = 1.0f;
+}
+
+/* generate_world(rng, params, static_params). */
+static inline CRAFTAX_HD void craftax_generate_world(CraftaxKey rng, const CraftaxParams *params, CraftaxState *s,
+                                                     CraftaxWorldGenScratch *w) {
+    CraftaxKey keys[7];
+    for (int i = 0; i < 7; i++) keys[i] = craftax_split_at(rng, (uint32_t)i);
+    rng = keys[0];
+    for (int k = 0; k < 6; k++)
+        craftax_generate_smoothworld(keys[k + 1], &CRAFTAX_SMOOTHGEN_CONFIGS[k], params, s, CRAFTAX_SMOOTH_LEVEL[k], w);
+    for (int i = 0; i < 4; i++) keys[i] = craftax_split_at(rng, (uint32_t)i);
+    rng = keys[0];
+    for (int k = 0; k < 3; k++)
+        craftax_generate_dungeon(keys[k + 1], &CRAFTAX_DUNGEON_CONFIGS[k], s, CRAFTAX_DUNGEON_LEVEL[k], w);
+
+    memset(s->mob_map, 0, sizeof(s->mob_map));
+    memset(s->chests_opened, 0, sizeof(s->chests_opened));
+    for (int l = 0; l < CRAFTAX_NUM_LEVELS; l++) s->monsters_killed[l] = l == 0 ? 10 : 0; /* first ladder open */
+
+    s->player_position[0] = CRAFTAX_N / 2;
+    s->player_position[1] = CRAFTAX_N / 2;
+    s->player_level = 0;
+    s->player_direction = ACTION_UP;
+    s->player_health = 9.0f;
+    s->player_food = s->player_drink = s->player_energy = s->player_mana = 9;
+    s->is_sleeping = s->is_resting = 0;
+    s->player_recover = s->player_hunger = s->player_thirst = s->player_fatigue = s->player_recover_mana = 0.0f;
+    s->player_xp = 0;
+    s->player_dexterity = s->player_strength = s->player_intelligence = 1;
+
+    {
+        const int god = params->god_mode != 0;
+        CraftaxInventory *inv = &s->inventory;
+        const int32_t many = god ? 99 : 0;
+        inv->wood = inv->stone = inv->coal = inv->iron = inv->diamond = inv->sapling = many;
+        inv->arrows = inv->torches = inv->ruby = inv->sapphire = inv->books = many;
+        inv->pickaxe = inv->sword = god ? 4 : 0;
+        inv->bow = god ? 1 : 0;
+        for (int i = 0; i < 6; i++) inv->potions[i] = many;
+        for (int i = 0; i < 4; i++) inv->armour[i] = god ? 2 : 0;
+    }
+
+    craftax_clear_mobs3(&s->melee_mobs);
+    craftax_clear_mobs3(&s->passive_mobs);
+    craftax_clear_mobs2(&s->ranged_mobs);
+    craftax_clear_mobs3(&s->mob_projectiles);
+    craftax_clear_mobs3(&s->player_projectiles);
+    for (int l = 0; l < CRAFTAX_NUM_LEVELS; l++)
+        for (int i = 0; i < 3; i++)
+            for (int c = 0; c < 2; c++) {
+                s->mob_projectile_directions[l][i][c] = 1;
+                s->player_projectile_directions[l][i][c] = 1;
+            }
+    memset(s->growing_plants_positions, 0, sizeof(s->growing_plants_positions));
+    memset(s->growing_plants_age, 0, sizeof(s->growing_plants_age));
+    memset(s->growing_plants_mask, 0, sizeof(s->growing_plants_mask));
+
+    CraftaxKey sub;
+    craftax_split2(rng, &rng, &sub);
+    craftax_permutation(sub, 6, s->potion_mapping);
+
+    s->learned_spells[0] = s->learned_spells[1] = 0;
+    s->sword_enchantment = s->bow_enchantment = 0;
+    for (int i = 0; i < 4; i++) s->armour_enchantments[i] = 0;
+    s->boss_progress = 0;
+    s->boss_timesteps_to_spawn_this_round = CRAFTAX_BOSS_FIGHT_SPAWN_TURNS;
+    memset(s->achievements, 0, sizeof(s->achievements));
+    s->light_level = craftax_light_level(0, params->day_length);
+
+    craftax_split2(rng, &rng, &sub);
+    s->state_rng[0] = sub.k[0];
+    s->state_rng[1] = sub.k[1];
+    s->timestep = 0;
+}
+
+/* CraftaxSymbolicEnv.reset_env: one more split before generate_world. */
+static inline CRAFTAX_HD void craftax_reset_env(CraftaxKey key, const CraftaxParams *params, CraftaxState *s,
+                                                CraftaxWorldGenScratch *w) {
+    CraftaxKey rng, sub;
+    craftax_split2(key, &rng, &sub);
+    craftax_generate_world(sub, params, s, w);
+}
+
+#endif

@@ -1,0 +1,82 @@
+/* craftax_api.h: the C API of pycraftax, exported by the C reference (reference_c/src)
+ * and, with the same signatures, by the CUDA build.
+ *
+ * cffi reads this file and craftax/params.h as its cdef (pycraftax/_build.py strips the
+ * preprocessor lines), so everything below the includes is plain declarations.
+ * Functions return 0 on success or a negative CRAFTAX_ERR_* code.
+ *
+ * States are opaque byte buffers of craftax_state_size() bytes per env; the leaf table
+ * describes where each upstream EnvState leaf lives inside one state.
+ */
+#ifndef CRAFTAX_API_H
+#define CRAFTAX_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "craftax/params.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CRAFTAX_ERR_NULL -1
+#define CRAFTAX_ERR_NUM_ENVS -2
+#define CRAFTAX_ERR_NO_MEMORY -3
+#define CRAFTAX_ERR_ARGUMENT -4
+
+/* Storage and upstream dtypes of a leaf. */
+#define CRAFTAX_DTYPE_UINT8 0
+#define CRAFTAX_DTYPE_INT32 1
+#define CRAFTAX_DTYPE_FLOAT32 2
+#define CRAFTAX_DTYPE_UINT32 3
+#define CRAFTAX_DTYPE_BOOL 4
+
+typedef struct {
+    const char *name;      /* dotted path of the upstream EnvState leaf, e.g. "inventory.wood" */
+    uint32_t offset;       /* byte offset inside one state */
+    int32_t storage_dtype; /* how it is stored here */
+    int32_t dtype;         /* upstream dtype */
+    int32_t ndim;
+    int32_t shape[4];
+    int32_t min_value;     /* inclusive domain of integer leaves, for set_state validation */
+    int32_t max_value;
+} CraftaxLeaf;
+
+int craftax_api_version(void);
+size_t craftax_state_size(void);
+int craftax_num_leaves(void);
+const CraftaxLeaf *craftax_leaf(int index);
+void craftax_default_params(CraftaxParams *params);
+
+/* Threads used by the batched calls (OpenMP); 0 restores the default. */
+void craftax_set_num_threads(int num_threads);
+int craftax_get_num_threads(void);
+
+/* reset_env(keys[i], params) for each env: keys is uint32 [num_envs, 2]; obs, when not
+ * NULL, receives float32 [num_envs, CRAFTAX_OBS_SIZE]. */
+int craftax_reset_with_keys(void *states, const uint32_t *keys, int64_t num_envs, const CraftaxParams *params,
+                            float *obs);
+/* render_craftax_symbolic for each env. */
+int craftax_observe(const void *states, int64_t num_envs, float *obs);
+int craftax_obs_size(void);
+
+/* jax.random.split(key, num) of one raw key: out is uint32 [num, 2]. */
+void craftax_key_split(const uint32_t *key, uint32_t num, uint32_t *out);
+
+/* Primitives exposed for the parity tests (jax.random and noise, one key each). */
+void craftax_test_uniform(const uint32_t *key, uint32_t num, float *out);
+void craftax_test_randint(const uint32_t *key, uint32_t num, int32_t minval, int32_t maxval, int32_t *out);
+int32_t craftax_test_choice_p(const uint32_t *key, const float *p, int32_t n);
+void craftax_test_choice_p_many(const uint32_t *key, const float *p, int32_t n, uint32_t num, int32_t *out);
+void craftax_test_cumsum(const float *x, int32_t n, float *out);
+void craftax_test_permutation(const uint32_t *key, int32_t n, int32_t *out);
+void craftax_test_sincosf(const float *x, int64_t num, float *sin_out, float *cos_out);
+float craftax_test_light_level(int32_t timestep, int32_t day_length);
+int craftax_test_fractal_noise(const uint32_t *key, int32_t res0, int32_t res1, const float *angles, float *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

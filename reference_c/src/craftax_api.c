@@ -1,0 +1,231 @@
+/* craftax_api.c: the C API (craftax_api.h) over the rules headers, batched with OpenMP.
+ * Build: compiled by pycraftax/_build.py through cffi; flags and their reasons live there.
+ */
+#include "craftax_api.h"
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdlib.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "craftax/obs.h"
+#include "craftax/worldgen.h"
+
+#define API_VERSION 1
+
+int craftax_api_version(void) { return API_VERSION; }
+size_t craftax_state_size(void) { return sizeof(CraftaxState); }
+int craftax_obs_size(void) { return CRAFTAX_OBS_SIZE; }
+
+#define U8 CRAFTAX_DTYPE_UINT8
+#define I32 CRAFTAX_DTYPE_INT32
+#define F32 CRAFTAX_DTYPE_FLOAT32
+#define U32 CRAFTAX_DTYPE_UINT32
+#define BOOL CRAFTAX_DTYPE_BOOL
+#define L CRAFTAX_NUM_LEVELS
+#define M CRAFTAX_MAP_SIZE
+#define LEAF(name, member, storage, dtype, ndim, s0, s1, s2, lo, hi) \
+    {name, (uint32_t)offsetof(CraftaxState, member), storage, dtype, ndim, {s0, s1, s2, 0}, lo, hi}
+#define MOBS(prefix, member, n, pos_lo, pos_hi)                                                  \
+    LEAF(prefix ".position", member.position, I32, I32, 3, L, n, 2, pos_lo, pos_hi),             \
+        LEAF(prefix ".health", member.health, F32, F32, 2, L, n, 0, 0, 0),                       \
+        LEAF(prefix ".mask", member.mask, U8, BOOL, 2, L, n, 0, 0, 1),                           \
+        LEAF(prefix ".attack_cooldown", member.attack_cooldown, I32, I32, 2, L, n, 0, INT_MIN, INT_MAX),      \
+        LEAF(prefix ".type_id", member.type_id, I32, I32, 2, L, n, 0, 0, CRAFTAX_NUM_MOB_TYPES - 1)
+#define INV(name, lo, hi) LEAF("inventory." #name, inventory.name, I32, I32, 0, 0, 0, 0, lo, hi)
+
+/* Leaves in upstream EnvState field order. Integer domains are what set_state accepts:
+ * enum ranges, map coordinates, inventory caps (99), tool tiers; counters that upstream
+ * lets run freely (cooldowns, boss timer, dead projectiles' positions) take any int32. */
+static const CraftaxLeaf LEAVES[] = {
+    LEAF("map", map, U8, I32, 3, L, M, M, 0, CRAFTAX_NUM_BLOCK_TYPES - 1),
+    LEAF("item_map", item_map, U8, I32, 3, L, M, M, 0, CRAFTAX_NUM_ITEM_TYPES - 1),
+    LEAF("mob_map", mob_map, U8, BOOL, 3, L, M, M, 0, 1),
+    LEAF("light_map", light_map, F32, F32, 3, L, M, M, 0, 0),
+    LEAF("down_ladders", down_ladders, I32, I32, 2, L, 2, 0, 0, M - 1),
+    LEAF("up_ladders", up_ladders, I32, I32, 2, L, 2, 0, 0, M - 1),
+    LEAF("chests_opened", chests_opened, U8, BOOL, 1, L, 0, 0, 0, 1),
+    LEAF("monsters_killed", monsters_killed, I32, I32, 1, L, 0, 0, 0, INT_MAX),
+    LEAF("player_position", player_position, I32, I32, 1, 2, 0, 0, 0, M - 1),
+    LEAF("player_level", player_level, I32, I32, 0, 0, 0, 0, 0, L - 1),
+    LEAF("player_direction", player_direction, I32, I32, 0, 0, 0, 0, 1, 4),
+    LEAF("player_health", player_health, F32, F32, 0, 0, 0, 0, 0, 0),
+    LEAF("player_food", player_food, I32, I32, 0, 0, 0, 0, 0, 99),
+    LEAF("player_drink", player_drink, I32, I32, 0, 0, 0, 0, 0, 99),
+    LEAF("player_energy", player_energy, I32, I32, 0, 0, 0, 0, 0, 99),
+    LEAF("player_mana", player_mana, I32, I32, 0, 0, 0, 0, 0, 99),
+    LEAF("is_sleeping", is_sleeping, U8, BOOL, 0, 0, 0, 0, 0, 1),
+    LEAF("is_resting", is_resting, U8, BOOL, 0, 0, 0, 0, 0, 1),
+    LEAF("player_recover", player_recover, F32, F32, 0, 0, 0, 0, 0, 0),
+    LEAF("player_hunger", player_hunger, F32, F32, 0, 0, 0, 0, 0, 0),
+    LEAF("player_thirst", player_thirst, F32, F32, 0, 0, 0, 0, 0, 0),
+    LEAF("player_fatigue", player_fatigue, F32, F32, 0, 0, 0, 0, 0, 0),
+    LEAF("player_recover_mana", player_recover_mana, F32, F32, 0, 0, 0, 0, 0, 0),
+    LEAF("player_xp", player_xp, I32, I32, 0, 0, 0, 0, 0, 99),
+    LEAF("player_dexterity", player_dexterity, I32, I32, 0, 0, 0, 0, 1, 99),
+    LEAF("player_strength", player_strength, I32, I32, 0, 0, 0, 0, 1, 99),
+    LEAF("player_intelligence", player_intelligence, I32, I32, 0, 0, 0, 0, 1, 99),
+    INV(wood, 0, 99),
+    INV(stone, 0, 99),
+    INV(coal, 0, 99),
+    INV(iron, 0, 99),
+    INV(diamond, 0, 99),
+    INV(sapling, 0, 99),
+    INV(pickaxe, 0, 4),
+    INV(sword, 0, 4),
+    INV(bow, 0, 99),
+    INV(arrows, 0, 99),
+    LEAF("inventory.armour", inventory.armour, I32, I32, 1, 4, 0, 0, 0, 2),
+    INV(torches, 0, 99),
+    INV(ruby, 0, 99),
+    INV(sapphire, 0, 99),
+    LEAF("inventory.potions", inventory.potions, I32, I32, 1, 6, 0, 0, 0, 99),
+    INV(books, 0, 99),
+    MOBS("melee_mobs", melee_mobs, CRAFTAX_MAX_MELEE_MOBS, 0, M - 1),
+    MOBS("passive_mobs", passive_mobs, CRAFTAX_MAX_PASSIVE_MOBS, 0, M - 1),
+    MOBS("ranged_mobs", ranged_mobs, CRAFTAX_MAX_RANGED_MOBS, 0, M - 1),
+    MOBS("mob_projectiles", mob_projectiles, CRAFTAX_MAX_MOB_PROJECTILES, INT_MIN, INT_MAX),
+    LEAF("mob_projectile_directions", mob_projectile_directions, I32, I32, 3, L, CRAFTAX_MAX_MOB_PROJECTILES, 2, -1, 1),
+    MOBS("player_projectiles", player_projectiles, CRAFTAX_MAX_PLAYER_PROJECTILES, INT_MIN, INT_MAX),
+    LEAF("player_projectile_directions", player_projectile_directions, I32, I32, 3, L, CRAFTAX_MAX_PLAYER_PROJECTILES,
+         2, -1, 1),
+    LEAF("growing_plants_positions", growing_plants_positions, I32, I32, 2, CRAFTAX_MAX_GROWING_PLANTS, 2, 0, 0, M - 1),
+    LEAF("growing_plants_age", growing_plants_age, I32, I32, 1, CRAFTAX_MAX_GROWING_PLANTS, 0, 0, 0, INT_MAX),
+    LEAF("growing_plants_mask", growing_plants_mask, U8, BOOL, 1, CRAFTAX_MAX_GROWING_PLANTS, 0, 0, 0, 1),
+    LEAF("potion_mapping", potion_mapping, I32, I32, 1, 6, 0, 0, 0, 5),
+    LEAF("learned_spells", learned_spells, U8, BOOL, 1, 2, 0, 0, 0, 1),
+    LEAF("sword_enchantment", sword_enchantment, I32, I32, 0, 0, 0, 0, 0, 2),
+    LEAF("bow_enchantment", bow_enchantment, I32, I32, 0, 0, 0, 0, 0, 2),
+    LEAF("armour_enchantments", armour_enchantments, I32, I32, 1, 4, 0, 0, 0, 2),
+    LEAF("boss_progress", boss_progress, I32, I32, 0, 0, 0, 0, 0, 8),
+    LEAF("boss_timesteps_to_spawn_this_round", boss_timesteps_to_spawn_this_round, I32, I32, 0, 0, 0, 0, INT_MIN, INT_MAX),
+    LEAF("light_level", light_level, F32, F32, 0, 0, 0, 0, 0, 0),
+    LEAF("achievements", achievements, U8, BOOL, 1, CRAFTAX_NUM_ACHIEVEMENTS, 0, 0, 0, 1),
+    LEAF("state_rng", state_rng, U32, U32, 1, 2, 0, 0, 0, 0),
+    LEAF("timestep", timestep, I32, I32, 0, 0, 0, 0, 0, INT_MAX),
+};
+
+int craftax_num_leaves(void) { return (int)(sizeof(LEAVES) / sizeof(LEAVES[0])); }
+
+const CraftaxLeaf *craftax_leaf(int index) {
+    if (index < 0 || index >= craftax_num_leaves()) return NULL;
+    return &LEAVES[index];
+}
+
+void craftax_default_params(CraftaxParams *p) {
+    memset(p, 0, sizeof(*p));
+    p->max_timesteps = 100000;
+    p->day_length = 300;
+    p->always_diamond = 0;
+    p->mob_despawn_distance = 14;
+    p->max_attribute = 5;
+    p->god_mode = 0;
+}
+
+static int requested_threads = 0;
+
+void craftax_set_num_threads(int num_threads) { requested_threads = num_threads > 0 ? num_threads : 0; }
+
+int craftax_get_num_threads(void) {
+#ifdef _OPENMP
+    return requested_threads > 0 ? requested_threads : omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+int craftax_reset_with_keys(void *states, const uint32_t *keys, int64_t num_envs, const CraftaxParams *params,
+                            float *obs) {
+    if (!states || !keys || !params) return CRAFTAX_ERR_NULL;
+    if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
+    if (params->day_length <= 0) return CRAFTAX_ERR_ARGUMENT;
+    CraftaxState *all = (CraftaxState *)states;
+    int failed = 0;
+#pragma omp parallel num_threads(craftax_get_num_threads()) reduction(| : failed)
+    {
+        CraftaxWorldGenScratch *scratch = (CraftaxWorldGenScratch *)malloc(sizeof(CraftaxWorldGenScratch));
+        if (!scratch) failed = 1;
+#pragma omp for schedule(dynamic, 4)
+        for (int64_t i = 0; i < num_envs; i++) {
+            if (!scratch) continue;
+            CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
+            craftax_reset_env(key, params, &all[i], scratch);
+            if (obs) craftax_render_symbolic(&all[i], obs + i * CRAFTAX_OBS_SIZE, 1);
+        }
+        free(scratch);
+    }
+    return failed ? CRAFTAX_ERR_NO_MEMORY : 0;
+}
+
+int craftax_observe(const void *states, int64_t num_envs, float *obs) {
+    if (!states || !obs) return CRAFTAX_ERR_NULL;
+    if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
+    const CraftaxState *all = (const CraftaxState *)states;
+#pragma omp parallel for num_threads(craftax_get_num_threads()) schedule(static)
+    for (int64_t i = 0; i < num_envs; i++) craftax_render_symbolic(&all[i], obs + i * CRAFTAX_OBS_SIZE, 0);
+    return 0;
+}
+
+static CraftaxKey key_of(const uint32_t *key) {
+    CraftaxKey k = {{key[0], key[1]}};
+    return k;
+}
+
+void craftax_key_split(const uint32_t *key, uint32_t num, uint32_t *out) {
+    for (uint32_t i = 0; i < num; i++) {
+        CraftaxKey k = craftax_split_at(key_of(key), i);
+        out[2 * i] = k.k[0];
+        out[2 * i + 1] = k.k[1];
+    }
+}
+
+void craftax_test_uniform(const uint32_t *key, uint32_t num, float *out) {
+    for (uint32_t i = 0; i < num; i++) out[i] = craftax_uniform(key_of(key), i);
+}
+
+void craftax_test_randint(const uint32_t *key, uint32_t num, int32_t minval, int32_t maxval, int32_t *out) {
+    for (uint32_t i = 0; i < num; i++) out[i] = craftax_randint(key_of(key), i, minval, maxval);
+}
+
+int32_t craftax_test_choice_p(const uint32_t *key, const float *p, int32_t n) {
+    float *scratch = (float *)malloc(sizeof(float) * (size_t)n);
+    if (!scratch) return CRAFTAX_ERR_NO_MEMORY;
+    int32_t r = craftax_choice_p(key_of(key), p, n, scratch);
+    free(scratch);
+    return r;
+}
+
+void craftax_test_choice_p_many(const uint32_t *key, const float *p, int32_t n, uint32_t num, int32_t *out) {
+    float *cumsum = (float *)malloc(sizeof(float) * (size_t)n);
+    if (!cumsum) return;
+    craftax_cumsum_f32(p, n, cumsum);
+    for (uint32_t i = 0; i < num; i++) out[i] = craftax_choice_from_cumsum(key_of(key), i, cumsum, n);
+    free(cumsum);
+}
+
+void craftax_test_cumsum(const float *x, int32_t n, float *out) { craftax_cumsum_f32(x, n, out); }
+
+void craftax_test_permutation(const uint32_t *key, int32_t n, int32_t *out) {
+    craftax_permutation(key_of(key), n, out);
+}
+
+void craftax_test_sincosf(const float *x, int64_t num, float *sin_out, float *cos_out) {
+    for (int64_t i = 0; i < num; i++) {
+        sin_out[i] = craftax_sinf(x[i]);
+        cos_out[i] = craftax_cosf(x[i]);
+    }
+}
+
+float craftax_test_light_level(int32_t timestep, int32_t day_length) {
+    return craftax_light_level(timestep, day_length);
+}
+
+int craftax_test_fractal_noise(const uint32_t *key, int32_t res0, int32_t res1, const float *angles, float *out) {
+    if (res0 <= 0 || res1 <= 0 || res0 > 24 || res1 > 24 || CRAFTAX_MAP_SIZE % res0 || CRAFTAX_MAP_SIZE % res1)
+        return CRAFTAX_ERR_ARGUMENT;
+    craftax_fractal_noise(key_of(key), res0, res1, angles, (float(*)[CRAFTAX_MAP_SIZE])out);
+    return 0;
+}
