@@ -20,9 +20,10 @@ from cffi import FFI
 
 ROOT = Path(__file__).resolve().parent.parent
 INCLUDE_DIR = ROOT / "reference_c" / "include"
-API_HEADER = INCLUDE_DIR / "craftax_api.h"
 PARAMS_HEADER = INCLUDE_DIR / "craftax" / "params.h"
-SOURCES = ["reference_c/src/craftax_api.c"]
+# The C API: craftax_api.h first, then any further craftax_api_*.h (e.g. the step API).
+API_HEADERS = [INCLUDE_DIR / "craftax_api.h"] + sorted(INCLUDE_DIR.glob("craftax_api_*.h"))
+SOURCES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "reference_c" / "src").glob("*.c"))
 
 # Float flags are part of the conformance contract (DESIGN.md "The rules header"):
 # -ffp-contract=off: gcc would otherwise fuse a*b+c into FMAs wherever it likes, and the
@@ -62,10 +63,10 @@ def cdef_text(header: Path) -> str:
 
 
 ffibuilder = FFI()
-ffibuilder.cdef(cdef_text(PARAMS_HEADER) + "\n" + cdef_text(API_HEADER))
+ffibuilder.cdef("\n".join(cdef_text(h) for h in [PARAMS_HEADER] + API_HEADERS))
 ffibuilder.set_source(
     "pycraftax._craftax_c",
-    '#include "craftax_api.h"',
+    "\n".join(f'#include "{h.name}"' for h in API_HEADERS),
     sources=SOURCES,
     include_dirs=[str(INCLUDE_DIR)],
     extra_compile_args=COMPILE_ARGS,
