@@ -22,24 +22,30 @@ typedef struct {
 
 static inline CRAFTAX_HD uint32_t craftax_rotl32(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
 
-/* Threefry-2x32 with 20 rounds, the counter (x0, x1) = (hi, lo) of the flat index. */
+/* Threefry-2x32 with 20 rounds, the counter (x0, x1) = (hi, lo) of the flat index.
+ * Written out round by round (no tables, no loops) so that loops over indices calling it
+ * vectorise. */
+#define CRAFTAX_TF_ROUND(r) \
+    x0 += x1;               \
+    x1 = craftax_rotl32(x1, r); \
+    x1 ^= x0;
+#define CRAFTAX_TF_GROUP_A CRAFTAX_TF_ROUND(13) CRAFTAX_TF_ROUND(15) CRAFTAX_TF_ROUND(26) CRAFTAX_TF_ROUND(6)
+#define CRAFTAX_TF_GROUP_B CRAFTAX_TF_ROUND(17) CRAFTAX_TF_ROUND(29) CRAFTAX_TF_ROUND(16) CRAFTAX_TF_ROUND(24)
 static inline CRAFTAX_HD void craftax_threefry2x32(CraftaxKey key, uint32_t x0, uint32_t x1, uint32_t out[2]) {
-    const uint32_t ks[3] = {key.k[0], key.k[1], key.k[0] ^ key.k[1] ^ 0x1BD11BDAu};
-    const int rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
-    x0 += ks[0];
-    x1 += ks[1];
-    for (int group = 0; group < 5; group++) {
-        for (int r = 0; r < 4; r++) {
-            x0 += x1;
-            x1 = craftax_rotl32(x1, rot[group & 1][r]);
-            x1 ^= x0;
-        }
-        x0 += ks[(group + 1) % 3];
-        x1 += ks[(group + 2) % 3] + (uint32_t)(group + 1);
-    }
+    const uint32_t k0 = key.k[0], k1 = key.k[1], k2 = key.k[0] ^ key.k[1] ^ 0x1BD11BDAu;
+    x0 += k0;
+    x1 += k1;
+    CRAFTAX_TF_GROUP_A x0 += k1; x1 += k2 + 1u;
+    CRAFTAX_TF_GROUP_B x0 += k2; x1 += k0 + 2u;
+    CRAFTAX_TF_GROUP_A x0 += k0; x1 += k1 + 3u;
+    CRAFTAX_TF_GROUP_B x0 += k1; x1 += k2 + 4u;
+    CRAFTAX_TF_GROUP_A x0 += k2; x1 += k0 + 5u;
     out[0] = x0;
     out[1] = x1;
 }
+#undef CRAFTAX_TF_ROUND
+#undef CRAFTAX_TF_GROUP_A
+#undef CRAFTAX_TF_GROUP_B
 
 /* jax.random.split(key, n)[index]. */
 static inline CRAFTAX_HD CraftaxKey craftax_split_at(CraftaxKey key, uint32_t index) {
@@ -69,6 +75,12 @@ static inline CRAFTAX_HD float craftax_bits_to_unit_float(uint32_t bits) {
 /* Element `index` of jax.random.uniform(key, shape) in [0, 1). */
 static inline CRAFTAX_HD float craftax_uniform(CraftaxKey key, uint32_t index) {
     return craftax_bits_to_unit_float(craftax_random_bits(key, index));
+}
+
+/* jax.random.uniform(key, (n,)) into out: a branch-free loop that compilers vectorise,
+ * cheaper than drawing a few hundred elements one by one. */
+static inline CRAFTAX_HD void craftax_uniform_field(CraftaxKey key, int n, float *out) {
+    for (int i = 0; i < n; i++) out[i] = craftax_uniform(key, (uint32_t)i);
 }
 
 /* jax.random.randint's per-element formula, given the two split keys of `key`. */

@@ -99,10 +99,13 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
             if (mountain > 0.7f && w->path_x[i][j] > 0.8f) block = cfg->path_block;
             if (mountain > 0.7f && w->path_x[j][i] > 0.8f) block = cfg->path_block;
             if (mountain > 0.85f && water > 0.4f) block = cfg->inner_mountain_block;
-            const float tree_draw = w->tree_noise[i][j] > cfg->tree_threshold_perlin
-                                        ? craftax_uniform(tree_key, (uint32_t)(i * CRAFTAX_N + j))
-                                        : 0.0f;
-            if (tree_draw > cfg->tree_threshold_uniform && block == cfg->tree_requirement_block) block = cfg->tree;
+            /* Each uniform element is a pure function of (key, index) under partitionable
+             * threefry, so it is drawn only for cells whose outcome depends on it. Every
+             * threshold is positive, so a cell below the perlin threshold (value 0) never
+             * becomes a tree. */
+            if (block == cfg->tree_requirement_block && w->tree_noise[i][j] > cfg->tree_threshold_perlin &&
+                craftax_uniform(tree_key, (uint32_t)(i * CRAFTAX_N + j)) > cfg->tree_threshold_uniform)
+                block = cfg->tree;
             map[i][j] = block;
         }
     }
@@ -113,11 +116,12 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
     for (int ore = 0; ore < 5; ore++) {
         CraftaxKey ore_key;
         craftax_split2(ore_carry, &ore_carry, &ore_key);
-        for (int i = 0; i < CRAFTAX_N; i++)
-            for (int j = 0; j < CRAFTAX_N; j++)
-                if (map[i][j] == cfg->ore_requirement_blocks[ore] &&
-                    craftax_uniform(ore_key, (uint32_t)(i * CRAFTAX_N + j)) < cfg->ore_chances[ore])
-                    map[i][j] = cfg->ores[ore];
+        if (!(cfg->ore_chances[ore] > 0.0f)) continue; /* uniform < 0 never holds */
+        craftax_uniform_field(ore_key, CRAFTAX_CELLS, w->p);
+        uint8_t *cells = &map[0][0];
+        for (int c = 0; c < CRAFTAX_CELLS; c++)
+            if (cells[c] == cfg->ore_requirement_blocks[ore] && w->p[c] < cfg->ore_chances[ore])
+                cells[c] = cfg->ores[ore];
     }
 
     uint8_t *flat = &map[0][0];
@@ -334,14 +338,16 @@ static inline CRAFTAX_HD void craftax_generate_dungeon(CraftaxKey rng, const Cra
         const float rare_cumsum[2] = {0.9f, 0.9f + 0.1f};
         for (int i = 0; i < CRAFTAX_N; i++)
             for (int j = 0; j < CRAFTAX_N; j++) {
-                const int rare = craftax_choice_from_cumsum(sub, (uint32_t)(i * CRAFTAX_N + j), rare_cumsum, 2) == 1;
+                /* The draw is made only where it can matter (see the tree field above). */
+                const uint32_t cell = (uint32_t)(i * CRAFTAX_N + j);
                 const uint8_t block = map[i][j];
                 uint8_t out;
-                if (!adjacent[i * CRAFTAX_N + j])
+                if (!adjacent[cell])
                     out = BLOCK_DARKNESS;
                 else if (block == BLOCK_WALL)
-                    out = rare ? BLOCK_WALL_MOSS : BLOCK_WALL;
-                else if (rare && block == BLOCK_PATH && item_map[i][j] == ITEM_NONE)
+                    out = craftax_choice_from_cumsum(sub, cell, rare_cumsum, 2) == 1 ? BLOCK_WALL_MOSS : BLOCK_WALL;
+                else if (block == BLOCK_PATH && item_map[i][j] == ITEM_NONE &&
+                         craftax_choice_from_cumsum(sub, cell, rare_cumsum, 2) == 1)
                     out = cfg->rare_path_replacement_block;
                 else
                     out = block;

@@ -1,0 +1,99 @@
+"""nox sessions of pycraftax. `nox --list` shows them; GPU and benchmark sessions are opt-in."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import nox
+
+nox.options.sessions = ["tests", "sanitize"]
+nox.options.reuse_existing_virtualenvs = True
+ROOT = Path(__file__).parent
+
+
+def _check_no_parity_skips(junit: Path) -> None:
+    """Fail when a JAX-parity test was skipped: CI must never pass with them unexecuted."""
+    tree = ET.parse(junit)
+    skipped, executed = [], 0
+    for case in tree.iter("testcase"):
+        skip = case.find("skipped")
+        if skip is None:
+            executed += 1
+            continue
+        reason = (skip.get("message") or "") + (skip.text or "")
+        if "cuda" not in reason.lower() and "gpu" not in reason.lower():
+            skipped.append(f"{case.get('classname')}::{case.get('name')}: {reason.strip()[:200]}")
+    if executed == 0:
+        raise RuntimeError("no test was executed")
+    if skipped:
+        raise RuntimeError("tests were skipped for a reason other than a missing GPU:\n" + "\n".join(skipped))
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """API contract + JAX-parity conformance tests (CI profile) against craftax 1.6.1 on the CPU."""
+    session.install("-e", ".[test,jax]")
+    junit = Path(session.create_tmp()) / "junit.xml"
+    env = {"HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "ci")}
+    session.run("pytest", "-ra", f"--junitxml={junit}", *session.posargs, env=env)
+    if not session.posargs:
+        _check_no_parity_skips(junit)
+
+
+@nox.session
+def sanitize(session: nox.Session) -> None:
+    """C reference built with AddressSanitizer + UBSan: reset/obs tests and the C tool must run clean."""
+    session.install("cffi", "numpy", "pytest", "hypothesis", "jax==0.10.2", "jaxlib==0.10.2", "craftax==1.6.1",
+                    "setuptools", "wheel")
+    env = {"PYCRAFTAX_SANITIZE": "1"}
+    session.run("pip", "install", "--no-build-isolation", "--force-reinstall", "--no-deps", "-e", ".", env=env)
+    build = Path(session.create_tmp())
+    tool = build / "craftax_tool_asan"
+    flags = ["-std=c11", "-O1", "-g", "-ffp-contract=off", "-fopenmp", "-fsanitize=address,undefined",
+             "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer", "-Ireference_c/include"]
+    session.run("gcc", *flags, "reference_c/tools/craftax_tool.c", "reference_c/src/craftax_api.c", "-lm",
+                "-o", str(tool), external=True)
+    session.run(str(tool), "hash-reset", "32", "7", external=True)
+    libasan = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
+    libubsan = subprocess.run(["gcc", "-print-file-name=libubsan.so"], capture_output=True, text=True).stdout.strip()
+    test_env = {
+        "LD_PRELOAD": f"{libasan} {libubsan}",
+        # CPython and jaxlib keep allocations alive at exit by design; leaks are not checked.
+        "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",
+        "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1",
+        "HYPOTHESIS_PROFILE": "dev",
+        "PYCRAFTAX_WORLD_KEYS": "32",
+    }
+    session.run("pytest", "-x", "-q", "tests/test_api.py", "conformance/test_worldgen.py", *session.posargs,
+                env=test_env)
+
+
+@nox.session(default=False)
+def thorough(session: nox.Session) -> None:
+    """The thorough Hypothesis profile (>= 2,000 world keys); run before a release."""
+    session.install("-e", ".[test,jax]")
+    session.run("pytest", "-ra", *session.posargs, env={"HYPOTHESIS_PROFILE": "thorough"})
+
+
+@nox.session(default=False)
+def conformance_cuda(session: nox.Session) -> None:
+    """C-vs-CUDA conformance (needs a GPU; the tests skip cleanly without one)."""
+    session.install("-e", ".[test]")
+    session.run("pytest", "-ra", "-m", "cuda", *session.posargs)
+
+
+@nox.session(default=False)
+def bench(session: nox.Session) -> None:
+    """Benchmarks against upstream craftax on this machine; JSON to bench/results/."""
+    session.install("-e", ".[jax]")
+    session.run("python", "bench/worldgen.py", *session.posargs)
+
+
+@nox.session(default=False)
+def lint(session: nox.Session) -> None:
+    """ruff over the Python sources."""
+    session.install("ruff")
+    session.run("ruff", "check", "pycraftax", "conformance", "bench", "tests", "noxfile.py")
