@@ -81,18 +81,21 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
     /* The tree field draws from the carry key itself, which is then split again. */
     const CraftaxKey tree_key = rng;
 
+    /* Branch-free pass (vectorises): the water and mountain fields. */
+    const float water_strength = (float)cfg->water_strength, mountain_strength = (float)cfg->mountain_strength;
     for (int i = 0; i < CRAFTAX_N; i++) {
         for (int j = 0; j < CRAFTAX_N; j++) {
             const int32_t dx = i - centre, dy = j - centre;
             const float proximity = sqrtf((float)(dx * dx + dy * dy));
-            const float prox_water = craftax_clip_f32(proximity / (float)cfg->water_strength, 0.0f, cfg->water_max);
-            const float prox_mountain =
-                craftax_clip_f32(proximity / (float)cfg->mountain_strength, 0.0f, cfg->mountain_max);
-            const float water = w->water[i][j] + prox_water - 1.0f;
-            const float mountain = w->mountain[i][j] + 0.05f + prox_mountain - 1.0f;
-            w->water[i][j] = water;
-            w->mountain[i][j] = mountain;
-
+            const float prox_water = craftax_clip_f32(proximity / water_strength, 0.0f, cfg->water_max);
+            const float prox_mountain = craftax_clip_f32(proximity / mountain_strength, 0.0f, cfg->mountain_max);
+            w->water[i][j] = w->water[i][j] + prox_water - 1.0f;
+            w->mountain[i][j] = w->mountain[i][j] + 0.05f + prox_mountain - 1.0f;
+        }
+    }
+    for (int i = 0; i < CRAFTAX_N; i++) {
+        for (int j = 0; j < CRAFTAX_N; j++) {
+            const float water = w->water[i][j], mountain = w->mountain[i][j];
             uint8_t block = water > cfg->water_threshold ? cfg->sea_block : cfg->default_block;
             if (water > cfg->sand_threshold && block != cfg->sea_block) block = cfg->coast_block;
             if (mountain > 0.7f) block = cfg->mountain_block;
