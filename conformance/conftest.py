@@ -83,13 +83,18 @@ def pytest_configure(config):
 def require_jax():
     """Skip the calling module unless jax and craftax 1.6.1 are importable; return the
     `conformance.upstream` module (which has set the XLA flag before importing jax)."""
-    pytest.importorskip("jax", reason="jax is not installed: install the [jax] extra for JAX-parity tests")
-    pytest.importorskip("craftax", reason="craftax is not installed: install the [jax] extra for JAX-parity tests")
+    # exc_type=ImportError: a broken jax/jaxlib install skips with the reason too.
+    pytest.importorskip(
+        "jax", reason="jax is not importable: install the [jax] extra for JAX-parity tests", exc_type=ImportError
+    )
+    pytest.importorskip(
+        "craftax", reason="craftax is not importable: install the [jax] extra for JAX-parity tests", exc_type=ImportError
+    )
     import sys
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     if root not in sys.path:
-        sys.path.insert(0, root)
+        sys.path.append(root)
     from conformance import upstream
 
     return upstream

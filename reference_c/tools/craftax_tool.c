@@ -3,7 +3,7 @@
  *   cc -O3 -std=c11 -ffp-contract=off -fopenmp -Ireference_c/include \
  *      reference_c/tools/craftax_tool.c reference_c/src/craftax_api.c -lm -o build/craftax_tool
  *   build/craftax_tool bench-reset [num_worlds]   worlds per second, one thread
- *   build/craftax_tool hash-reset [num_envs] [seed] FNV-1a of obs + state of reset_env
+ *   build/craftax_tool hash-reset [num_envs] [seed] FNV-1a of the obs and states of reset_env
  *
  * Keys follow pycraftax: env i of seed S resets with split(PRNGKey(S), num_envs)[i].
  */
@@ -66,7 +66,11 @@ int main(int argc, char **argv) {
         if (!states || !obs || !keys) return 1;
         if (craftax_reset_with_keys(states, keys, n, &params, obs) != 0) return 1;
         uint64_t h = fnv1a(0xcbf29ce484222325ULL, obs, sizeof(float) * (size_t)craftax_obs_size() * (size_t)n);
-        printf("reset obs fnv1a (envs=%lld seed=%u): %016llx\n", (long long)n, seed, (unsigned long long)h);
+        h = fnv1a(h, states, ss * (size_t)n);
+        printf("reset obs+state fnv1a (envs=%lld seed=%u): %016llx\n", (long long)n, seed, (unsigned long long)h);
+        free(states);
+        free(obs);
+        free(keys);
         return 0;
     }
     fprintf(stderr, "unknown command %s\n", argv[1]);

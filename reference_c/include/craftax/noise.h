@@ -8,6 +8,7 @@
 #ifndef CRAFTAX_NOISE_H
 #define CRAFTAX_NOISE_H
 
+#include "constants.h"
 #include "mathf.h"
 #include "rng.h"
 
@@ -58,30 +59,49 @@ static inline CRAFTAX_HD void craftax_perlin_noise(CraftaxKey key, int res0, int
                 /* The three lerps as XLA:CPU fused them (UPSTREAM_NOTES 6.3 item 3). */
                 const float n0 = fmaf(t0, n10, n00 * (1.0f - t0));
                 const float n1 = fmaf(n01, 1.0f - t0, t0 * n11);
-                row[j] = 1.41421354f * fmaf(n0, 1.0f - t1, t1 * n1);
+                row[j] = fmaf(n0, 1.0f - t1, t1 * n1); /* times sqrt(2) by the caller */
             }
         }
     }
 }
 
-/* generate_fractal_noise_2d with octaves=1: one Perlin field rescaled to [0, 1]. */
-static inline CRAFTAX_HD void craftax_fractal_noise(CraftaxKey key, int res0, int res1, const float *angles01,
-                                                    float out[CRAFTAX_NOISE_N][CRAFTAX_NOISE_N]) {
+/* generate_fractal_noise_2d with octaves=1, split at its normalisation. `out` receives
+ * the Perlin interpolation L before its final `* sqrt(2)`. The field is sqrt(2) * L; XLA
+ * takes min and max of the rounded products, but where it subtracts the minimum it fuses
+ * the product into the subtraction, fma(L, sqrt2, -min), and then multiplies by
+ * 1 / (max - min). Callers finish with craftax_noise_normalised. */
+#define CRAFTAX_SQRT2_F 1.41421354f
+static inline CRAFTAX_HD void craftax_fractal_noise_parts(CraftaxKey key, int res0, int res1, const float *angles01,
+                                                          float out[CRAFTAX_NOISE_N][CRAFTAX_NOISE_N],
+                                                          float *min_out, float *inv_range_out) {
     CraftaxKey unused, sub;
     craftax_split2(key, &unused, &sub);
     craftax_perlin_noise(sub, res0, res1, angles01, out);
-    float lo = out[0][0], hi = out[0][0];
+    float lo = CRAFTAX_SQRT2_F * out[0][0], hi = lo;
     for (int i = 0; i < CRAFTAX_NOISE_N; i++)
         for (int j = 0; j < CRAFTAX_NOISE_N; j++) {
-            float v = out[i][j] + 0.0f; /* `noise = zeros + 1 * perlin` turns -0 into +0 */
-            out[i][j] = v;
+            const float v = CRAFTAX_SQRT2_F * out[i][j];
             lo = v < lo ? v : lo;
             hi = v > hi ? v : hi;
         }
-    /* (noise - min) / (max - min): XLA multiplies by the reciprocal. */
-    const float inv_range = 1.0f / (hi - lo);
+    lo = lo + 0.0f; /* `noise = zeros + 1 * perlin` turns -0 into +0 */
+    hi = hi + 0.0f;
+    *min_out = lo;
+    *inv_range_out = 1.0f / (hi - lo);
+}
+
+/* (noise - min) / (max - min) of one cell, as XLA computes it (see above). */
+static inline CRAFTAX_HD float craftax_noise_normalised(float interpolation, float min, float inv_range) {
+    return fmaf(interpolation, CRAFTAX_SQRT2_F, -min) * inv_range;
+}
+
+/* generate_fractal_noise_2d with octaves=1: one Perlin field rescaled to [0, 1]. */
+static inline CRAFTAX_HD void craftax_fractal_noise(CraftaxKey key, int res0, int res1, const float *angles01,
+                                                    float out[CRAFTAX_NOISE_N][CRAFTAX_NOISE_N]) {
+    float lo, inv_range;
+    craftax_fractal_noise_parts(key, res0, res1, angles01, out, &lo, &inv_range);
     for (int i = 0; i < CRAFTAX_NOISE_N; i++)
-        for (int j = 0; j < CRAFTAX_NOISE_N; j++) out[i][j] = (out[i][j] - lo) * inv_range;
+        for (int j = 0; j < CRAFTAX_NOISE_N; j++) out[i][j] = craftax_noise_normalised(out[i][j], lo, inv_range);
 }
 
 #endif

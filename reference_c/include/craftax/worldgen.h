@@ -68,11 +68,14 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
     const int centre = CRAFTAX_N / 2;
     CraftaxKey sub;
 
+    float water_min, water_inv_range, mountain_min, mountain_inv_range;
     craftax_split2(rng, &rng, &sub);
-    craftax_fractal_noise(sub, 3, 3, params->has_angles[0] ? params->angles_water : 0, w->water);
+    craftax_fractal_noise_parts(sub, 3, 3, params->has_angles[0] ? params->angles_water : 0, w->water,
+                                       &water_min, &water_inv_range);
     craftax_split2(rng, &rng, &sub); /* unused by upstream */
     craftax_split2(rng, &rng, &sub);
-    craftax_fractal_noise(sub, 3, 3, params->has_angles[1] ? params->angles_mountain : 0, w->mountain);
+    craftax_fractal_noise_parts(sub, 3, 3, params->has_angles[1] ? params->angles_mountain : 0, w->mountain,
+                                       &mountain_min, &mountain_inv_range);
     craftax_split2(rng, &rng, &sub);
     craftax_fractal_noise(sub, 6, 24, params->has_angles[2] ? params->angles_path : 0, w->path_x);
     craftax_split2(rng, &rng, &sub); /* unused by upstream */
@@ -89,8 +92,13 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
             const float proximity = sqrtf((float)(dx * dx + dy * dy));
             const float prox_water = craftax_clip_f32(proximity / water_strength, 0.0f, cfg->water_max);
             const float prox_mountain = craftax_clip_f32(proximity / mountain_strength, 0.0f, cfg->mountain_max);
-            w->water[i][j] = w->water[i][j] + prox_water - 1.0f;
-            w->mountain[i][j] = w->mountain[i][j] + 0.05f + prox_mountain - 1.0f;
+            /* How XLA fused the normalisation into these fields was measured (see
+             * CONFORMANCE.md): water = (fma(L, sqrt2, -min) * inv + prox) - 1 and
+             * mountain = fma(fma(L, sqrt2, -min), inv, 0.05) + prox - 1. */
+            const float water_d = fmaf(w->water[i][j], CRAFTAX_SQRT2_F, -water_min);
+            const float mountain_d = fmaf(w->mountain[i][j], CRAFTAX_SQRT2_F, -mountain_min);
+            w->water[i][j] = (water_d * water_inv_range + prox_water) - 1.0f;
+            w->mountain[i][j] = fmaf(mountain_d, mountain_inv_range, 0.05f) + prox_mountain - 1.0f;
         }
     }
     for (int i = 0; i < CRAFTAX_N; i++) {
