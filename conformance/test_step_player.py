@@ -509,3 +509,32 @@ def test_attack_mob_matches_jax(seed):
     assert np.array_equal(np.asarray(did_attack), da.astype(bool)), "did_attack_mob"
     assert np.array_equal(np.asarray(did_kill), dk.astype(bool)), "did_kill_mob"
     assert did_attack.any() and did_kill.any()
+
+
+# ---- position predicates (used by movement of the player and of mobs) ------------------------
+@settings(max_examples=EXAMPLES, **SETTINGS)
+@given(seed=st.integers(0, 2**31 - 1))
+def test_position_predicates_match_jax(seed):
+    rng = np.random.default_rng(seed)
+    s, _, _, _ = make_batch(seed)
+    n = len(s["player_level"])
+    pos = s["player_position"] + rng.integers(-2, 3, (n, 2))
+    edge = rng.random(n) < 0.3
+    pos[edge] = rng.choice([-1, 0, 47, 48], (int(edge.sum()), 2))
+    pos = _i32(pos)
+    rows = np.asarray(C.MOB_TYPE_COLLISION_MAPPING).reshape(-1, 3)
+    coll = _i32(rows[rng.integers(0, len(rows), n)])
+    block = _i32(rng.integers(0, 37, n))
+
+    def f(st_, p, c, b):
+        return jnp.stack([GU.in_bounds(st_, p), GU.is_in_solid_block(st_, p), GU.is_in_mob(st_, p),
+                          GU.is_position_in_bounds_not_in_mob_not_colliding(st_, p, c),
+                          GU.is_near_block(st_, b)]).astype(jnp.int32)
+
+    exp = np.asarray(jax.jit(jax.vmap(f))(to_upstream(s), jnp.asarray(pos), jnp.asarray(coll), jnp.asarray(block)))
+    buf = c_states_from(s)
+    out = np.zeros((n, 5), np.int32)
+    check(lib.craftax_test_position_predicates(ptr(buf, "void *"), ptr(pos, "int32_t *"), ptr(coll, "int32_t *"),
+                                               ptr(block, "int32_t *"), n, ptr(out, "int32_t *")), "predicates")
+    bad = np.argwhere(exp != out)
+    assert len(bad) == 0, f"{len(bad)} mismatches; first env {bad[0][0]} predicate {bad[0][1]} pos {pos[bad[0][0]]}"
