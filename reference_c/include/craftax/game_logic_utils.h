@@ -37,10 +37,9 @@ static inline CRAFTAX_HD int32_t craftax_jwrite(int32_t i, int32_t n) {
     return (i < 0 || i >= n) ? -1 : i;
 }
 
-/* map[player_level][p0][p1] as a read, for the uint8 maps of the state. */
-static inline CRAFTAX_HD uint8_t craftax_read_level_map(const uint8_t m[CRAFTAX_MAP_SIZE][CRAFTAX_MAP_SIZE],
-                                                        const int32_t pos[2]) {
-    return m[craftax_jread(pos[0], CRAFTAX_MAP_SIZE)][craftax_jread(pos[1], CRAFTAX_MAP_SIZE)];
+/* level_map[p0][p1] as a read (level_map = &state->map[level][0][0], or item_map, mob_map). */
+static inline CRAFTAX_HD uint8_t craftax_read_level_map(const uint8_t *level_map, const int32_t pos[2]) {
+    return level_map[craftax_jread(pos[0], CRAFTAX_MAP_SIZE) * CRAFTAX_MAP_SIZE + craftax_jread(pos[1], CRAFTAX_MAP_SIZE)];
 }
 
 /* Pointers to one mob class of the state, flat over [level][slot]. */
@@ -143,12 +142,12 @@ static inline CRAFTAX_HD int craftax_in_bounds(const CraftaxState *state, const 
 }
 
 static inline CRAFTAX_HD int craftax_is_in_solid_block(const CraftaxState *state, const int32_t pos[2]) {
-    uint8_t b = craftax_read_level_map(state->map[state->player_level], pos);
+    uint8_t b = craftax_read_level_map(&state->map[state->player_level][0][0], pos);
     return CRAFTAX_SOLID_BLOCK_MAPPING[b < CRAFTAX_NUM_BLOCK_TYPES ? b : CRAFTAX_NUM_BLOCK_TYPES - 1];
 }
 
 static inline CRAFTAX_HD int craftax_is_in_mob(const CraftaxState *state, const int32_t pos[2]) {
-    return craftax_read_level_map(state->mob_map[state->player_level], pos) != 0 ||
+    return craftax_read_level_map(&state->mob_map[state->player_level][0][0], pos) != 0 ||
            (state->player_position[0] == pos[0] && state->player_position[1] == pos[1]);
 }
 
@@ -159,7 +158,7 @@ static inline CRAFTAX_HD int craftax_is_position_in_bounds_not_in_mob_not_collid
     const int in_b = craftax_in_bounds(state, pos);
     const int solid = craftax_is_in_solid_block(state, pos);
     const int in_mob = craftax_is_in_mob(state, pos);
-    const uint8_t b = craftax_read_level_map(state->map[state->player_level], pos);
+    const uint8_t b = craftax_read_level_map(&state->map[state->player_level][0][0], pos);
     const int lava = b == BLOCK_LAVA, water = b == BLOCK_WATER;
     const int ground = !solid && !water && !lava;
     int valid = in_b && !in_mob && !solid;
@@ -173,7 +172,7 @@ static inline CRAFTAX_HD int craftax_is_near_block(const CraftaxState *state, in
     for (int k = 0; k < 8; k++) {
         const int32_t pos[2] = {state->player_position[0] + CRAFTAX_CLOSE_BLOCKS[k][0],
                                 state->player_position[1] + CRAFTAX_CLOSE_BLOCKS[k][1]};
-        if (craftax_in_bounds(state, pos) && craftax_read_level_map(state->map[state->player_level], pos) == block_type)
+        if (craftax_in_bounds(state, pos) && craftax_read_level_map(&state->map[state->player_level][0][0], pos) == block_type)
             return 1;
     }
     return 0;
@@ -228,7 +227,7 @@ static inline CRAFTAX_HD void craftax_attack_mob(CraftaxState *state, const int3
     const int killed_monster = kill_melee || kill_ranged;
     const int killed = killed_monster || kill_passive;
     const int l = state->player_level;
-    const uint8_t old = craftax_read_level_map(state->mob_map[l], position);
+    const uint8_t old = craftax_read_level_map(&state->mob_map[l][0][0], position);
     const int32_t w0 = craftax_jwrite(position[0], CRAFTAX_MAP_SIZE), w1 = craftax_jwrite(position[1], CRAFTAX_MAP_SIZE);
     if (w0 >= 0 && w1 >= 0) state->mob_map[l][w0][w1] = (uint8_t)(old && !killed);
     state->monsters_killed[l] += killed_monster;
