@@ -538,3 +538,103 @@ def test_position_predicates_match_jax(seed):
                                                ptr(block, "int32_t *"), n, ptr(out, "int32_t *")), "predicates")
     bad = np.argwhere(exp != out)
     assert len(bad) == 0, f"{len(bad)} mismatches; first env {bad[0][0]} predicate {bad[0][1]} pos {pos[bad[0][0]]}"
+
+
+# ---- the melee damage formula inside the whole jitted craftax_step ---------------------------
+@functools.lru_cache(maxsize=None)
+def _jitted_craftax_step():
+    return jax.jit(jax.vmap(lambda k, st_, a: GL.craftax_step(k, st_, a, PARAMS, STATIC)[0]))
+
+
+def test_melee_damage_in_full_step_context():
+    """XLA fuses get_damage's multiply-adds per compiled program; check that the form of
+    game_logic_utils.h also holds inside craftax_step: a mob hit by DO and not killed keeps
+    its health through the rest of the step when no player projectile is alive."""
+    checked = 0
+    for seed in range(3 if _PROFILE != "thorough" else 20):
+        s, actions, keys, _ = make_batch(seed + 777, actions_pool=[C.Action.DO.value])
+        actions[:] = C.Action.DO.value
+        s["is_sleeping"][:] = False
+        s["is_resting"][:] = False
+        s["player_projectiles.mask"][:] = False
+        s["player_health"][:] = np.float32(9.0)
+        out = upstream.flatten_state(_jitted_craftax_step()(jnp.asarray(keys), to_upstream(s), jnp.asarray(actions)))
+        sub = np.stack([np.asarray(jax.random.split(jnp.asarray(k)))[1] for k in keys]).astype(np.uint32)
+        buf = c_states_from(s)
+        check(lib.craftax_test_player_subsystem(lib.CRAFTAX_SUB_DO_ACTION, ptr(buf, "void *"), ptr(actions, "int32_t *"),
+                                                ptr(np.ascontiguousarray(sub), "uint32_t *"), len(actions),
+                                                to_c(EnvParams())), "do_action")
+        got = c_states_to_dict(buf)
+        lv = s["player_level"]
+        for cls in ("melee_mobs", "passive_mobs", "ranged_mobs"):
+            ar = np.arange(len(lv))
+            before = s[cls + ".health"][ar, lv]
+            after_c = got[cls + ".health"][ar, lv]
+            alive_c = got[cls + ".mask"][ar, lv]
+            full = out[cls + ".health"][ar, lv]
+            hit = (before.view(np.uint32) != after_c.view(np.uint32)) & alive_c
+            bad = hit & (full.view(np.uint32) != after_c.view(np.uint32))
+            assert not bad.any(), f"{cls}: env {np.argwhere(bad)[0]} step {full[bad][0]!r} c {after_c[bad][0]!r}"
+            checked += int(hit.sum())
+    assert checked > 0
+
+
+def test_damage_to_player_in_full_step_context():
+    """get_damage_done_to_player's fused form is measured standalone above; here the same
+    form must reproduce the health a melee hit leaves inside the whole jitted craftax_step
+    (one adjacent melee mob with cooldown 0, nothing else alive, intrinsics neutral)."""
+    rng = np.random.default_rng(4242)
+    s, actions, keys, _ = make_batch(4242)
+    n = len(actions)
+    ar = np.arange(n)
+    actions[:] = C.Action.NOOP.value
+    lv = s["player_level"]
+    pos = rng.integers(2, 46, (n, 2)).astype(np.int32)
+    s["player_position"] = pos
+    for cls in ("melee_mobs", "passive_mobs", "ranged_mobs", "mob_projectiles", "player_projectiles"):
+        s[cls + ".mask"][:] = False
+    s["mob_map"][:] = False
+    mob = pos + np.array([1, 0], np.int32)
+    s["melee_mobs.mask"][ar, lv, 0] = True
+    s["melee_mobs.position"][ar, lv, 0] = mob
+    s["melee_mobs.health"][ar, lv, 0] = np.float32(5.0)
+    s["melee_mobs.attack_cooldown"][ar, lv, 0] = 0
+    mtype = rng.integers(0, 8, n).astype(np.int32)
+    s["melee_mobs.type_id"][ar, lv, 0] = mtype
+    s["mob_map"][ar, lv, mob[:, 0], mob[:, 1]] = True
+    s["is_sleeping"][:] = False
+    s["is_resting"][:] = False
+    s["player_health"][:] = np.float32(9.0)
+    s["player_strength"][:] = 5
+    for f in ("player_food", "player_drink", "player_energy"):
+        s[f][:] = 5
+    for f in ("player_recover", "player_hunger", "player_thirst", "player_fatigue", "player_recover_mana"):
+        s[f][:] = np.float32(0.0)
+    s["boss_timesteps_to_spawn_this_round"][:] = 0
+    out = upstream.flatten_state(_jitted_craftax_step()(jnp.asarray(keys), to_upstream(s), jnp.asarray(actions)))
+    dmg = np.ascontiguousarray(np.asarray(C.MOB_TYPE_DAMAGE_MAPPING)[mtype, 1], np.float32)
+    buf = c_states_from(s)
+    c_dmg = np.zeros(n, np.float32)
+    check(lib.craftax_test_damage_done_to_player(ptr(buf, "void *"), ptr(dmg, "float *"), n, ptr(c_dmg, "float *")), "d")
+    expected_health = np.maximum(np.float32(9.0) - c_dmg, np.float32(0.0))  # clip_inventory_and_intrinsics
+    got = out["player_health"]
+    attacked = out["melee_mobs.attack_cooldown"][ar, lv, 0] == 5
+    assert attacked.sum() > n // 2
+    bad = attacked & (got.view(np.uint32) != expected_health.view(np.uint32))
+    assert not bad.any(), (f"{int(bad.sum())}/{int(attacked.sum())}: env {np.argwhere(bad)[0]} step {got[bad][0]!r} "
+                           f"c {expected_health[bad][0]!r}")
+    # the cases must discriminate between a plain sum and the fused form
+    f32 = np.float32
+    arm = s["inventory.armour"].astype(f32) * f32(0.1)
+    d0 = ((arm[:, 0] + arm[:, 1]) + arm[:, 2]) + arm[:, 3]
+    e = s["armour_enchantments"]
+    d1 = np.zeros(n, f32)
+    d2 = np.zeros(n, f32)
+    for k in range(4):
+        d1 = d1 + np.where(e[:, k] == 1, f32(0.2), f32(0))
+        d2 = d2 + np.where(e[:, k] == 2, f32(0.2), f32(0))
+    coef = np.where(lv == 8, f32(1.5), f32(1.0))
+    dd = dmg * coef[:, None]
+    plain = ((f32(1) - d0) * dd[:, 0] + (f32(1) - d1) * dd[:, 1]) + (f32(1) - d2) * dd[:, 2]
+    plain_health = np.maximum(np.float32(9.0) - plain, np.float32(0.0))
+    assert (attacked & (plain_health.view(np.uint32) != expected_health.view(np.uint32))).sum() > 0
