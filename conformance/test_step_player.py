@@ -602,7 +602,8 @@ def test_damage_to_player_in_full_step_context():
     mtype = rng.integers(0, 8, n).astype(np.int32)
     s["melee_mobs.type_id"][ar, lv, 0] = mtype
     s["mob_map"][ar, lv, mob[:, 0], mob[:, 1]] = True
-    s["is_sleeping"][:] = False
+    sleeping = rng.random(n) < 0.3  # a melee hit does 1 + 2.5 times more and wakes the player
+    s["is_sleeping"][:] = sleeping
     s["is_resting"][:] = False
     s["player_health"][:] = np.float32(9.0)
     s["player_strength"][:] = 5
@@ -612,14 +613,15 @@ def test_damage_to_player_in_full_step_context():
         s[f][:] = np.float32(0.0)
     s["boss_timesteps_to_spawn_this_round"][:] = 0
     out = upstream.flatten_state(_jitted_craftax_step()(jnp.asarray(keys), to_upstream(s), jnp.asarray(actions)))
-    dmg = np.ascontiguousarray(np.asarray(C.MOB_TYPE_DAMAGE_MAPPING)[mtype, 1], np.float32)
+    dmg = np.asarray(C.MOB_TYPE_DAMAGE_MAPPING)[mtype, 1].astype(np.float32)
+    dmg = np.ascontiguousarray(dmg * np.where(sleeping, np.float32(3.5), np.float32(1.0))[:, None], np.float32)
     buf = c_states_from(s)
     c_dmg = np.zeros(n, np.float32)
     check(lib.craftax_test_damage_done_to_player(ptr(buf, "void *"), ptr(dmg, "float *"), n, ptr(c_dmg, "float *")), "d")
     expected_health = np.maximum(np.float32(9.0) - c_dmg, np.float32(0.0))  # clip_inventory_and_intrinsics
     got = out["player_health"]
     attacked = out["melee_mobs.attack_cooldown"][ar, lv, 0] == 5
-    assert attacked.sum() > n // 2
+    assert attacked.sum() > n // 2 and (attacked & sleeping).any()
     bad = attacked & (got.view(np.uint32) != expected_health.view(np.uint32))
     assert not bad.any(), (f"{int(bad.sum())}/{int(attacked.sum())}: env {np.argwhere(bad)[0]} step {got[bad][0]!r} "
                            f"c {expected_health[bad][0]!r}")

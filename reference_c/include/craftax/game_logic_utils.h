@@ -101,15 +101,21 @@ static inline CRAFTAX_HD int32_t craftax_get_max_mana(const CraftaxState *state)
 /* ---- damage ----------------------------------------------------------------------- */
 
 /* get_damage: sum_k (1 - def_k) * dmg_k. XLA:CPU reduces the 3-vector left to right and
- * fuses each later product into the running sum (measured: 0 of 315k differ with this
- * form, 5-9k differ with a plain sum; conformance/test_step_player.py). */
+ * fuses each later product into the running sum. Measured (conformance/test_step_player.py):
+ * get_damage_done_to_player over armour 3^4 x enchantments 3^4 x level {0,8} x 24 damage
+ * rows: 0 of 314,928 differ with this form, 5,409 (level 0) / 8,733 (level 8) with a plain
+ * left-to-right sum; the same form holds inside the whole jitted craftax_step (melee hits,
+ * awake and asleep). For damage done to mobs the form is immaterial: the fire and ice
+ * defenses of MOB_TYPE_DEFENSE_MAPPING are 0 or 1, so fmaf(1 - d, x, acc) is exact. */
 static inline CRAFTAX_HD float craftax_get_damage(const float damage_vector[3], const float defense_vector[3]) {
     float acc = (1.0f - defense_vector[0]) * damage_vector[0];
     acc = fmaf(1.0f - defense_vector[1], damage_vector[1], acc);
     return fmaf(1.0f - defense_vector[2], damage_vector[2], acc);
 }
 
-/* get_player_damage_vector: [physical, fire, ice] of the player's melee attack. */
+/* get_player_damage_vector: [physical, fire, ice] of the player's melee attack. Checked
+ * exhaustively (sword 0..4 x enchantment 0..2 x strength 0..9 x intelligence 0..9); the
+ * coefficients 1 + 0.25k and 1 + 0.05k round the same fused or not for these k. */
 static inline CRAFTAX_HD void craftax_get_player_damage_vector(const CraftaxState *state, float out[3]) {
     int32_t phys_i = CRAFTAX_SWORD_PHYSICAL_DAMAGE[craftax_jread(state->inventory.sword, 5)];
     float fire = (float)(phys_i * (state->sword_enchantment == 1)) * 0.5f;
@@ -121,7 +127,9 @@ static inline CRAFTAX_HD void craftax_get_player_damage_vector(const CraftaxStat
     out[2] = ice * int_coef;
 }
 
-/* get_damage_done_to_player(state, static_params, damage_vector). */
+/* get_damage_done_to_player(state, static_params, damage_vector). Defenses are summed over
+ * the 4 slots left to right without fusing armour * 0.1 (measured, see get_damage). The
+ * caller scales melee damage by (1 + 2.5 * is_sleeping) first, as upstream does. */
 static inline CRAFTAX_HD float craftax_get_damage_done_to_player(const CraftaxState *state, const float damage_vector[3]) {
     float defense[3] = {0.0f, 0.0f, 0.0f};
     for (int k = 0; k < 4; k++) {
