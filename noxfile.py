@@ -47,7 +47,7 @@ def tests(session: nox.Session) -> None:
 @nox.session
 def sanitize(session: nox.Session) -> None:
     """C reference built with AddressSanitizer + UBSan: reset/obs tests and the C tool must run clean."""
-    session.install("cffi", "numpy", "pytest", "hypothesis", "jax==0.10.2", "jaxlib==0.10.2", "craftax==1.6.1",
+    session.install("cffi", "numpy", "pytest", "hypothesis", "jax==0.10.2", "jaxlib==0.10.2", "craftax==1.6.1", "scipy>=1.12",
                     "setuptools", "wheel")
     # Build in a copy of the tree: an in-place sanitizer build would replace the extension
     # that the other sessions' editable installs load.
