@@ -9,7 +9,6 @@
 #endif
 
 #include "craftax/step.h"
-#include "craftax/worldgen.h"
 #include "craftax_api.h"
 
 static int check_actions(const int32_t *actions, int64_t num_envs) {
@@ -48,33 +47,25 @@ int craftax_step_autoreset(void *states, const int32_t *actions, const uint32_t 
         CraftaxWorldGenScratch *scratch = NULL;
 #pragma omp for schedule(dynamic, 8)
         for (int64_t i = 0; i < num_envs; i++) {
-            CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}}, key_step, key_reset;
-            craftax_split2(key, &key_step, &key_reset);
-            float *o = obs ? obs + i * CRAFTAX_OBS_SIZE : NULL;
-            uint8_t done;
-            float r = craftax_step_env(&all[i], key_step, actions[i], params, NULL, &done);
-            const int dead_or_won = all[i].player_health <= 0.0f || all[i].boss_progress >= CRAFTAX_NUM_LEVELS - 1;
+            if (!scratch) scratch = (CraftaxWorldGenScratch *)malloc(sizeof(CraftaxWorldGenScratch));
+            if (!scratch) {
+                failed = 1;
+                continue;
+            }
+            CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
+            uint8_t done, term, ach[CRAFTAX_NUM_ACHIEVEMENTS];
+            const float r = craftax_step_autoreset_one(&all[i], key, actions[i], params,
+                                                       obs ? obs + i * CRAFTAX_OBS_SIZE : NULL, &done, &term, ach,
+                                                       scratch);
             if (rewards) rewards[i] = r;
             if (dones) dones[i] = done;
-            if (terminated) terminated[i] = (uint8_t)(done && dead_or_won);
-            if (truncated) truncated[i] = (uint8_t)(done && !dead_or_won);
+            if (terminated) terminated[i] = (uint8_t)(done && term);
+            if (truncated) truncated[i] = (uint8_t)(done && !term);
             if (final_achievements) {
                 if (done)
-                    memcpy(final_achievements + i * CRAFTAX_NUM_ACHIEVEMENTS, all[i].achievements,
-                           CRAFTAX_NUM_ACHIEVEMENTS);
+                    memcpy(final_achievements + i * CRAFTAX_NUM_ACHIEVEMENTS, ach, CRAFTAX_NUM_ACHIEVEMENTS);
                 else
                     memset(final_achievements + i * CRAFTAX_NUM_ACHIEVEMENTS, 0, CRAFTAX_NUM_ACHIEVEMENTS);
-            }
-            if (done) {
-                if (!scratch) scratch = (CraftaxWorldGenScratch *)malloc(sizeof(CraftaxWorldGenScratch));
-                if (!scratch) {
-                    failed = 1;
-                    continue;
-                }
-                craftax_reset_env(key_reset, params, &all[i], scratch);
-                if (o) craftax_render_symbolic(&all[i], o, 1);
-            } else if (o) {
-                craftax_render_symbolic(&all[i], o, 0);
             }
         }
         free(scratch);

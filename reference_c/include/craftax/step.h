@@ -19,6 +19,7 @@
 #include "state.h"
 #include "step_player.h"
 #include "step_world.h"
+#include "worldgen.h"
 
 /* `rng, _rng = jax.random.split(rng)`: advances *rng, returns _rng. */
 static inline CRAFTAX_HD CraftaxKey craftax_step_split(CraftaxKey *rng) {
@@ -88,6 +89,45 @@ static inline CRAFTAX_HD float craftax_step_env(CraftaxState *state, CraftaxKey 
     const float reward = craftax_step(state, rng, action, params);
     *done = (uint8_t)craftax_is_game_over(state, params);
     if (obs) craftax_render_symbolic(state, obs, 0);
+    return reward;
+}
+
+/* light_level as XLA compiles calculate_light_level inside the official auto-reset
+ * CraftaxSymbolicEnv.step (jitted, vmapped): the same t * (1/day_length) and glibc cosf,
+ * but 1 - a**3 is rounded as 1 - (a*a)*a, not fused as it is in step_env (measured:
+ * 1280/1280 random timesteps at batch 64 match this form; the fused form matched 792).
+ * Upstream's own auto-reset env and its step_env thus differ by 1 ulp at ~40% of steps.
+ * The obs of that same auto-reset step still carries the fused value (measured). */
+static inline CRAFTAX_HD float craftax_light_level_autoreset(int32_t timestep, int32_t day_length) {
+    float progress = fmodf((float)timestep * (1.0f / (float)day_length), 1.0f) + 0.3f;
+    float a = fabsf(craftax_cosf(3.14159274f * progress));
+    return 1.0f - (a * a) * a;
+}
+
+/* CraftaxSymbolicEnv.step (auto-reset) of one env: key_step, key_reset = split(key);
+ * step_env(key_step); where done, the state and obs become reset_env(key_reset).
+ * *terminated says whether the finished episode ended by death or by beating the boss (not
+ * only by the time limit); final_achievements (when not NULL) receives the achievements of
+ * the stepped state before any reset. `scratch` is world-gen scratch space, touched only
+ * when done. Returns the reward. */
+static inline CRAFTAX_HD float craftax_step_autoreset_one(CraftaxState *state, CraftaxKey key, int32_t action,
+                                                          const CraftaxParams *params, float *obs, uint8_t *done,
+                                                          uint8_t *terminated, uint8_t *final_achievements,
+                                                          CraftaxWorldGenScratch *scratch) {
+    CraftaxKey key_step, key_reset;
+    craftax_split2(key, &key_step, &key_reset);
+    const float reward = craftax_step(state, key_step, action, params);
+    *done = (uint8_t)craftax_is_game_over(state, params);
+    *terminated = (uint8_t)(state->player_health <= 0.0f || craftax_has_beaten_boss(state));
+    if (final_achievements) memcpy(final_achievements, state->achievements, CRAFTAX_NUM_ACHIEVEMENTS);
+    if (*done) {
+        craftax_reset_env(key_reset, params, state, scratch);
+        if (obs) craftax_render_symbolic(state, obs, 1);
+    } else {
+        /* the obs sees step_env's (fused) light level, the returned state the unfused one */
+        if (obs) craftax_render_symbolic(state, obs, 0);
+        state->light_level = craftax_light_level_autoreset(state->timestep, params->day_length);
+    }
     return reward;
 }
 
