@@ -36,18 +36,25 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 CI = os.environ.get("HYPOTHESIS_PROFILE") == "ci"
 NUM_ENVS = 64 if CI else 16
 NUM_STEPS = 300 if CI else 120
+NUM_INJECT_STEPS = 60 if CI else 30
 
 
 def c_digests(state: dict[str, np.ndarray]) -> np.ndarray:
     return np.stack([ref.digest_np(state[name]) for name in ref.leaf_names()], axis=1)
 
 
-def run_lockstep(reset_seed: int, stream_seed: int, num_envs: int, num_steps: int):
+def run_lockstep(reset_seed: int, stream_seed: int, num_envs: int, num_steps: int, inject: bool = False):
+    """Step C and upstream in lockstep from reset states (or, with inject, from mutated
+    reset states, conformance.step_reference.mutate); returns the number of episodes that
+    ended."""
     env = pycraftax.make("Craftax-Symbolic-v1", num_envs=num_envs, backend="c", seed=0)
-    reset_keys = jax_random.split(jax_random.prng_key(reset_seed), num_envs)
-    env.reset_with_keys(reset_keys)
-    init = env.get_state()
     rng = np.random.default_rng(stream_seed)
+    if inject:
+        env.set_state(ref.mutate(ref.reset_states(reset_seed % 4, num_envs), rng))
+    else:
+        reset_keys = jax_random.split(jax_random.prng_key(reset_seed), num_envs)
+        env.reset_with_keys(reset_keys)
+    init = env.get_state()
     keys = rng.integers(0, 2**32, size=(num_steps, num_envs, 2), dtype=np.uint32)
     actions = rng.integers(0, 43, size=(num_steps, num_envs)).astype(np.int32)
 
@@ -67,6 +74,13 @@ def run_lockstep(reset_seed: int, stream_seed: int, num_envs: int, num_steps: in
         episodes += int(np.sum(c_done & ~np.asarray(done[t - 1] if t else np.zeros(num_envs, bool))))
     del names
     return episodes
+
+
+@given(reset_seed=st.integers(0, 2**32 - 1), stream_seed=st.integers(0, 2**63 - 1))
+def test_injected_states_lockstep(reset_seed, stream_seed):
+    """Busy mutated states (mobs and projectiles around the player, every floor, the boss
+    floor, sleeping, potions, spells, low intrinsics) stepped with random actions."""
+    run_lockstep(reset_seed, stream_seed, ref.NUM_INJECT_ENVS, NUM_INJECT_STEPS, inject=True)
 
 
 def report(init, keys, actions, t, state, obs, reward, c_done, reset_seed, stream_seed):
