@@ -381,6 +381,13 @@ static inline CRAFTAX_HD int craftax_sw_first_free(const uint8_t *mask, int n) {
         craftax_sw_map_write(s->mob_map[L_], np_[0], np_[1], v_);                                               \
     } while (0)
 
+/* within[j] = in_range[j] (distance < mob_despawn_distance) and no mob at cell j. */
+static inline CRAFTAX_HD void craftax_sw_free_cells_in_range(const CraftaxState *s, const uint8_t *in_range,
+                                                             uint8_t *within) {
+    const uint8_t *mm = &s->mob_map[s->player_level][0][0];
+    for (int j = 0; j < CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE; j++) within[j] = in_range[j] && !mm[j];
+}
+
 /* melee_mob_spawn_chance = chance[l,1] + chance[l,3] * (1 - light)^2; XLA fuses the
  * multiply-add. */
 static inline CRAFTAX_HD float craftax_sw_melee_spawn_chance(int32_t level, float light_level) {
@@ -396,6 +403,7 @@ static inline CRAFTAX_HD void craftax_spawn_mobs(CraftaxState *s, CraftaxKey rng
     uint8_t grave[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE], valid_blocks[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE];
     uint8_t within[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE], near3[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE];
     uint8_t monster_range[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE], cand[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE];
+    uint8_t in_range[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE];
     const float despawn = (float)params->mob_despawn_distance;
     for (int x = 0; x < CRAFTAX_MAP_SIZE; x++)
         for (int y = 0; y < CRAFTAX_MAP_SIZE; y++) {
@@ -405,10 +413,11 @@ static inline CRAFTAX_HD void craftax_spawn_mobs(CraftaxState *s, CraftaxKey rng
             int j = x * CRAFTAX_MAP_SIZE + y;
             grave[j] = b == BLOCK_GRAVE || b == BLOCK_GRAVE2 || b == BLOCK_GRAVE3;
             valid_blocks[j] = b == BLOCK_GRASS || b == BLOCK_PATH || b == BLOCK_FIRE_GRASS || b == BLOCK_ICE_GRASS;
-            within[j] = d < despawn && !s->mob_map[L][x][y];
+            in_range[j] = d < despawn;
             near3[j] = d > 3.0f;
             monster_range[j] = boss ? (d <= 6.0f) : (d > 9.0f);
         }
+    craftax_sw_free_cells_in_range(s, in_range, within);
     int32_t coeff = 1 + (s->monsters_killed[L] < CRAFTAX_MONSTERS_KILLED_TO_CLEAR_LEVEL) * 2;
     coeff *= boss ? craftax_is_boss_spawn_wave(s) * 1000 : 1;
     CraftaxKey k;
@@ -435,13 +444,7 @@ static inline CRAFTAX_HD void craftax_spawn_mobs(CraftaxState *s, CraftaxKey rng
         CRAFTAX_SW_SPAWN_INTO(passive_mobs, CRAFTAX_MAX_PASSIVE_MOBS, can, cell, type,
                               CRAFTAX_MOB_TYPE_HEALTH_MAPPING[type][MOB_CLASS_PASSIVE]);
     }
-    /* the mob_map changed: `within` reads it again below */
-    for (int x = 0; x < CRAFTAX_MAP_SIZE; x++)
-        for (int y = 0; y < CRAFTAX_MAP_SIZE; y++) {
-            int32_t dx = craftax_sw_abs(x - s->player_position[0]), dy = craftax_sw_abs(y - s->player_position[1]);
-            float d = sqrtf((float)(dx * dx + dy * dy));
-            within[x * CRAFTAX_MAP_SIZE + y] = d < despawn && !s->mob_map[L][x][y];
-        }
+    craftax_sw_free_cells_in_range(s, in_range, within); /* the mob_map changed */
 
     /* Melee */
     count = 0;
@@ -462,12 +465,7 @@ static inline CRAFTAX_HD void craftax_spawn_mobs(CraftaxState *s, CraftaxKey rng
     craftax_sw_choose_cell(k, cand, cell);
     CRAFTAX_SW_SPAWN_INTO(melee_mobs, CRAFTAX_MAX_MELEE_MOBS, can, cell, melee_type,
                           CRAFTAX_MOB_TYPE_HEALTH_MAPPING[melee_type][MOB_CLASS_MELEE]);
-    for (int x = 0; x < CRAFTAX_MAP_SIZE; x++)
-        for (int y = 0; y < CRAFTAX_MAP_SIZE; y++) {
-            int32_t dx = craftax_sw_abs(x - s->player_position[0]), dy = craftax_sw_abs(y - s->player_position[1]);
-            float d = sqrtf((float)(dx * dx + dy * dy));
-            within[x * CRAFTAX_MAP_SIZE + y] = d < despawn && !s->mob_map[L][x][y];
-        }
+    craftax_sw_free_cells_in_range(s, in_range, within);
 
     /* Ranged */
     count = 0;
