@@ -36,18 +36,14 @@ from pycraftax import _state  # noqa: E402
 from pycraftax._native import check, ffi, lib, ptr  # noqa: E402
 from pycraftax.params import EnvParams, to_c  # noqa: E402
 
-# ---- Hypothesis profiles (registered here only if no conftest registered them) ----------
-_PROFILES = {"dev": 2, "ci": 4, "thorough": 40}
-for _name, _n in _PROFILES.items():
-    try:
-        settings.get_profile(_name)
-    except Exception:
-        settings.register_profile(
-            _name, max_examples=_n, deadline=None, derandomize=_name != "thorough",
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-        )
+# ---- Hypothesis settings ---------------------------------------------------------------------
+# Examples per test by HYPOTHESIS_PROFILE (dev / ci / thorough); each example is a whole batch
+# of BATCH states. Profiles themselves belong to conformance/conftest.py when it exists; this
+# file only reads the name, so it cannot clash with that registration.
 _PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
-EXAMPLES = settings.get_profile(_PROFILE).max_examples if _PROFILE in _PROFILES else 4
+EXAMPLES = {"dev": 2, "ci": 4, "thorough": 40}.get(_PROFILE, 4)
+SETTINGS = dict(deadline=None, derandomize=_PROFILE != "thorough", database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 BATCH = 128
 
 STATIC = upstream.ENV.default_static_params()
@@ -312,9 +308,57 @@ def run_both(name, s, actions, keys, params=PARAMS, env_params=None):
 COUNTS: dict[str, int] = {}
 
 
+def focus_batch(name, s, seed):
+    """Steer part of a batch toward the preconditions of one subsystem."""
+    rng = np.random.default_rng(seed + 1)
+    n = len(s["player_level"])
+    ar = np.arange(n)
+    level, pos, d = s["player_level"], s["player_position"], s["player_direction"]
+    f = pos + DIRS[d]
+    fin = np.all((f >= 0) & (f < 48), axis=1)
+    fx, fy = np.clip(f[:, 0], 0, 47), np.clip(f[:, 1], 0, 47)
+    sel = (rng.random(n) < 0.7) & fin
+    if name in ("place_block", "enchant"):
+        for cls in ("melee_mobs", "passive_mobs", "ranged_mobs"):
+            s[cls + ".position"][sel] = np.where(
+                np.all(s[cls + ".position"][sel] == f[sel][:, None, None, :], axis=-1, keepdims=True), 0,
+                s[cls + ".position"][sel])
+        s["mob_map"][ar[sel], level[sel], fx[sel], fy[sel]] = False
+    if name == "place_block":
+        pool = np.array([C.BlockType.GRASS.value] * 4 + [C.BlockType.SAND.value, C.BlockType.PATH.value,
+                        C.BlockType.WATER.value, C.BlockType.LAVA.value, C.BlockType.FIRE_GRASS.value,
+                        C.BlockType.ICE_GRASS.value, C.BlockType.DARKNESS.value, C.BlockType.STONE.value])
+        s["map"][ar[sel], level[sel], fx[sel], fy[sel]] = pool[rng.integers(0, len(pool), sel.sum())]
+        clear = sel & (rng.random(n) < 0.8)
+        s["item_map"][ar[clear], level[clear], fx[clear], fy[clear]] = 0
+        s["light_map"][sel] = (rng.random(s["light_map"][sel].shape) * rng.choice([0.0, 0.3, 1.0])).astype(np.float32)
+    if name == "enchant":
+        tables = np.array([C.BlockType.ENCHANTMENT_TABLE_FIRE.value, C.BlockType.ENCHANTMENT_TABLE_ICE.value])
+        s["map"][ar[sel], level[sel], fx[sel], fy[sel]] = tables[rng.integers(0, 2, sel.sum())]
+        rich = rng.random(n) < 0.7
+        s["player_mana"][rich] = rng.choice([9, 10, 20], rich.sum())
+        s["inventory.ruby"][rich] = rng.choice([1, 2, 99], rich.sum())
+        s["inventory.sapphire"][rich] = rng.choice([1, 2, 99], rich.sum())
+    if name == "do_action":
+        boss = rng.random(n) < 0.2
+        s["player_level"][boss] = 8
+        s["melee_mobs.mask"][boss, 8] = False
+        s["ranged_mobs.mask"][boss, 8] = False
+        s["boss_timesteps_to_spawn_this_round"][boss] = rng.choice([-1, 0, 0, 3], boss.sum())
+        nec = boss & fin & (rng.random(n) < 0.7)
+        s["map"][ar[nec], 8, fx[nec], fy[nec]] = C.BlockType.NECROMANCER.value
+        chest = (~boss) & fin & (rng.random(n) < 0.2)
+        s["map"][ar[chest], level[chest], fx[chest], fy[chest]] = C.BlockType.CHEST.value
+        lv = np.where(rng.random(n) < 0.5, rng.choice([1, 3, 4], n), level)
+        s["player_level"][chest] = lv[chest]
+        s["map"][ar[chest], lv[chest], fx[chest], fy[chest]] = C.BlockType.CHEST.value
+    return s
+
+
 def _check_subsystem(name, seed, god_mode=False):
     _, pool = SUBSYSTEMS[name]
     s, actions, keys, _ = make_batch(seed, actions_pool=pool)
+    s = focus_batch(name, s, seed)
     params = PARAMS.replace(god_mode=god_mode) if god_mode else PARAMS
     expected, got = run_both(name, s, actions, keys, params, EnvParams(god_mode=god_mode))
     compare(expected, got, f"{name} seed {seed}", keys, actions)
@@ -322,14 +366,14 @@ def _check_subsystem(name, seed, god_mode=False):
 
 
 @pytest.mark.parametrize("name", list(SUBSYSTEMS))
-@settings(max_examples=EXAMPLES)
+@settings(max_examples=EXAMPLES, **SETTINGS)
 @given(seed=st.integers(0, 2**31 - 1))
 def test_subsystem_matches_jax(name, seed):
     _check_subsystem(name, seed)
 
 
 @pytest.mark.parametrize("name", ["change_floor", "move_player", "clip_inventory_and_intrinsics"])
-@settings(max_examples=max(1, EXAMPLES // 2))
+@settings(max_examples=max(1, EXAMPLES // 2), **SETTINGS)
 @given(seed=st.integers(0, 2**31 - 1))
 def test_subsystem_god_mode(name, seed):
     _check_subsystem(name, seed, god_mode=True)
@@ -420,3 +464,179 @@ def test_damage_done_to_player_exhaustive():
             f"dmg {d[bad[0]]} jax {exp[bad[0]]!r} c {out[bad[0]]!r}")
         total += len(arm)
     assert total == 2 * 6561 * n_rows
+
+
+# ---- attack_mob with arbitrary positions, damage vectors and can_eat (projectile use) -------
+@functools.lru_cache(maxsize=None)
+def _jitted_attack_mob():
+    return jax.jit(jax.vmap(lambda st, p, d, e: GU.attack_mob(st, p, d, e)))
+
+
+@settings(max_examples=EXAMPLES, **SETTINGS)
+@given(seed=st.integers(0, 2**31 - 1))
+def test_attack_mob_matches_jax(seed):
+    rng = np.random.default_rng(seed)
+    s, _, _, _ = make_batch(seed)
+    n = len(s["player_level"])
+    level = s["player_level"]
+    # target: a mob slot of the player's level, the facing cell, or an off-map cell
+    cls = rng.choice(["melee_mobs", "passive_mobs", "ranged_mobs"], n)
+    pos = rng.integers(-1, 49, (n, 2)).astype(np.int32)
+    for i in range(n):
+        r = rng.random()
+        if r < 0.6:
+            slots = s[cls[i] + ".position"].shape[2]
+            pos[i] = s[cls[i] + ".position"][i, level[i], rng.integers(0, slots)]
+        elif r < 0.8:
+            pos[i] = s["player_position"][i] + DIRS[s["player_direction"][i]]
+    # damage vectors: player melee, arrows / spells scaled by attributes, random floats
+    dmg = np.zeros((n, 3), np.float32)
+    kind = rng.integers(0, 3, n)
+    dmg[kind == 0] = np.asarray(C.MOB_TYPE_DAMAGE_MAPPING)[rng.integers(0, 8, (kind == 0).sum()), 3]
+    dmg[kind == 1] = (rng.random(((kind == 1).sum(), 3)) * 10).astype(np.float32)
+    dmg[kind == 2] = np.float32(2.0) * np.float32(1.0) + np.array([0, 2.5, 0], np.float32)
+    can_eat = rng.random(n) < 0.5
+    out, did_attack, did_kill = _jitted_attack_mob()(to_upstream(s), jnp.asarray(pos), jnp.asarray(dmg),
+                                                     jnp.asarray(can_eat))
+    expected = upstream.flatten_state(out)
+    buf = c_states_from(s)
+    ce = _i32(can_eat)
+    da = np.zeros(n, np.int32)
+    dk = np.zeros(n, np.int32)
+    check(lib.craftax_test_attack_mob(ptr(buf, "void *"), ptr(_i32(pos), "int32_t *"), ptr(dmg, "float *"),
+                                      ptr(ce, "int32_t *"), n, ptr(da, "int32_t *"), ptr(dk, "int32_t *")), "attack")
+    compare(expected, c_states_to_dict(buf), f"attack_mob seed {seed}")
+    assert np.array_equal(np.asarray(did_attack), da.astype(bool)), "did_attack_mob"
+    assert np.array_equal(np.asarray(did_kill), dk.astype(bool)), "did_kill_mob"
+    assert did_attack.any() and did_kill.any()
+
+
+# ---- position predicates (used by movement of the player and of mobs) ------------------------
+@settings(max_examples=EXAMPLES, **SETTINGS)
+@given(seed=st.integers(0, 2**31 - 1))
+def test_position_predicates_match_jax(seed):
+    rng = np.random.default_rng(seed)
+    s, _, _, _ = make_batch(seed)
+    n = len(s["player_level"])
+    pos = s["player_position"] + rng.integers(-2, 3, (n, 2))
+    edge = rng.random(n) < 0.3
+    pos[edge] = rng.choice([-1, 0, 47, 48], (int(edge.sum()), 2))
+    pos = _i32(pos)
+    rows = np.asarray(C.MOB_TYPE_COLLISION_MAPPING).reshape(-1, 3)
+    coll = _i32(rows[rng.integers(0, len(rows), n)])
+    block = _i32(rng.integers(0, 37, n))
+
+    def f(st_, p, c, b):
+        return jnp.stack([GU.in_bounds(st_, p), GU.is_in_solid_block(st_, p), GU.is_in_mob(st_, p),
+                          GU.is_position_in_bounds_not_in_mob_not_colliding(st_, p, c),
+                          GU.is_near_block(st_, b)]).astype(jnp.int32)
+
+    exp = np.asarray(jax.jit(jax.vmap(f))(to_upstream(s), jnp.asarray(pos), jnp.asarray(coll), jnp.asarray(block)))
+    buf = c_states_from(s)
+    out = np.zeros((n, 5), np.int32)
+    check(lib.craftax_test_position_predicates(ptr(buf, "void *"), ptr(pos, "int32_t *"), ptr(coll, "int32_t *"),
+                                               ptr(block, "int32_t *"), n, ptr(out, "int32_t *")), "predicates")
+    bad = np.argwhere(exp != out)
+    assert len(bad) == 0, f"{len(bad)} mismatches; first env {bad[0][0]} predicate {bad[0][1]} pos {pos[bad[0][0]]}"
+
+
+# ---- the melee damage formula inside the whole jitted craftax_step ---------------------------
+@functools.lru_cache(maxsize=None)
+def _jitted_craftax_step():
+    return jax.jit(jax.vmap(lambda k, st_, a: GL.craftax_step(k, st_, a, PARAMS, STATIC)[0]))
+
+
+def test_melee_damage_in_full_step_context():
+    """XLA fuses get_damage's multiply-adds per compiled program; check that the form of
+    game_logic_utils.h also holds inside craftax_step: a mob hit by DO and not killed keeps
+    its health through the rest of the step when no player projectile is alive."""
+    checked = 0
+    for seed in range(3 if _PROFILE != "thorough" else 20):
+        s, actions, keys, _ = make_batch(seed + 777, actions_pool=[C.Action.DO.value])
+        actions[:] = C.Action.DO.value
+        s["is_sleeping"][:] = False
+        s["is_resting"][:] = False
+        s["player_projectiles.mask"][:] = False
+        s["player_health"][:] = np.float32(9.0)
+        out = upstream.flatten_state(_jitted_craftax_step()(jnp.asarray(keys), to_upstream(s), jnp.asarray(actions)))
+        sub = np.stack([np.asarray(jax.random.split(jnp.asarray(k)))[1] for k in keys]).astype(np.uint32)
+        buf = c_states_from(s)
+        check(lib.craftax_test_player_subsystem(lib.CRAFTAX_SUB_DO_ACTION, ptr(buf, "void *"), ptr(actions, "int32_t *"),
+                                                ptr(np.ascontiguousarray(sub), "uint32_t *"), len(actions),
+                                                to_c(EnvParams())), "do_action")
+        got = c_states_to_dict(buf)
+        lv = s["player_level"]
+        for cls in ("melee_mobs", "passive_mobs", "ranged_mobs"):
+            ar = np.arange(len(lv))
+            before = s[cls + ".health"][ar, lv]
+            after_c = got[cls + ".health"][ar, lv]
+            alive_c = got[cls + ".mask"][ar, lv]
+            full = out[cls + ".health"][ar, lv]
+            hit = (before.view(np.uint32) != after_c.view(np.uint32)) & alive_c
+            bad = hit & (full.view(np.uint32) != after_c.view(np.uint32))
+            assert not bad.any(), f"{cls}: env {np.argwhere(bad)[0]} step {full[bad][0]!r} c {after_c[bad][0]!r}"
+            checked += int(hit.sum())
+    assert checked > 0
+
+
+def test_damage_to_player_in_full_step_context():
+    """get_damage_done_to_player's fused form is measured standalone above; here the same
+    form must reproduce the health a melee hit leaves inside the whole jitted craftax_step
+    (one adjacent melee mob with cooldown 0, nothing else alive, intrinsics neutral)."""
+    rng = np.random.default_rng(4242)
+    s, actions, keys, _ = make_batch(4242)
+    n = len(actions)
+    ar = np.arange(n)
+    actions[:] = C.Action.NOOP.value
+    lv = s["player_level"]
+    pos = rng.integers(2, 46, (n, 2)).astype(np.int32)
+    s["player_position"] = pos
+    for cls in ("melee_mobs", "passive_mobs", "ranged_mobs", "mob_projectiles", "player_projectiles"):
+        s[cls + ".mask"][:] = False
+    s["mob_map"][:] = False
+    mob = pos + np.array([1, 0], np.int32)
+    s["melee_mobs.mask"][ar, lv, 0] = True
+    s["melee_mobs.position"][ar, lv, 0] = mob
+    s["melee_mobs.health"][ar, lv, 0] = np.float32(5.0)
+    s["melee_mobs.attack_cooldown"][ar, lv, 0] = 0
+    mtype = rng.integers(0, 8, n).astype(np.int32)
+    s["melee_mobs.type_id"][ar, lv, 0] = mtype
+    s["mob_map"][ar, lv, mob[:, 0], mob[:, 1]] = True
+    sleeping = rng.random(n) < 0.3  # a melee hit does 1 + 2.5 times more and wakes the player
+    s["is_sleeping"][:] = sleeping
+    s["is_resting"][:] = False
+    s["player_health"][:] = np.float32(9.0)
+    s["player_strength"][:] = 5
+    for f in ("player_food", "player_drink", "player_energy"):
+        s[f][:] = 5
+    for f in ("player_recover", "player_hunger", "player_thirst", "player_fatigue", "player_recover_mana"):
+        s[f][:] = np.float32(0.0)
+    s["boss_timesteps_to_spawn_this_round"][:] = 0
+    out = upstream.flatten_state(_jitted_craftax_step()(jnp.asarray(keys), to_upstream(s), jnp.asarray(actions)))
+    dmg = np.asarray(C.MOB_TYPE_DAMAGE_MAPPING)[mtype, 1].astype(np.float32)
+    dmg = np.ascontiguousarray(dmg * np.where(sleeping, np.float32(3.5), np.float32(1.0))[:, None], np.float32)
+    buf = c_states_from(s)
+    c_dmg = np.zeros(n, np.float32)
+    check(lib.craftax_test_damage_done_to_player(ptr(buf, "void *"), ptr(dmg, "float *"), n, ptr(c_dmg, "float *")), "d")
+    expected_health = np.maximum(np.float32(9.0) - c_dmg, np.float32(0.0))  # clip_inventory_and_intrinsics
+    got = out["player_health"]
+    attacked = out["melee_mobs.attack_cooldown"][ar, lv, 0] == 5
+    assert attacked.sum() > n // 2 and (attacked & sleeping).any()
+    bad = attacked & (got.view(np.uint32) != expected_health.view(np.uint32))
+    assert not bad.any(), (f"{int(bad.sum())}/{int(attacked.sum())}: env {np.argwhere(bad)[0]} step {got[bad][0]!r} "
+                           f"c {expected_health[bad][0]!r}")
+    # the cases must discriminate between a plain sum and the fused form
+    f32 = np.float32
+    arm = s["inventory.armour"].astype(f32) * f32(0.1)
+    d0 = ((arm[:, 0] + arm[:, 1]) + arm[:, 2]) + arm[:, 3]
+    e = s["armour_enchantments"]
+    d1 = np.zeros(n, f32)
+    d2 = np.zeros(n, f32)
+    for k in range(4):
+        d1 = d1 + np.where(e[:, k] == 1, f32(0.2), f32(0))
+        d2 = d2 + np.where(e[:, k] == 2, f32(0.2), f32(0))
+    coef = np.where(lv == 8, f32(1.5), f32(1.0))
+    dd = dmg * coef[:, None]
+    plain = ((f32(1) - d0) * dd[:, 0] + (f32(1) - d1) * dd[:, 1]) + (f32(1) - d2) * dd[:, 2]
+    plain_health = np.maximum(np.float32(9.0) - plain, np.float32(0.0))
+    assert (attacked & (plain_health.view(np.uint32) != expected_health.view(np.uint32))).sum() > 0

@@ -50,6 +50,11 @@ int craftax_test_player_damage_vector_fields(const int32_t *sword, const int32_t
 int craftax_test_damage_done_to_player_fields(const int32_t *armour, const int32_t *armour_enchantments,
                                               const int32_t *level, const float *damage_vectors, int64_t num,
                                               float *out);
+/* Position predicates at positions[i] (int32 [num, 2]) for collision row collision[i]
+ * (int32 [num, 3]): out int32 [num, 5] = in_bounds, is_in_solid_block, is_in_mob,
+ * is_position_in_bounds_not_in_mob_not_colliding, is_near_block(state, block[i]). */
+int craftax_test_position_predicates(const void *states, const int32_t *positions, const int32_t *collision,
+                                     const int32_t *block, int64_t num_envs, int32_t *out);
 /* attack_mob(state, positions[i], damage_vectors[i], can_eat[i]) in place; did_attack and
  * did_kill (int32 [num_envs]) receive the two flags. */
 int craftax_test_attack_mob(void *states, const int32_t *positions, const float *damage_vectors, const int32_t *can_eat,

@@ -103,3 +103,18 @@ int craftax_test_damage_done_to_player_fields(const int32_t *armour, const int32
     free(s);
     return 0;
 }
+
+int craftax_test_position_predicates(const void *states, const int32_t *positions, const int32_t *collision,
+                                     const int32_t *block, int64_t num_envs, int32_t *out) {
+    if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
+    const CraftaxState *s = (const CraftaxState *)states;
+    for (int64_t i = 0; i < num_envs; i++) {
+        const int32_t *p = positions + 2 * i;
+        out[5 * i + 0] = craftax_in_bounds(&s[i], p);
+        out[5 * i + 1] = craftax_is_in_solid_block(&s[i], p);
+        out[5 * i + 2] = craftax_is_in_mob(&s[i], p);
+        out[5 * i + 3] = craftax_is_position_in_bounds_not_in_mob_not_colliding(&s[i], p, collision + 3 * i);
+        out[5 * i + 4] = craftax_is_near_block(&s[i], block[i]);
+    }
+    return 0;
+}

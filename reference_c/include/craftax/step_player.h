@@ -35,7 +35,7 @@ static inline CRAFTAX_HD void craftax_facing(const CraftaxState *state, int32_t 
 
 static inline CRAFTAX_HD void craftax_change_floor(CraftaxState *state, int32_t action, const CraftaxParams *params) {
     const int32_t l = state->player_level;
-    const uint8_t item = craftax_read_level_map(state->item_map[craftax_jread(l, 9)], state->player_position);
+    const uint8_t item = craftax_read_level_map(&state->item_map[craftax_jread(l, 9)][0][0], state->player_position);
     const int on_down = item == ITEM_LADDER_DOWN;
     int down = action == ACTION_DESCEND &&
                (params->god_mode || (on_down && state->monsters_killed[craftax_jread(l, 9)] >= CRAFTAX_MONSTERS_KILLED_TO_CLEAR_LEVEL));
@@ -196,7 +196,7 @@ static inline CRAFTAX_HD void craftax_do_action(CraftaxState *state, CraftaxKey 
     craftax_attack_mob(state, bp, damage, 1, &did_attack_mob, &did_kill_mob);
 
     const int l = state->player_level;
-    const uint8_t b = craftax_read_level_map(state->map[l], bp);
+    const uint8_t b = craftax_read_level_map(&state->map[l][0][0], bp);
     const CraftaxInventory *inv0 = &state->inventory;
     CraftaxInventory inv = state->inventory;
     int32_t new_block = b;
@@ -396,7 +396,7 @@ static inline CRAFTAX_HD void craftax_read_book(CraftaxState *state, CraftaxKey 
 static inline CRAFTAX_HD void craftax_enchant(CraftaxState *state, CraftaxKey rng, int32_t action) {
     int32_t p[2];
     craftax_facing(state, p);
-    const uint8_t tb = craftax_read_level_map(state->map[state->player_level], p);
+    const uint8_t tb = craftax_read_level_map(&state->map[state->player_level][0][0], p);
     const int is_table = tb == BLOCK_ENCHANTMENT_TABLE_FIRE || tb == BLOCK_ENCHANTMENT_TABLE_ICE;
     const int32_t type = tb == BLOCK_ENCHANTMENT_TABLE_FIRE ? 1 : 2;
     const int32_t gems = tb == BLOCK_ENCHANTMENT_TABLE_FIRE ? state->inventory.ruby : state->inventory.sapphire;
