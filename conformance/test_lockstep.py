@@ -121,50 +121,74 @@ def test_random_trajectories_lockstep(reset_seed, stream_seed):
 
 # -- the auto-reset step() against upstream CraftaxSymbolicEnv.step --------------------------
 
-def test_autoreset_step_matches_upstream_env_step():
-    """env.step == upstream CraftaxSymbolicEnv.step (same-step auto-reset) with the env's own
-    key stream; a short max_timesteps makes episodes end by truncation as well."""
+def check_autoreset(n: int, steps: int, max_t: int, inject_seed: int | None = None):
+    """env.step == upstream CraftaxSymbolicEnv.step (same-step auto-reset, jitted and
+    vmapped) with the env's own key stream, from reset states or injected ones."""
     import jax
     import jax.numpy as jnp
     from craftax.craftax.envs.craftax_symbolic_env import CraftaxSymbolicEnv
 
     from conformance.upstream import flatten_state
 
-    n, steps, max_t = 4, 24, 9
     upstream_env = CraftaxSymbolicEnv()
     params = upstream_env.default_params.replace(max_timesteps=max_t)
     env = pycraftax.make("Craftax-Symbolic-v1", num_envs=n, backend="c", seed=7, max_timesteps=max_t)
-    obs, _ = env.reset(seed=3)
-    reset_keys = jax_random.split(jax_random.prng_key(3), n)
+    env.reset(seed=3)
+    if inject_seed is None:
+        reset_keys = jax_random.split(jax_random.prng_key(3), n)
+        _, j_state = jax.jit(jax.vmap(upstream_env.reset, in_axes=(0, None)))(jnp.asarray(reset_keys), params)
+    else:
+        injected = ref.mutate(ref.reset_states(inject_seed % 4, n), np.random.default_rng(inject_seed))
+        env.set_state(injected)
+        j_state = ref.to_env_state(injected)
     vstep = jax.jit(jax.vmap(upstream_env.step, in_axes=(0, 0, 0, None)))
-    _, j_state = jax.jit(jax.vmap(upstream_env.reset, in_axes=(0, None)))(jnp.asarray(reset_keys), params)
     key = jax_random.prng_key(7)
     rng = np.random.default_rng(0)
     returns = np.zeros(n, np.float32)
     lengths = np.zeros(n, np.int32)
+    ended = {"terminated": 0, "truncated": 0}
     for t in range(steps):
         actions = rng.integers(0, 43, size=n)
         key, sub = jax_random.split(key, 2)
         keys = jax_random.split(sub, n)
+        timestep_before = env.get_state()["timestep"]
         obs, reward, terminated, truncated, info = env.step(actions)
         j_obs, j_state, j_rew, j_done, j_info = vstep(jnp.asarray(keys), j_state, jnp.asarray(actions, jnp.int32),
                                                       params)
+        where = f"step {t} (inject seed {inject_seed})"
         diff = ref.first_difference(env.get_state(), flatten_state(j_state))
-        assert diff is None, f"step {t}: leaf {diff[0]!r} env {diff[1]} index {diff[2]}: C {diff[3]!r} vs JAX {diff[4]!r}"
-        np.testing.assert_array_equal(obs.view(np.uint32), np.asarray(j_obs).view(np.uint32))
-        np.testing.assert_array_equal(reward.view(np.uint32), np.asarray(j_rew, np.float32).view(np.uint32))
+        assert diff is None, f"{where}: leaf {diff[0]!r} env {diff[1]} index {diff[2]}: C {diff[3]!r} vs JAX {diff[4]!r}"
+        np.testing.assert_array_equal(obs.view(np.uint32), np.asarray(j_obs).view(np.uint32), err_msg=where)
+        np.testing.assert_array_equal(reward.view(np.uint32), np.asarray(j_rew, np.float32).view(np.uint32),
+                                      err_msg=where)
         j_done = np.asarray(j_done)
-        np.testing.assert_array_equal(terminated | truncated, j_done)
+        np.testing.assert_array_equal(terminated | truncated, j_done, err_msg=where)
         assert not np.any(terminated & truncated)
+        assert np.all(timestep_before[truncated] + 1 >= max_t), where
         for name, value in j_info.items():
-            np.testing.assert_array_equal(info[name], np.asarray(value), err_msg=name)
+            np.testing.assert_array_equal(info[name], np.asarray(value), err_msg=f"{where}: {name}")
         returns += reward
         lengths += 1
         np.testing.assert_array_equal(info["episode_return"], np.where(j_done, returns, 0).astype(np.float32))
         np.testing.assert_array_equal(info["episode_length"], np.where(j_done, lengths, 0))
         returns[j_done] = 0
         lengths[j_done] = 0
-    assert t == steps - 1
+        ended["terminated"] += int(terminated.sum())
+        ended["truncated"] += int(truncated.sum())
+    return ended
+
+
+def test_autoreset_step_matches_upstream_env_step():
+    """From reset states; a short max_timesteps makes episodes end by truncation."""
+    ended = check_autoreset(n=4, steps=24, max_t=9)
+    assert ended["truncated"] >= 8
+
+
+def test_autoreset_step_from_injected_states():
+    """From injected states: dying players (health <= 0) and timesteps at the limit end
+    episodes by termination and truncation in the first steps."""
+    ended = check_autoreset(n=ref.NUM_INJECT_ENVS, steps=6, max_t=100_000, inject_seed=11)
+    assert ended["terminated"] > 0 and ended["truncated"] > 0, ended
 
 
 # -- action validation ----------------------------------------------------------------------
