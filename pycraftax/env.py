@@ -7,11 +7,28 @@ import numpy as np
 from pycraftax import _state
 from pycraftax._native import check, lib, ptr
 from pycraftax import jax_random
+from pycraftax.achievements import NUM_ACHIEVEMENTS, log_achievements_to_info
 from pycraftax.params import EnvParams, StaticEnvParams, to_c
 from pycraftax.spaces import Box, Discrete
 
 OBS_SIZE = int(lib.craftax_obs_size())
 NUM_ACTIONS = 43
+
+
+def check_actions(actions, num_envs: int) -> np.ndarray:
+    """Validate actions: a numpy integer array of shape (num_envs,) with values in [0, 43)."""
+    if not isinstance(actions, np.ndarray):
+        raise TypeError(
+            f"actions must be a numpy integer array of shape ({num_envs},), got {type(actions).__name__}"
+        )
+    if not np.issubdtype(actions.dtype, np.integer):
+        raise TypeError(f"actions must have an integer dtype, got {actions.dtype}")
+    if actions.shape != (num_envs,):
+        raise ValueError(f"actions must have shape ({num_envs},), got {actions.shape}")
+    if actions.size and (actions.min() < 0 or actions.max() >= NUM_ACTIONS):
+        bad = int(np.flatnonzero((actions < 0) | (actions >= NUM_ACTIONS))[0])
+        raise ValueError(f"actions[{bad}] = {actions[bad]} is outside [0, {NUM_ACTIONS})")
+    return np.ascontiguousarray(actions, dtype=np.int32)
 
 
 def check_keys(keys, num_envs: int) -> np.ndarray:
@@ -45,6 +62,8 @@ class CraftaxEnv:
         self._states = np.zeros((num_envs, _state.STATE_SIZE), dtype=np.uint8)
         self._key = jax_random.prng_key(seed)
         self._closed = False
+        self._episode_return = np.zeros(num_envs, dtype=np.float32)
+        self._episode_length = np.zeros(num_envs, dtype=np.int32)
 
     # -- episodes ---------------------------------------------------------------------
     def reset(self, seed: int | None = None) -> tuple[np.ndarray, dict]:
@@ -73,7 +92,88 @@ class CraftaxEnv:
             ),
             "reset",
         )
+        self._episode_return[:] = 0.0
+        self._episode_length[:] = 0
         return obs, {}
+
+    def step(self, actions: np.ndarray):
+        """One step of every env with same-step auto-reset, like upstream CraftaxSymbolicEnv.step.
+
+        Env i steps with key k_i, where k = split(sub, num_envs) and `self._key, sub =
+        split(self._key)`; inside, key_step, key_reset = split(k_i) exactly as upstream's
+        auto-reset wrapper. Where an episode ended, obs is the first obs of the next episode.
+
+        Returns (obs float32 [N, 8268], reward float32 [N], terminated bool [N],
+        truncated bool [N], info). terminated: died or beat the necromancer; truncated:
+        timestep reached max_timesteps (and not terminated). info holds, for every env,
+        "episode_return" (float32) and "episode_length" (int32) of the episode that just
+        ended (0 where none ended), "achievements" bool [N, 67] of the finished episode,
+        "done", "discount" and upstream's "Achievements/<name>" entries.
+        """
+        self._check_open()
+        actions = check_actions(actions, self.num_envs)
+        self._key, sub = jax_random.split(self._key, 2)
+        keys = jax_random.split(sub, self.num_envs)
+        n = self.num_envs
+        obs = np.empty((n, OBS_SIZE), dtype=np.float32)
+        reward = np.empty(n, dtype=np.float32)
+        done = np.empty(n, dtype=np.uint8)
+        terminated = np.empty(n, dtype=np.uint8)
+        truncated = np.empty(n, dtype=np.uint8)
+        final_ach = np.empty((n, NUM_ACHIEVEMENTS), dtype=np.uint8)
+        check(
+            lib.craftax_step_autoreset(
+                ptr(self._states, "void *"), ptr(actions, "int32_t *"), ptr(keys, "uint32_t *"), n,
+                self._c_params, ptr(obs, "float *"), ptr(reward, "float *"), ptr(done, "uint8_t *"),
+                ptr(terminated, "uint8_t *"), ptr(truncated, "uint8_t *"), ptr(final_ach, "uint8_t *"),
+            ),
+            "step",
+        )
+        done = done.astype(bool)
+        self._episode_return += reward
+        self._episode_length += 1
+        episode_return = np.where(done, self._episode_return, np.float32(0)).astype(np.float32)
+        episode_length = np.where(done, self._episode_length, 0).astype(np.int32)
+        self._episode_return[done] = 0.0
+        self._episode_length[done] = 0
+        achievements = final_ach.astype(bool)
+        info = log_achievements_to_info(achievements, done)
+        info.update(
+            done=done,
+            discount=(1.0 - done.astype(np.float32)).astype(np.float32),
+            episode_return=episode_return,
+            episode_length=episode_length,
+            achievements=achievements,
+        )
+        return obs, reward, terminated.astype(bool), truncated.astype(bool), info
+
+    def step_with_keys(self, actions: np.ndarray, keys: np.ndarray):
+        """Exactly upstream `step_env(keys[i], state_i, actions[i], params)` of the symbolic
+        env for every env: no auto-reset (a finished episode keeps evolving).
+
+        Returns (obs float32 [N, 8268], reward float32 [N], done bool [N], info) with
+        upstream's info: "Achievements/<name>" = achievements * done * 100 and
+        "discount" = 1 - done.
+        """
+        self._check_open()
+        actions = check_actions(actions, self.num_envs)
+        keys = check_keys(keys, self.num_envs)
+        n = self.num_envs
+        obs = np.empty((n, OBS_SIZE), dtype=np.float32)
+        reward = np.empty(n, dtype=np.float32)
+        done = np.empty(n, dtype=np.uint8)
+        check(
+            lib.craftax_step_with_keys(
+                ptr(self._states, "void *"), ptr(actions, "int32_t *"), ptr(keys, "uint32_t *"), n,
+                self._c_params, ptr(obs, "float *"), ptr(reward, "float *"), ptr(done, "uint8_t *"),
+            ),
+            "step_with_keys",
+        )
+        done = done.astype(bool)
+        achievements = _state.LEAF_BY_NAME["achievements"].view(self._states).astype(bool)
+        info = log_achievements_to_info(achievements, done)
+        info["discount"] = (1.0 - done.astype(np.float32)).astype(np.float32)
+        return obs, reward, done, info
 
     def observe(self) -> np.ndarray:
         """render_craftax_symbolic of the current states."""

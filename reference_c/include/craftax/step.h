@@ -1,0 +1,134 @@
+/* craftax/step.h: one Craftax step, game_logic.py:craftax_step (craftax 1.6.1, lines
+ * 3006-3089), and the symbolic env's step_env (envs/craftax_symbolic_env.py).
+ *
+ * craftax_step reads as upstream's ordered list of subsystem calls; keys are split in
+ * upstream order (`rng, _rng = split(rng)` before do_action, read_book, enchant,
+ * update_mobs, spawn_mobs and state_rng). Player-side subsystems live in step_player.h,
+ * world-side ones in step_world.h.
+ */
+#ifndef CRAFTAX_STEP_H
+#define CRAFTAX_STEP_H
+
+#include "common.h"
+#include "game_constants.h"
+#include "game_logic_utils.h"
+#include "mathf.h"
+#include "obs.h"
+#include "params.h"
+#include "rng.h"
+#include "state.h"
+#include "step_player.h"
+#include "step_world.h"
+#include "worldgen.h"
+
+/* `rng, _rng = jax.random.split(rng)`: advances *rng, returns _rng. */
+static inline CRAFTAX_HD CraftaxKey craftax_step_split(CraftaxKey *rng) {
+    CraftaxKey first, second;
+    craftax_split2(*rng, &first, &second);
+    *rng = first;
+    return second;
+}
+
+/* reward = sum((ach_after - ach_before) * ACHIEVEMENT_REWARD_MAP) + (h_after - h_before) * 0.1
+ * (int32 sum, float32 health term, fused). */
+static inline CRAFTAX_HD float craftax_step_reward(const uint8_t init_achievements[CRAFTAX_NUM_ACHIEVEMENTS],
+                                                   float init_health, const CraftaxState *s) {
+    int32_t achievement_reward = 0;
+    for (int i = 0; i < CRAFTAX_NUM_ACHIEVEMENTS; i++)
+        achievement_reward += ((int32_t)s->achievements[i] - (int32_t)init_achievements[i]) *
+                              CRAFTAX_ACHIEVEMENT_REWARD_MAP[i];
+    /* XLA fuses the health term into the sum: fma(dh, 0.1f, ach) (measured: WAKE_UP with
+     * dh = -7 gives 0.29999998 upstream, 0.3 with two roundings). */
+    return fmaf(s->player_health - init_health, 0.1f, (float)achievement_reward);
+}
+
+/* game_logic.py:craftax_step. Modifies *state in place; returns the reward. */
+static inline CRAFTAX_HD float craftax_step(CraftaxState *state, CraftaxKey rng, int32_t action,
+                                            const CraftaxParams *params) {
+    uint8_t init_achievements[CRAFTAX_NUM_ACHIEVEMENTS];
+    memcpy(init_achievements, state->achievements, sizeof(init_achievements));
+    const float init_health = state->player_health;
+
+    /* Interrupt action if sleeping or resting */
+    if (state->is_sleeping) action = ACTION_NOOP;
+    if (state->is_resting) action = ACTION_NOOP;
+
+    craftax_change_floor(state, action, params);
+    craftax_do_crafting(state, action);
+    craftax_do_action(state, craftax_step_split(&rng), action, params);
+    craftax_place_block(state, action, params);
+    craftax_shoot_projectile(state, action, params);
+    craftax_cast_spell(state, action, params);
+    craftax_drink_potion(state, action);
+    craftax_read_book(state, craftax_step_split(&rng), action);
+    craftax_enchant(state, craftax_step_split(&rng), action);
+    craftax_boss_logic(state, params);
+    craftax_level_up_attributes(state, action, params);
+    craftax_move_player(state, action, params);
+
+    craftax_update_mobs(state, craftax_step_split(&rng), params);
+    craftax_spawn_mobs(state, craftax_step_split(&rng), params);
+    craftax_update_plants(state);
+    craftax_update_player_intrinsics(state, action);
+    craftax_clip_inventory_and_intrinsics(state, params);
+    craftax_calculate_inventory_achievements(state);
+
+    const float reward = craftax_step_reward(init_achievements, init_health, state);
+
+    const CraftaxKey state_rng = craftax_step_split(&rng);
+    state->timestep = state->timestep + 1;
+    state->light_level = craftax_light_level(state->timestep, params->day_length);
+    state->state_rng[0] = state_rng.k[0];
+    state->state_rng[1] = state_rng.k[1];
+    return reward;
+}
+
+/* CraftaxSymbolicEnvNoAutoReset.step_env: step, done = is_terminal, obs (when not NULL). */
+static inline CRAFTAX_HD float craftax_step_env(CraftaxState *state, CraftaxKey rng, int32_t action,
+                                                const CraftaxParams *params, float *obs, uint8_t *done) {
+    const float reward = craftax_step(state, rng, action, params);
+    *done = (uint8_t)craftax_is_game_over(state, params);
+    if (obs) craftax_render_symbolic(state, obs, 0);
+    return reward;
+}
+
+/* light_level as XLA compiles calculate_light_level inside the official auto-reset
+ * CraftaxSymbolicEnv.step (jitted, vmapped): the same t * (1/day_length) and glibc cosf,
+ * but 1 - a**3 is rounded as 1 - (a*a)*a, not fused as it is in step_env (measured:
+ * 1280/1280 random timesteps at batch 64 match this form; the fused form matched 792).
+ * Upstream's own auto-reset env and its step_env thus differ by 1 ulp at ~40% of steps.
+ * The obs of that same auto-reset step still carries the fused value (measured). */
+static inline CRAFTAX_HD float craftax_light_level_autoreset(int32_t timestep, int32_t day_length) {
+    float progress = fmodf((float)timestep * (1.0f / (float)day_length), 1.0f) + 0.3f;
+    float a = fabsf(craftax_cosf(3.14159274f * progress));
+    return 1.0f - (a * a) * a;
+}
+
+/* CraftaxSymbolicEnv.step (auto-reset) of one env: key_step, key_reset = split(key);
+ * step_env(key_step); where done, the state and obs become reset_env(key_reset).
+ * *terminated says whether the finished episode ended by death or by beating the boss (not
+ * only by the time limit); final_achievements (when not NULL) receives the achievements of
+ * the stepped state before any reset. `scratch` is world-gen scratch space, touched only
+ * when done. Returns the reward. */
+static inline CRAFTAX_HD float craftax_step_autoreset_one(CraftaxState *state, CraftaxKey key, int32_t action,
+                                                          const CraftaxParams *params, float *obs, uint8_t *done,
+                                                          uint8_t *terminated, uint8_t *final_achievements,
+                                                          CraftaxWorldGenScratch *scratch) {
+    CraftaxKey key_step, key_reset;
+    craftax_split2(key, &key_step, &key_reset);
+    const float reward = craftax_step(state, key_step, action, params);
+    *done = (uint8_t)craftax_is_game_over(state, params);
+    *terminated = (uint8_t)(state->player_health <= 0.0f || craftax_has_beaten_boss(state));
+    if (final_achievements) memcpy(final_achievements, state->achievements, CRAFTAX_NUM_ACHIEVEMENTS);
+    if (*done) {
+        craftax_reset_env(key_reset, params, state, scratch);
+        if (obs) craftax_render_symbolic(state, obs, 1);
+    } else {
+        /* the obs sees step_env's (fused) light level, the returned state the unfused one */
+        if (obs) craftax_render_symbolic(state, obs, 0);
+        state->light_level = craftax_light_level_autoreset(state->timestep, params->day_length);
+    }
+    return reward;
+}
+
+#endif

@@ -1,0 +1,620 @@
+/* craftax/step_world.h: the world half of one Craftax step.
+ * Upstream: craftax 1.6.1, craftax/craftax/game_logic.py (update_mobs, spawn_mobs,
+ * update_plants, update_player_intrinsics, calculate_inventory_achievements,
+ * is_game_over) and util/maths_utils.py (get_distance_map).
+ *
+ * JAX semantics kept here (UPSTREAM_NOTES M03): branch-free "compute everything, then
+ * select"; gathers clamp indices >= size and wrap negative ones once; scatters wrap
+ * negative indices once and drop the whole update when an index is still out of range.
+ * Every mob slot of the current level is simulated in index order, dead ones included,
+ * and every random draw happens whether or not its result is used (UPSTREAM_NOTES 6.5).
+ */
+#ifndef CRAFTAX_STEP_WORLD_H
+#define CRAFTAX_STEP_WORLD_H
+
+#include <math.h>
+
+#include "common.h"
+#include "constants.h"
+#include "game_constants.h"
+#include "game_logic_utils.h"
+#include "params.h"
+#include "rng.h"
+#include "state.h"
+
+/* ---- JAX indexing ------------------------------------------------------------------ */
+
+/* Index of a gather (read): negative wraps once, then clamp into [0, n). */
+static inline CRAFTAX_HD int32_t craftax_sw_read_idx(int32_t i, int32_t n) {
+    if (i < 0) i += n;
+    if (i < 0) i = 0;
+    if (i >= n) i = n - 1;
+    return i;
+}
+/* Index of a scatter (write): negative wraps once; -1 when the write is dropped. */
+static inline CRAFTAX_HD int32_t craftax_sw_write_idx(int32_t i, int32_t n) {
+    if (i < 0) i += n;
+    return (i < 0 || i >= n) ? -1 : i;
+}
+static inline CRAFTAX_HD uint8_t craftax_sw_map_read(const uint8_t m[CRAFTAX_MAP_SIZE][CRAFTAX_MAP_SIZE], int32_t x,
+                                                     int32_t y) {
+    return m[craftax_sw_read_idx(x, CRAFTAX_MAP_SIZE)][craftax_sw_read_idx(y, CRAFTAX_MAP_SIZE)];
+}
+static inline CRAFTAX_HD void craftax_sw_map_write(uint8_t m[CRAFTAX_MAP_SIZE][CRAFTAX_MAP_SIZE], int32_t x, int32_t y,
+                                                   uint8_t v) {
+    int32_t wx = craftax_sw_write_idx(x, CRAFTAX_MAP_SIZE), wy = craftax_sw_write_idx(y, CRAFTAX_MAP_SIZE);
+    if (wx >= 0 && wy >= 0) m[wx][wy] = v;
+}
+
+static inline CRAFTAX_HD int32_t craftax_sw_abs(int32_t x) { return x < 0 ? -x : x; }
+static inline CRAFTAX_HD int32_t craftax_sw_sign(int32_t x) { return (x > 0) - (x < 0); }
+
+/* ---- adapters over game_logic_utils.h ---------------------------------------------- */
+
+/* attack_mob(state, position, damage_vector, can_eat) -> did_attack_mob. */
+static inline CRAFTAX_HD int craftax_sw_attack_mob(CraftaxState *s, const int32_t pos[2], const float dmg[3],
+                                                   int can_eat) {
+    int did_attack, did_kill;
+    craftax_attack_mob(s, pos, dmg, can_eat, &did_attack, &did_kill);
+    return did_attack;
+}
+
+/* spawn_projectile into state.mob_projectiles. */
+static inline CRAFTAX_HD void craftax_sw_spawn_mob_projectile(CraftaxState *s, const int32_t pos[2], int spawning,
+                                                              const int32_t dir[2], int32_t type) {
+    craftax_spawn_projectile(s, 0, pos, spawning, dir, type);
+}
+
+/* ---- update_mobs --------------------------------------------------------------------- */
+
+/* The "move towards the player" axis draw shared by melee and ranged mobs:
+ * p = (|d| == max|d|) / sum|d|; choice(key, arange(2), p=p). Returns the direction. */
+static inline CRAFTAX_HD void craftax_sw_toward_player(const CraftaxState *s, const int32_t pos[2], CraftaxKey key,
+                                                       int32_t dir[2]) {
+    int32_t a0 = craftax_sw_abs(s->player_position[0] - pos[0]);
+    int32_t a1 = craftax_sw_abs(s->player_position[1] - pos[1]);
+    int32_t mx = a0 > a1 ? a0 : a1;
+    float sum = (float)(a0 + a1);
+    float p[2] = {(float)(a0 == mx) / sum, (float)(a1 == mx) / sum};
+    float scratch[2];
+    int32_t axis = craftax_choice_p(key, p, 2, scratch);
+    dir[0] = 0;
+    dir[1] = 0;
+    dir[axis] = craftax_sw_sign(s->player_position[axis] - pos[axis]);
+}
+
+/* The mob_map bookkeeping at the end of every mob move: clear the old cell if alive, set
+ * the new one if alive and not despawning. */
+static inline CRAFTAX_HD void craftax_sw_move_mob_map(CraftaxState *s, const int32_t old_pos[2], uint8_t old_mask,
+                                                      const int32_t new_pos[2], uint8_t new_mask) {
+    uint8_t(*mm)[CRAFTAX_MAP_SIZE] = s->mob_map[s->player_level];
+    uint8_t v = craftax_sw_map_read(mm, old_pos[0], old_pos[1]) && !old_mask;
+    craftax_sw_map_write(mm, old_pos[0], old_pos[1], v);
+    v = craftax_sw_map_read(mm, new_pos[0], new_pos[1]) || new_mask;
+    craftax_sw_map_write(mm, new_pos[0], new_pos[1], v);
+}
+
+static inline CRAFTAX_HD int32_t craftax_sw_manhattan_to_player(const CraftaxState *s, const int32_t pos[2]) {
+    return craftax_sw_abs(pos[0] - s->player_position[0]) + craftax_sw_abs(pos[1] - s->player_position[1]);
+}
+
+/* One iteration of update_mobs._move_melee_mob. Returns the carry key. */
+static inline CRAFTAX_HD CraftaxKey craftax_sw_move_melee_mob(CraftaxState *s, CraftaxKey rng, int i,
+                                                              const CraftaxParams *params) {
+    const int32_t L = s->player_level;
+    CraftaxKey k;
+    int32_t pos[2] = {s->melee_mobs.position[L][i][0], s->melee_mobs.position[L][i][1]};
+    const uint8_t mask = s->melee_mobs.mask[L][i];
+    const int32_t cooldown = s->melee_mobs.attack_cooldown[L][i];
+    const int32_t type = s->melee_mobs.type_id[L][i];
+
+    craftax_split2(rng, &rng, &k);
+    int32_t r = craftax_randint(k, 0, 0, 4);
+    int32_t random_prop[2] = {pos[0] + CRAFTAX_DIRECTIONS[1 + r][0], pos[1] + CRAFTAX_DIRECTIONS[1 + r][1]};
+
+    craftax_split2(rng, &rng, &k);
+    int32_t toward[2];
+    craftax_sw_toward_player(s, pos, k, toward);
+    int32_t toward_prop[2] = {pos[0] + toward[0], pos[1] + toward[1]};
+
+    const int32_t dist = craftax_sw_manhattan_to_player(s, pos);
+    int close = dist < 10 || craftax_is_fighting_boss(s);
+    craftax_split2(rng, &rng, &k);
+    close = close && craftax_uniform(k, 0) < 0.75f;
+    int32_t prop[2] = {close ? toward_prop[0] : random_prop[0], close ? toward_prop[1] : random_prop[1]};
+
+    const int attacking = dist == 1 && cooldown <= 0 && mask;
+    if (attacking) {
+        prop[0] = pos[0];
+        prop[1] = pos[1];
+    }
+    const int32_t tr = craftax_sw_read_idx(type, CRAFTAX_NUM_MOB_TYPES);
+    const float sleep_mult = 1.0f + 2.5f * (float)s->is_sleeping;
+    float base[3];
+    for (int c = 0; c < 3; c++) base[c] = CRAFTAX_MOB_TYPE_DAMAGE_MAPPING[tr][MOB_CLASS_MELEE][c] * sleep_mult;
+    const float damage = craftax_get_damage_done_to_player(s, base);
+    const int32_t new_cooldown = attacking ? 5 : cooldown - 1;
+    const int waking = s->is_sleeping && attacking;
+    s->player_health = s->player_health - damage * (float)attacking;
+    s->is_sleeping = s->is_sleeping && !attacking;
+    s->is_resting = s->is_resting && !attacking;
+    s->achievements[ACH_WAKE_UP] = s->achievements[ACH_WAKE_UP] || waking;
+
+    const int32_t *coll = CRAFTAX_MOB_TYPE_COLLISION_MAPPING[tr][MOB_CLASS_MELEE];
+    const int valid = craftax_is_position_in_bounds_not_in_mob_not_colliding(s, prop, coll);
+    int32_t new_pos[2] = {valid ? prop[0] : pos[0], valid ? prop[1] : pos[1]};
+    const int keep = dist < params->mob_despawn_distance || craftax_is_fighting_boss(s);
+
+    CraftaxKey carry;
+    craftax_split2(rng, &rng, &carry); /* the scan carries the second half (UPSTREAM_NOTES 6.5) */
+
+    const uint8_t new_mask = mask && keep;
+    craftax_sw_move_mob_map(s, pos, mask, new_pos, new_mask);
+    s->melee_mobs.position[L][i][0] = new_pos[0];
+    s->melee_mobs.position[L][i][1] = new_pos[1];
+    s->melee_mobs.attack_cooldown[L][i] = new_cooldown;
+    s->melee_mobs.mask[L][i] = new_mask;
+    return carry;
+}
+
+/* One iteration of update_mobs._move_passive_mob. Returns the carry key. */
+static inline CRAFTAX_HD CraftaxKey craftax_sw_move_passive_mob(CraftaxState *s, CraftaxKey rng, int i,
+                                                                const CraftaxParams *params) {
+    const int32_t L = s->player_level;
+    CraftaxKey k;
+    int32_t pos[2] = {s->passive_mobs.position[L][i][0], s->passive_mobs.position[L][i][1]};
+    const uint8_t mask = s->passive_mobs.mask[L][i];
+    const int32_t tr = craftax_sw_read_idx(s->passive_mobs.type_id[L][i], CRAFTAX_NUM_MOB_TYPES);
+
+    craftax_split2(rng, &rng, &k);
+    int32_t r = craftax_randint(k, 0, 0, 8);
+    int32_t prop[2] = {pos[0] + CRAFTAX_DIRECTIONS[1 + r][0], pos[1] + CRAFTAX_DIRECTIONS[1 + r][1]};
+    const int32_t *coll = CRAFTAX_MOB_TYPE_COLLISION_MAPPING[tr][MOB_CLASS_PASSIVE];
+    const int valid = craftax_is_position_in_bounds_not_in_mob_not_colliding(s, prop, coll);
+    int32_t new_pos[2] = {valid ? prop[0] : pos[0], valid ? prop[1] : pos[1]};
+    const int keep = craftax_sw_manhattan_to_player(s, pos) < params->mob_despawn_distance;
+    const uint8_t new_mask = mask && keep;
+    craftax_sw_move_mob_map(s, pos, mask, new_pos, new_mask);
+    s->passive_mobs.position[L][i][0] = new_pos[0];
+    s->passive_mobs.position[L][i][1] = new_pos[1];
+    s->passive_mobs.mask[L][i] = new_mask;
+    return rng;
+}
+
+/* One iteration of update_mobs._move_ranged_mob. Returns the carry key. */
+static inline CRAFTAX_HD CraftaxKey craftax_sw_move_ranged_mob(CraftaxState *s, CraftaxKey rng, int i,
+                                                               const CraftaxParams *params) {
+    const int32_t L = s->player_level;
+    CraftaxKey k;
+    int32_t pos[2] = {s->ranged_mobs.position[L][i][0], s->ranged_mobs.position[L][i][1]};
+    const uint8_t mask = s->ranged_mobs.mask[L][i];
+    const int32_t cooldown = s->ranged_mobs.attack_cooldown[L][i];
+    const int32_t tr = craftax_sw_read_idx(s->ranged_mobs.type_id[L][i], CRAFTAX_NUM_MOB_TYPES);
+
+    craftax_split2(rng, &rng, &k);
+    int32_t r = craftax_randint(k, 0, 0, 4);
+    int32_t random_prop[2] = {pos[0] + CRAFTAX_DIRECTIONS[1 + r][0], pos[1] + CRAFTAX_DIRECTIONS[1 + r][1]};
+
+    craftax_split2(rng, &rng, &k);
+    int32_t toward[2];
+    craftax_sw_toward_player(s, pos, k, toward);
+
+    const int32_t dist = craftax_sw_manhattan_to_player(s, pos);
+    const int far = dist >= 6, too_close = dist <= 3;
+    int32_t prop[2];
+    for (int c = 0; c < 2; c++) {
+        prop[c] = far ? pos[c] + toward[c] : random_prop[c];
+        prop[c] = too_close ? pos[c] - toward[c] : prop[c];
+    }
+    craftax_split2(rng, &rng, &k);
+    if (!(craftax_uniform(k, 0) > 0.85f)) {
+        prop[0] = random_prop[0];
+        prop[1] = random_prop[1];
+    }
+
+    const int32_t *coll = CRAFTAX_MOB_TYPE_COLLISION_MAPPING[tr][MOB_CLASS_RANGED];
+    int attacking = dist >= 4 && dist <= 5;
+    attacking = attacking || (too_close && !craftax_is_position_in_bounds_not_in_mob_not_colliding(s, prop, coll));
+    attacking = attacking && cooldown <= 0 && mask;
+
+    int32_t live_projectiles = 0;
+    for (int j = 0; j < CRAFTAX_MAX_MOB_PROJECTILES; j++) live_projectiles += s->mob_projectiles.mask[L][j] ? 1 : 0;
+    const int spawning = attacking && live_projectiles < CRAFTAX_MAX_MOB_PROJECTILES;
+    craftax_sw_spawn_mob_projectile(s, pos, spawning, toward,
+                                    CRAFTAX_RANGED_MOB_TYPE_TO_PROJECTILE_TYPE_MAPPING[tr]);
+
+    if (attacking) {
+        prop[0] = pos[0];
+        prop[1] = pos[1];
+    }
+    const int32_t new_cooldown = attacking ? 4 : cooldown - 1;
+    const int valid = craftax_is_position_in_bounds_not_in_mob_not_colliding(s, prop, coll);
+    int32_t new_pos[2] = {valid ? prop[0] : pos[0], valid ? prop[1] : pos[1]};
+    const int keep = dist < params->mob_despawn_distance || craftax_is_fighting_boss(s);
+    const uint8_t new_mask = mask && keep;
+    craftax_sw_move_mob_map(s, pos, mask, new_pos, new_mask);
+    s->ranged_mobs.position[L][i][0] = new_pos[0];
+    s->ranged_mobs.position[L][i][1] = new_pos[1];
+    s->ranged_mobs.attack_cooldown[L][i] = new_cooldown;
+    s->ranged_mobs.mask[L][i] = new_mask;
+    return rng;
+}
+
+/* in_wall of the projectile moves: solid and not water ("arrows can go over water"). */
+static inline CRAFTAX_HD int craftax_sw_projectile_in_wall(const CraftaxState *s, const int32_t p[2]) {
+    uint8_t block = craftax_sw_map_read(s->map[s->player_level], p[0], p[1]);
+    return craftax_is_in_solid_block(s, p) && block != BLOCK_WATER;
+}
+
+/* One iteration of update_mobs._move_mob_projectile (no draws). */
+static inline CRAFTAX_HD void craftax_sw_move_mob_projectile(CraftaxState *s, int i) {
+    const int32_t L = s->player_level;
+    int32_t pos[2] = {s->mob_projectiles.position[L][i][0], s->mob_projectiles.position[L][i][1]};
+    const uint8_t mask = s->mob_projectiles.mask[L][i];
+    int32_t prop[2] = {pos[0] + s->mob_projectile_directions[L][i][0], pos[1] + s->mob_projectile_directions[L][i][1]};
+    const int in_player = prop[0] == s->player_position[0] && prop[1] == s->player_position[1];
+    const int inb = craftax_in_bounds(s, prop);
+    const int in_wall = craftax_sw_projectile_in_wall(s, prop);
+    const int in_mob = craftax_is_in_mob(s, prop);
+    int cont = inb && !in_wall && !in_mob;
+    const int hit0 = pos[0] == s->player_position[0] && pos[1] == s->player_position[1] && mask;
+    const int hit1 = in_player && mask;
+    const int hit = hit0 || hit1;
+    cont = cont && !hit;
+    const uint8_t new_mask = cont && mask;
+
+    uint8_t block = craftax_sw_map_read(s->map[L], prop[0], prop[1]);
+    const int removing = (block == BLOCK_FURNACE || block == BLOCK_CRAFTING_TABLE) && mask;
+    const uint8_t new_block = removing ? (uint8_t)BLOCK_PATH : block;
+
+    const int32_t ptype = craftax_sw_read_idx(s->mob_projectiles.type_id[L][i], CRAFTAX_NUM_MOB_TYPES);
+    float base[3];
+    for (int c = 0; c < 3; c++) base[c] = CRAFTAX_MOB_TYPE_DAMAGE_MAPPING[ptype][MOB_CLASS_PROJECTILE][c];
+    const float damage = craftax_get_damage_done_to_player(s, base);
+
+    s->mob_projectiles.position[L][i][0] = prop[0];
+    s->mob_projectiles.position[L][i][1] = prop[1];
+    s->mob_projectiles.mask[L][i] = new_mask;
+    s->player_health = s->player_health - damage * (float)hit;
+    s->is_sleeping = s->is_sleeping && !hit;
+    s->is_resting = s->is_resting && !hit;
+    craftax_sw_map_write(s->map[L], prop[0], prop[1], new_block);
+}
+
+/* One iteration of update_mobs._move_player_projectile (no draws). */
+static inline CRAFTAX_HD void craftax_sw_move_player_projectile(CraftaxState *s, int i) {
+    const int32_t L = s->player_level;
+    int32_t pos[2] = {s->player_projectiles.position[L][i][0], s->player_projectiles.position[L][i][1]};
+    const uint8_t mask = s->player_projectiles.mask[L][i];
+    const int32_t ptype = s->player_projectiles.type_id[L][i];
+    const int32_t tr = craftax_sw_read_idx(ptype, CRAFTAX_NUM_MOB_TYPES);
+    float dmg[3];
+    for (int c = 0; c < 3; c++) dmg[c] = CRAFTAX_MOB_TYPE_DAMAGE_MAPPING[tr][MOB_CLASS_PROJECTILE][c] * (float)mask;
+    const int is_arrow = ptype == PROJECTILE_ARROW || ptype == PROJECTILE_ARROW2;
+    float add[3] = {0.0f, 0.0f, 0.0f};
+    {
+        int32_t w = craftax_sw_write_idx(s->bow_enchantment, 3);
+        if (w >= 0) add[w] = dmg[0] / 2.0f;
+        add[0] = 0.0f;
+    }
+    if (is_arrow)
+        for (int c = 0; c < 3; c++) dmg[c] = dmg[c] + add[c];
+    else
+        for (int c = 0; c < 3; c++) dmg[c] = dmg[c] + 0.0f;
+    const float arrow_coeff = 1.0f + 0.2f * (float)(s->player_dexterity - 1);
+    const float magic_coeff = 1.0f + 0.5f * (float)(s->player_intelligence - 1);
+    const float c1 = is_arrow ? arrow_coeff : 1.0f;
+    const int is_magic = ptype == PROJECTILE_FIREBALL || ptype == PROJECTILE_ICEBALL;
+    const float c2 = is_magic ? magic_coeff : 1.0f;
+    for (int c = 0; c < 3; c++) dmg[c] = (dmg[c] * c1) * c2;
+
+    int32_t prop[2] = {pos[0] + s->player_projectile_directions[L][i][0],
+                       pos[1] + s->player_projectile_directions[L][i][1]};
+    const int inb = craftax_in_bounds(s, prop);
+    const int in_wall = craftax_sw_projectile_in_wall(s, prop);
+
+    int did0 = craftax_sw_attack_mob(s, pos, dmg, 0);
+    for (int c = 0; c < 3; c++) dmg[c] = dmg[c] * (float)(1 - did0);
+    int did1 = craftax_sw_attack_mob(s, prop, dmg, 0);
+    const int did = did0 || did1;
+    const int cont = inb && !in_wall && !did;
+    s->player_projectiles.position[L][i][0] = prop[0];
+    s->player_projectiles.position[L][i][1] = prop[1];
+    s->player_projectiles.mask[L][i] = cont && mask;
+}
+
+/* game_logic.py:update_mobs. Key use (UPSTREAM_NOTES 6.5): every scan starts from the
+ * first half of a split of the previous carry; the melee scan carries the second half of
+ * each iteration's last split. */
+static inline CRAFTAX_HD void craftax_update_mobs(CraftaxState *state, CraftaxKey rng, const CraftaxParams *params) {
+    CraftaxKey unused;
+    craftax_split2(rng, &rng, &unused);
+    for (int i = 0; i < CRAFTAX_MAX_MELEE_MOBS; i++) rng = craftax_sw_move_melee_mob(state, rng, i, params);
+    craftax_split2(rng, &rng, &unused);
+    for (int i = 0; i < CRAFTAX_MAX_PASSIVE_MOBS; i++) rng = craftax_sw_move_passive_mob(state, rng, i, params);
+    craftax_split2(rng, &rng, &unused);
+    for (int i = 0; i < CRAFTAX_MAX_RANGED_MOBS; i++) rng = craftax_sw_move_ranged_mob(state, rng, i, params);
+    craftax_split2(rng, &rng, &unused);
+    for (int i = 0; i < CRAFTAX_MAX_MOB_PROJECTILES; i++) craftax_sw_move_mob_projectile(state, i);
+    craftax_split2(rng, &rng, &unused);
+    for (int i = 0; i < CRAFTAX_MAX_PLAYER_PROJECTILES; i++) craftax_sw_move_player_projectile(state, i);
+}
+
+/* ---- spawn_mobs ---------------------------------------------------------------------- */
+
+/* choice(key, arange(48*48), shape=(1,), p=mask/sum(mask)) -> (idx // 48, idx % 48). */
+static inline CRAFTAX_HD void craftax_sw_choose_cell(CraftaxKey key, const uint8_t *mask, int32_t out[2]) {
+    const int n = CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE;
+    int32_t count = 0;
+    for (int j = 0; j < n; j++) count += mask[j];
+    const float total = (float)count;
+    float cumsum[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE];
+    float p[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE];
+    for (int j = 0; j < n; j++) p[j] = (float)mask[j] / total;
+    craftax_cumsum_f32(p, n, cumsum);
+    int32_t idx = craftax_choice_from_cumsum(key, 0, cumsum, n);
+    out[0] = idx / CRAFTAX_MAP_SIZE;
+    out[1] = idx % CRAFTAX_MAP_SIZE;
+}
+
+/* First free slot (argmax of not-mask; 0 when all are taken). */
+static inline CRAFTAX_HD int craftax_sw_first_free(const uint8_t *mask, int n) {
+    for (int j = 0; j < n; j++)
+        if (!mask[j]) return j;
+    return 0;
+}
+
+#define CRAFTAX_SW_SPAWN_INTO(MOBS, N, CAN, CELL, TYPE, HEALTH)                                                  \
+    do {                                                                                                         \
+        const int32_t L_ = s->player_level;                                                                      \
+        const int idx_ = craftax_sw_first_free(s->MOBS.mask[L_], (N));                                          \
+        int32_t np_[2] = {(CAN) ? (CELL)[0] : s->MOBS.position[L_][idx_][0],                                    \
+                          (CAN) ? (CELL)[1] : s->MOBS.position[L_][idx_][1]};                                   \
+        const float nh_ = (CAN) ? (HEALTH) : s->MOBS.health[L_][idx_];                                          \
+        const uint8_t nm_ = (CAN) ? 1 : s->MOBS.mask[L_][idx_];                                                 \
+        s->MOBS.position[L_][idx_][0] = np_[0];                                                                 \
+        s->MOBS.position[L_][idx_][1] = np_[1];                                                                 \
+        s->MOBS.health[L_][idx_] = nh_;                                                                         \
+        s->MOBS.mask[L_][idx_] = nm_;                                                                           \
+        s->MOBS.type_id[L_][idx_] = (TYPE);                                                                     \
+        uint8_t v_ = craftax_sw_map_read(s->mob_map[L_], np_[0], np_[1]) || nm_;                               \
+        craftax_sw_map_write(s->mob_map[L_], np_[0], np_[1], v_);                                               \
+    } while (0)
+
+/* within[j] = in_range[j] (distance < mob_despawn_distance) and no mob at cell j. */
+static inline CRAFTAX_HD void craftax_sw_free_cells_in_range(const CraftaxState *s, const uint8_t *in_range,
+                                                             uint8_t *within) {
+    const uint8_t *mm = &s->mob_map[s->player_level][0][0];
+    for (int j = 0; j < CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE; j++) within[j] = in_range[j] && !mm[j];
+}
+
+/* melee_mob_spawn_chance = chance[l,1] + chance[l,3] * (1 - light)^2, written as XLA's
+ * usual fused multiply-add. Not discriminated by the tests: the fused and unfused values
+ * differ by at most 1 ulp, and only a uniform draw falling between them (~1e-8 per step
+ * on level 0) could tell. The attribute coefficients elsewhere (1 + 0.2 (dex-1), ...)
+ * round identically fused or not for every attribute value 1..5. */
+static inline CRAFTAX_HD float craftax_sw_melee_spawn_chance(int32_t level, float light_level) {
+    float d = 1.0f - light_level;
+    return fmaf(CRAFTAX_FLOOR_MOB_SPAWN_CHANCE[level][3], d * d, CRAFTAX_FLOOR_MOB_SPAWN_CHANCE[level][1]);
+}
+
+/* game_logic.py:spawn_mobs. */
+static inline CRAFTAX_HD void craftax_spawn_mobs(CraftaxState *s, CraftaxKey rng, const CraftaxParams *params) {
+    const int n = CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE;
+    const int32_t L = s->player_level;
+    const int boss = craftax_is_fighting_boss(s);
+    uint8_t grave[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE], valid_blocks[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE];
+    uint8_t within[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE], near3[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE];
+    uint8_t monster_range[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE], cand[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE];
+    uint8_t in_range[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE];
+    const float despawn = (float)params->mob_despawn_distance;
+    for (int x = 0; x < CRAFTAX_MAP_SIZE; x++)
+        for (int y = 0; y < CRAFTAX_MAP_SIZE; y++) {
+            int32_t dx = craftax_sw_abs(x - s->player_position[0]), dy = craftax_sw_abs(y - s->player_position[1]);
+            float d = sqrtf((float)(dx * dx + dy * dy));
+            uint8_t b = s->map[L][x][y];
+            int j = x * CRAFTAX_MAP_SIZE + y;
+            grave[j] = b == BLOCK_GRAVE || b == BLOCK_GRAVE2 || b == BLOCK_GRAVE3;
+            valid_blocks[j] = b == BLOCK_GRASS || b == BLOCK_PATH || b == BLOCK_FIRE_GRASS || b == BLOCK_ICE_GRASS;
+            in_range[j] = d < despawn;
+            near3[j] = d > 3.0f;
+            monster_range[j] = boss ? (d <= 6.0f) : (d > 9.0f);
+        }
+    craftax_sw_free_cells_in_range(s, in_range, within);
+    int32_t coeff = 1 + (s->monsters_killed[L] < CRAFTAX_MONSTERS_KILLED_TO_CLEAR_LEVEL) * 2;
+    coeff *= boss ? craftax_is_boss_spawn_wave(s) * 1000 : 1;
+    CraftaxKey k;
+    int32_t cell[2];
+    int32_t count;
+
+    /* Passive */
+    count = 0;
+    for (int j = 0; j < CRAFTAX_MAX_PASSIVE_MOBS; j++) count += s->passive_mobs.mask[L][j];
+    int can = count < CRAFTAX_MAX_PASSIVE_MOBS;
+    craftax_split2(rng, &rng, &k);
+    can = can && craftax_uniform(k, 0) < CRAFTAX_FLOOR_MOB_SPAWN_CHANCE[L][0];
+    can = can && !boss;
+    int32_t total = 0;
+    for (int j = 0; j < n; j++) {
+        cand[j] = valid_blocks[j] && near3[j] && within[j];
+        total += cand[j];
+    }
+    can = can && total > 0;
+    craftax_split2(rng, &rng, &k);
+    craftax_sw_choose_cell(k, cand, cell);
+    {
+        const int32_t type = CRAFTAX_FLOOR_MOB_MAPPING[L][MOB_CLASS_PASSIVE];
+        CRAFTAX_SW_SPAWN_INTO(passive_mobs, CRAFTAX_MAX_PASSIVE_MOBS, can, cell, type,
+                              CRAFTAX_MOB_TYPE_HEALTH_MAPPING[type][MOB_CLASS_PASSIVE]);
+    }
+    craftax_sw_free_cells_in_range(s, in_range, within); /* the mob_map changed */
+
+    /* Melee */
+    count = 0;
+    for (int j = 0; j < CRAFTAX_MAX_MELEE_MOBS; j++) count += s->melee_mobs.mask[L][j];
+    can = count < CRAFTAX_MAX_MELEE_MOBS;
+    const int32_t melee_type = boss ? CRAFTAX_FLOOR_MOB_MAPPING[craftax_sw_read_idx(s->boss_progress, CRAFTAX_NUM_LEVELS)]
+                                                               [MOB_CLASS_MELEE]
+                                    : CRAFTAX_FLOOR_MOB_MAPPING[L][MOB_CLASS_MELEE];
+    craftax_split2(rng, &rng, &k);
+    can = can && craftax_uniform(k, 0) < craftax_sw_melee_spawn_chance(L, s->light_level) * (float)coeff;
+    total = 0;
+    for (int j = 0; j < n; j++) {
+        cand[j] = (boss ? grave[j] : valid_blocks[j]) && monster_range[j] && within[j];
+        total += cand[j];
+    }
+    can = can && total > 0;
+    craftax_split2(rng, &rng, &k);
+    craftax_sw_choose_cell(k, cand, cell);
+    CRAFTAX_SW_SPAWN_INTO(melee_mobs, CRAFTAX_MAX_MELEE_MOBS, can, cell, melee_type,
+                          CRAFTAX_MOB_TYPE_HEALTH_MAPPING[melee_type][MOB_CLASS_MELEE]);
+    craftax_sw_free_cells_in_range(s, in_range, within);
+
+    /* Ranged */
+    count = 0;
+    for (int j = 0; j < CRAFTAX_MAX_RANGED_MOBS; j++) count += s->ranged_mobs.mask[L][j];
+    can = count < CRAFTAX_MAX_RANGED_MOBS;
+    const int32_t ranged_type = boss ? CRAFTAX_FLOOR_MOB_MAPPING[craftax_sw_read_idx(s->boss_progress, CRAFTAX_NUM_LEVELS)]
+                                                                [MOB_CLASS_RANGED]
+                                     : CRAFTAX_FLOOR_MOB_MAPPING[L][MOB_CLASS_RANGED];
+    craftax_split2(rng, &rng, &k);
+    can = can && craftax_uniform(k, 0) < CRAFTAX_FLOOR_MOB_SPAWN_CHANCE[L][2] * (float)coeff;
+    total = 0;
+    for (int j = 0; j < n; j++) {
+        uint8_t base = ranged_type == 5 ? (s->map[L][j / CRAFTAX_MAP_SIZE][j % CRAFTAX_MAP_SIZE] == BLOCK_WATER)
+                                        : valid_blocks[j];
+        base = boss ? grave[j] : base;
+        cand[j] = base && monster_range[j] && within[j];
+        total += cand[j];
+    }
+    can = can && total > 0;
+    craftax_split2(rng, &rng, &k);
+    craftax_sw_choose_cell(k, cand, cell);
+    CRAFTAX_SW_SPAWN_INTO(ranged_mobs, CRAFTAX_MAX_RANGED_MOBS, can, cell, ranged_type,
+                          CRAFTAX_MOB_TYPE_HEALTH_MAPPING[ranged_type][MOB_CLASS_RANGED]);
+}
+#undef CRAFTAX_SW_SPAWN_INTO
+
+/* ---- update_plants ------------------------------------------------------------------- */
+
+static inline CRAFTAX_HD void craftax_update_plants(CraftaxState *s) {
+    uint8_t finished[CRAFTAX_MAX_GROWING_PLANTS];
+    for (int i = 0; i < CRAFTAX_MAX_GROWING_PLANTS; i++) {
+        int32_t age = (int32_t)((uint32_t)s->growing_plants_age[i] + 1u) * (int32_t)s->growing_plants_mask[i];
+        s->growing_plants_age[i] = age;
+        finished[i] = age >= 600;
+    }
+    for (int i = 0; i < CRAFTAX_MAX_GROWING_PLANTS; i++) {
+        const int32_t x = s->growing_plants_positions[i][0], y = s->growing_plants_positions[i][1];
+        uint8_t b = finished[i] ? (uint8_t)BLOCK_RIPE_PLANT : craftax_sw_map_read(s->map[0], x, y);
+        craftax_sw_map_write(s->map[0], x, y, b);
+    }
+}
+
+/* ---- update_player_intrinsics -------------------------------------------------------- */
+
+static inline CRAFTAX_HD void craftax_update_player_intrinsics(CraftaxState *s, int32_t action) {
+    const int32_t max_energy = 7 + 2 * s->player_dexterity;
+    const int32_t max_health = 8 + s->player_strength;
+    /* sleep */
+    s->is_sleeping = s->is_sleeping || (action == ACTION_SLEEP && s->player_energy < max_energy);
+    const int waking = s->player_energy >= max_energy && s->is_sleeping;
+    s->is_sleeping = s->is_sleeping && !waking;
+    s->achievements[ACH_WAKE_UP] = s->achievements[ACH_WAKE_UP] || waking;
+    /* rest */
+    s->is_resting = s->is_resting || (action == ACTION_REST && s->player_health < (float)max_health);
+    const int stop_rest = s->is_resting && (s->player_health >= (float)max_health || s->player_food <= 0 ||
+                                            s->player_drink <= 0);
+    s->is_resting = s->is_resting && !stop_rest;
+
+    const int32_t not_boss = !craftax_is_fighting_boss(s);
+    const float decay = 1.0f - 0.125f * (float)(s->player_dexterity - 1);
+    const int sleeping = s->is_sleeping;
+
+    /* hunger */
+    float hunger = s->player_hunger + (sleeping ? 0.5f : 1.0f) * decay;
+    if (hunger > 25.0f) {
+        s->player_food = craftax_max_i32(s->player_food - 1 * not_boss, 0);
+        hunger = 0.0f;
+    }
+    s->player_hunger = hunger;
+    /* thirst */
+    float thirst = s->player_thirst + (sleeping ? 0.5f : 1.0f) * decay;
+    if (thirst > 20.0f) {
+        s->player_drink = craftax_max_i32(s->player_drink - 1 * not_boss, 0);
+        thirst = 0.0f;
+    }
+    s->player_thirst = thirst;
+    /* fatigue */
+    float fatigue = sleeping ? fminf(s->player_fatigue - 1.0f, 0.0f) : s->player_fatigue + decay;
+    int32_t energy = s->player_energy;
+    if (fatigue > 30.0f) {
+        energy = craftax_max_i32(s->player_energy - 1 * not_boss, 0);
+        fatigue = 0.0f;
+    }
+    if (fatigue < -10.0f) {
+        energy = craftax_min_i32(s->player_energy + 1, max_energy);
+        fatigue = 0.0f;
+    }
+    s->player_fatigue = fatigue;
+    s->player_energy = energy;
+    /* health */
+    const int all = s->player_food > 0 && s->player_drink > 0 && (s->player_energy > 0 || sleeping);
+    const float recover_all = sleeping ? 2.0f : 1.0f;
+    const float recover_not_all = (sleeping ? -0.5f : -1.0f) * (float)not_boss;
+    float recover = s->player_recover + (all ? recover_all : recover_not_all);
+    float health = s->player_health;
+    if (recover > 25.0f) {
+        health = fminf(s->player_health + 1.0f, (float)max_health);
+        recover = 0.0f;
+    }
+    if (recover < -15.0f) {
+        health = s->player_health - 1.0f;
+        recover = 0.0f;
+    }
+    s->player_recover = recover;
+    s->player_health = health;
+    /* mana */
+    const float mana_coeff = 1.0f + 0.25f * (float)(s->player_intelligence - 1);
+    float recover_mana = (sleeping ? s->player_recover_mana + 2.0f : s->player_recover_mana + 1.0f) * mana_coeff;
+    if (recover_mana > 30.0f) {
+        s->player_mana = s->player_mana + 1;
+        recover_mana = 0.0f;
+    }
+    s->player_recover_mana = recover_mana;
+}
+
+/* ---- calculate_inventory_achievements ------------------------------------------------ */
+
+static inline CRAFTAX_HD void craftax_calculate_inventory_achievements(CraftaxState *s) {
+    uint8_t *a = s->achievements;
+    const CraftaxInventory *inv = &s->inventory;
+    a[ACH_COLLECT_WOOD] |= inv->wood > 0;
+    a[ACH_COLLECT_STONE] |= inv->stone > 0;
+    a[ACH_COLLECT_COAL] |= inv->coal > 0;
+    a[ACH_COLLECT_IRON] |= inv->iron > 0;
+    a[ACH_COLLECT_DIAMOND] |= inv->diamond > 0;
+    a[ACH_COLLECT_RUBY] |= inv->ruby > 0;
+    a[ACH_COLLECT_SAPPHIRE] |= inv->sapphire > 0;
+    a[ACH_COLLECT_SAPLING] |= inv->sapling > 0;
+    a[ACH_FIND_BOW] |= inv->bow > 0;
+    a[ACH_MAKE_ARROW] |= inv->arrows > 0;
+    a[ACH_MAKE_TORCH] |= inv->torches > 0;
+    a[ACH_MAKE_WOOD_PICKAXE] |= inv->pickaxe >= 1;
+    a[ACH_MAKE_STONE_PICKAXE] |= inv->pickaxe >= 2;
+    a[ACH_MAKE_IRON_PICKAXE] |= inv->pickaxe >= 3;
+    a[ACH_MAKE_DIAMOND_PICKAXE] |= inv->pickaxe >= 4;
+    a[ACH_MAKE_WOOD_SWORD] |= inv->sword >= 1;
+    a[ACH_MAKE_STONE_SWORD] |= inv->sword >= 2;
+    a[ACH_MAKE_IRON_SWORD] |= inv->sword >= 3;
+    a[ACH_MAKE_DIAMOND_SWORD] |= inv->sword >= 4;
+}
+
+/* ---- is_game_over -------------------------------------------------------------------- */
+
+static inline CRAFTAX_HD int craftax_is_game_over(const CraftaxState *s, const CraftaxParams *params) {
+    return s->timestep >= params->max_timesteps || s->player_health <= 0.0f ||
+           s->boss_progress >= CRAFTAX_NUM_LEVELS - 1;
+}
+
+#endif
