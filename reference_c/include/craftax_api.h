@@ -64,6 +64,10 @@ int craftax_obs_size(void);
 /* jax.random.split(key, num) of one raw key: out is uint32 [num, 2]. */
 void craftax_key_split(const uint32_t *key, uint32_t num, uint32_t *out);
 
+/* FNV-1a (64-bit) of n bytes, continuing from h (start with 14695981039346656037):
+ * the trajectory hash of the anchors (CONFORMANCE.md). */
+uint64_t craftax_fnv1a(uint64_t h, const void *data, size_t n);
+
 /* Primitives exposed for the parity tests (jax.random and noise, one key each). */
 void craftax_test_uniform(const uint32_t *key, uint32_t num, float *out);
 void craftax_test_randint(const uint32_t *key, uint32_t num, int32_t minval, int32_t maxval, int32_t *out);

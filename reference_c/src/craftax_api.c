@@ -169,6 +169,12 @@ int craftax_observe(const void *states, int64_t num_envs, float *obs) {
     return 0;
 }
 
+uint64_t craftax_fnv1a(uint64_t h, const void *data, size_t n) {
+    const unsigned char *p = (const unsigned char *)data;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ULL;
+    return h;
+}
+
 static CraftaxKey key_of(const uint32_t *key) {
     CraftaxKey k = {{key[0], key[1]}};
     return k;
