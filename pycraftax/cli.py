@@ -2,6 +2,7 @@
 
     pycraftax worlds [--num-envs N] [--seed S]    generate worlds, summarise all nine floors
     pycraftax bench reset [--num-envs N] [--threads T] [--seconds S]
+    pycraftax bench step  [--num-envs N] [--threads T] [--seconds S]
 """
 
 from __future__ import annotations
@@ -79,17 +80,40 @@ def cmd_worlds(args: argparse.Namespace) -> int:
     return 0
 
 
+def _timed_progress(seconds: float):
+    """A progress callback for a benchmark that runs `seconds` (rate and time left)."""
+
+    last = [0.0]
+
+    def report(done: int, elapsed: float) -> None:
+        if elapsed - last[0] < 0.5:
+            return
+        last[0] = elapsed
+        rate = done / max(elapsed, 1e-9)
+        sys.stderr.write(f"\r{elapsed:5.1f}/{seconds:.0f} s  {rate:,.0f}/s ")
+        sys.stderr.flush()
+
+    return report
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
-    from pycraftax.bench import bench_worldgen, machine_info
+    from pycraftax.bench import bench_step, bench_worldgen, machine_info
 
     info = machine_info()
     print(f"CPU: {info['cpu']} ({info['cores']} cores), commit {info['commit'][:12]}")
-    progress = Progress(0, "worlds")
-    result = bench_worldgen(num_envs=args.num_envs, threads=args.threads, min_seconds=args.seconds,
-                            progress=lambda done, _elapsed: (setattr(progress, "total", done), progress.update(done)))
-    progress.close()
-    print(f"reset_env: {result['worlds_per_s']:,.0f} worlds/s with {args.threads} thread(s), "
-          f"{result['worlds_per_s_per_core']:,.0f} per core ({args.num_envs} envs per batch)")
+    progress = _timed_progress(args.seconds)
+    if args.what == "reset":
+        result = bench_worldgen(num_envs=args.num_envs, threads=args.threads, min_seconds=args.seconds,
+                                progress=progress)
+        sys.stderr.write("\n")
+        print(f"reset_env: {result['worlds_per_s']:,.0f} worlds/s with {args.threads} thread(s), "
+              f"{result['worlds_per_s_per_core']:,.0f} per core ({args.num_envs} envs per batch)")
+    else:
+        result = bench_step(num_envs=args.num_envs, threads=args.threads, min_seconds=args.seconds,
+                            progress=progress)
+        sys.stderr.write("\n")
+        print(f"auto-reset step, random actions, obs every step: {result['steps_per_s']:,.0f} steps/s with "
+              f"{args.threads} thread(s), {result['steps_per_s_per_core']:,.0f} per core ({args.num_envs} envs)")
     return 0
 
 
@@ -110,6 +134,11 @@ def main(argv: list[str] | None = None) -> int:
     reset.add_argument("--threads", type=int, default=1)
     reset.add_argument("--seconds", type=float, default=3.0)
     reset.set_defaults(func=cmd_bench)
+    step = bench_sub.add_parser("step", help="env steps per second (auto-reset, random actions)")
+    step.add_argument("--num-envs", type=int, default=1024)
+    step.add_argument("--threads", type=int, default=1)
+    step.add_argument("--seconds", type=float, default=5.0)
+    step.set_defaults(func=cmd_bench)
 
     args = parser.parse_args(argv)
     for name in ("num_envs", "batch", "threads"):

@@ -59,11 +59,12 @@ enum { CRAFTAX_MOBS_MOB_PROJECTILES = 3, CRAFTAX_MOBS_PLAYER_PROJECTILES = 4 };
 static inline CRAFTAX_HD CraftaxMobsRef craftax_mobs_ref(CraftaxState *s, int which) {
     CraftaxMobsRef r;
 #define CRAFTAX_MOBS_REF_(M, N)                      \
-    r.position = &s->M.position[0][0][0];            \
-    r.health = &s->M.health[0][0];                   \
-    r.mask = &s->M.mask[0][0];                       \
-    r.attack_cooldown = &s->M.attack_cooldown[0][0]; \
-    r.type_id = &s->M.type_id[0][0];                 \
+    /* pointers to the whole [level][slot] arrays, walked flat */ \
+    r.position = (int32_t *)&s->M.position;          \
+    r.health = (float *)&s->M.health;                \
+    r.mask = (uint8_t *)&s->M.mask;                  \
+    r.attack_cooldown = (int32_t *)&s->M.attack_cooldown; \
+    r.type_id = (int32_t *)&s->M.type_id;            \
     r.n = N;
     switch (which) {
     case MOB_CLASS_PASSIVE: CRAFTAX_MOBS_REF_(passive_mobs, CRAFTAX_MAX_PASSIVE_MOBS) break;
