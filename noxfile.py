@@ -10,7 +10,7 @@ from pathlib import Path
 
 import nox
 
-nox.options.sessions = ["tests", "sanitize"]
+nox.options.sessions = ["tests", "sanitize", "cuda_build"]
 nox.options.reuse_existing_virtualenvs = True
 ROOT = Path(__file__).parent
 
@@ -96,11 +96,18 @@ def thorough(session: nox.Session) -> None:
     session.run("pytest", "-ra", *session.posargs, env={"HYPOTHESIS_PROFILE": "thorough"})
 
 
+@nox.session(python=False)
+def cuda_build(session: nox.Session) -> None:
+    """Compile the CUDA build (cuda/build/libcraftax_cuda.so) with nvcc; needs no GPU."""
+    session.run("make", "-C", "cuda", external=True)
+
+
 @nox.session(default=False)
 def conformance_cuda(session: nox.Session) -> None:
-    """C-vs-CUDA conformance (needs a GPU; the tests skip cleanly without one)."""
+    """C-vs-CUDA conformance and anchors on the GPU (the tests skip cleanly without one)."""
+    session.run("make", "-C", "cuda", external=True)
     session.install("-e", ".[test]")
-    session.run("pytest", "-ra", "-m", "cuda", *session.posargs)
+    session.run("pytest", "-ra", "conformance/test_cuda.py", *session.posargs)
 
 
 @nox.session(default=False)
@@ -108,6 +115,7 @@ def bench(session: nox.Session) -> None:
     """Benchmarks against upstream craftax on this machine; JSON to bench/results/."""
     session.install("-e", ".[jax]")
     session.run("python", "bench/worldgen.py", *session.posargs)
+    session.run("python", "bench/step.py", *session.posargs)
 
 
 @nox.session(default=False)

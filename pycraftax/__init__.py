@@ -23,8 +23,12 @@ def list_envs() -> list[str]:
 
 
 def cuda_available() -> bool:
-    """Whether backend="cuda" can be used here (always False until the CUDA build lands)."""
-    return False
+    """Whether backend="cuda" can be used here: cuda/build/libcraftax_cuda.so (or
+    $PYCRAFTAX_CUDA_LIB) loads and a GPU is visible. `pycraftax.cuda_env.unavailable_reason()`
+    says why not."""
+    from pycraftax import cuda_env
+
+    return cuda_env.available()
 
 
 def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, **params):
@@ -42,19 +46,27 @@ def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, *
         raise ValueError(f"num_envs must be >= 1, got {num_envs}")
     if backend not in _BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose one of {list(_BACKENDS)}")
-    if backend == "cuda" and not cuda_available():
-        raise RuntimeError(
-            "backend='cuda' is not available: this pycraftax build has no CUDA library or no GPU is "
-            "visible; use backend='c' (or 'auto', which falls back to C)"
-        )
-    if backend == "auto" and not cuda_available():
-        warnings.warn("pycraftax: no CUDA backend available, using the C reference (backend='c')", stacklevel=2)
     env_params, static_params = split_params(params)
 
-    from pycraftax.env import CraftaxEnv
     from pycraftax.jax_random import prng_key
 
     prng_key(seed)  # validates the seed before any allocation
+    if backend in ("cuda", "auto"):
+        from pycraftax import cuda_env
+
+        reason = cuda_env.unavailable_reason()
+        if reason is None:
+            return cuda_env.CudaCraftaxEnv(num_envs, seed, env_params, static_params)
+        if backend == "cuda":
+            raise RuntimeError(
+                f"backend='cuda' is not available: {reason}; use backend='c' (or 'auto', which falls back to C)"
+            )
+        warnings.warn(
+            f"pycraftax: no CUDA backend available ({reason}), using the C reference (backend='c')", stacklevel=2
+        )
+
+    from pycraftax.env import CraftaxEnv
+
     return CraftaxEnv(num_envs, seed, env_params, static_params)
 
 

@@ -3,6 +3,8 @@
     pycraftax worlds [--num-envs N] [--seed S]    generate worlds, summarise all nine floors
     pycraftax bench reset [--num-envs N] [--threads T] [--seconds S]
     pycraftax bench step  [--num-envs N] [--threads T] [--seconds S]
+    pycraftax train [--total-timesteps N] [--num-envs N] ... [--out DIR] [--resume CKPT]   PPO-RNN on CPU
+    pycraftax eval --checkpoint CKPT [--episodes N] [--greedy]                          run a trained policy
 """
 
 from __future__ import annotations
@@ -117,6 +119,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _train_module():
+    from pycraftax.train import trainer
+
+    return trainer
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    return _train_module().cmd_train(args)
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    return _train_module().cmd_eval(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="pycraftax", description="Craftax 1.6.1, bit-faithful, in C (and CUDA).")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -139,6 +155,13 @@ def main(argv: list[str] | None = None) -> int:
     step.add_argument("--threads", type=int, default=1)
     step.add_argument("--seconds", type=float, default=5.0)
     step.set_defaults(func=cmd_bench)
+
+    train = sub.add_parser("train", help="train PPO-RNN (NumPy reference, C env, CPU); see pycraftax.train")
+    _train_module().add_train_args(train)
+    train.set_defaults(func=cmd_train)
+    evaluate = sub.add_parser("eval", help="run a trained policy: return and achievement rates")
+    _train_module().add_eval_args(evaluate)
+    evaluate.set_defaults(func=cmd_eval)
 
     args = parser.parse_args(argv)
     for name in ("num_envs", "batch", "threads"):

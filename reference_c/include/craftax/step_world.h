@@ -398,15 +398,20 @@ static inline CRAFTAX_HD float craftax_sw_melee_spawn_chance(int32_t level, floa
     return fmaf(CRAFTAX_FLOOR_MOB_SPAWN_CHANCE[level][3], d * d, CRAFTAX_FLOOR_MOB_SPAWN_CHANCE[level][1]);
 }
 
-/* game_logic.py:spawn_mobs. */
-static inline CRAFTAX_HD void craftax_spawn_mobs(CraftaxState *s, CraftaxKey rng, const CraftaxParams *params) {
-    const int n = CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE;
-    const int32_t L = s->player_level;
-    const int boss = craftax_is_fighting_boss(s);
+/* The cell masks of spawn_mobs (distance bands, spawnable blocks, free cells). Upstream
+ * computes them every step; they only matter when a class passes its count and chance
+ * tests, which is rare, so they are computed on first need: the keys are split in
+ * upstream's order either way, so nothing else changes. */
+typedef struct {
     uint8_t grave[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE], valid_blocks[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE];
     uint8_t within[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE], near3[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE];
-    uint8_t monster_range[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE], cand[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE];
-    uint8_t in_range[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE];
+    uint8_t monster_range[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE], in_range[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE];
+    int ready;
+} CraftaxSpawnMasks;
+
+static inline CRAFTAX_HD void craftax_sw_spawn_masks(const CraftaxState *s, const CraftaxParams *params, int boss,
+                                                     CraftaxSpawnMasks *m) {
+    const int32_t L = s->player_level;
     const float despawn = (float)params->mob_despawn_distance;
     for (int x = 0; x < CRAFTAX_MAP_SIZE; x++)
         for (int y = 0; y < CRAFTAX_MAP_SIZE; y++) {
@@ -414,18 +419,28 @@ static inline CRAFTAX_HD void craftax_spawn_mobs(CraftaxState *s, CraftaxKey rng
             float d = sqrtf((float)(dx * dx + dy * dy));
             uint8_t b = s->map[L][x][y];
             int j = x * CRAFTAX_MAP_SIZE + y;
-            grave[j] = b == BLOCK_GRAVE || b == BLOCK_GRAVE2 || b == BLOCK_GRAVE3;
-            valid_blocks[j] = b == BLOCK_GRASS || b == BLOCK_PATH || b == BLOCK_FIRE_GRASS || b == BLOCK_ICE_GRASS;
-            in_range[j] = d < despawn;
-            near3[j] = d > 3.0f;
-            monster_range[j] = boss ? (d <= 6.0f) : (d > 9.0f);
+            m->grave[j] = b == BLOCK_GRAVE || b == BLOCK_GRAVE2 || b == BLOCK_GRAVE3;
+            m->valid_blocks[j] = b == BLOCK_GRASS || b == BLOCK_PATH || b == BLOCK_FIRE_GRASS || b == BLOCK_ICE_GRASS;
+            m->in_range[j] = d < despawn;
+            m->near3[j] = d > 3.0f;
+            m->monster_range[j] = boss ? (d <= 6.0f) : (d > 9.0f);
         }
-    craftax_sw_free_cells_in_range(s, in_range, within);
+    m->ready = 1;
+}
+
+/* game_logic.py:spawn_mobs. */
+static inline CRAFTAX_HD void craftax_spawn_mobs(CraftaxState *s, CraftaxKey rng, const CraftaxParams *params) {
+    const int n = CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE;
+    const int32_t L = s->player_level;
+    const int boss = craftax_is_fighting_boss(s);
+    CraftaxSpawnMasks m;
+    m.ready = 0;
+    uint8_t cand[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE];
     int32_t coeff = 1 + (s->monsters_killed[L] < CRAFTAX_MONSTERS_KILLED_TO_CLEAR_LEVEL) * 2;
     coeff *= boss ? craftax_is_boss_spawn_wave(s) * 1000 : 1;
     CraftaxKey k;
-    int32_t cell[2];
-    int32_t count;
+    int32_t cell[2] = {0, 0};
+    int32_t count, total;
 
     /* Passive */
     count = 0;
@@ -434,20 +449,23 @@ static inline CRAFTAX_HD void craftax_spawn_mobs(CraftaxState *s, CraftaxKey rng
     craftax_split2(rng, &rng, &k);
     can = can && craftax_uniform(k, 0) < CRAFTAX_FLOOR_MOB_SPAWN_CHANCE[L][0];
     can = can && !boss;
-    int32_t total = 0;
-    for (int j = 0; j < n; j++) {
-        cand[j] = valid_blocks[j] && near3[j] && within[j];
-        total += cand[j];
-    }
-    can = can && total > 0;
     craftax_split2(rng, &rng, &k);
-    craftax_sw_choose_cell(k, cand, cell);
+    if (can) {
+        craftax_sw_spawn_masks(s, params, boss, &m);
+        craftax_sw_free_cells_in_range(s, m.in_range, m.within);
+        total = 0;
+        for (int j = 0; j < n; j++) {
+            cand[j] = m.valid_blocks[j] && m.near3[j] && m.within[j];
+            total += cand[j];
+        }
+        can = total > 0;
+        if (can) craftax_sw_choose_cell(k, cand, cell);
+    }
     {
         const int32_t type = CRAFTAX_FLOOR_MOB_MAPPING[L][MOB_CLASS_PASSIVE];
         CRAFTAX_SW_SPAWN_INTO(passive_mobs, CRAFTAX_MAX_PASSIVE_MOBS, can, cell, type,
                               CRAFTAX_MOB_TYPE_HEALTH_MAPPING[type][MOB_CLASS_PASSIVE]);
     }
-    craftax_sw_free_cells_in_range(s, in_range, within); /* the mob_map changed */
 
     /* Melee */
     count = 0;
@@ -458,17 +476,20 @@ static inline CRAFTAX_HD void craftax_spawn_mobs(CraftaxState *s, CraftaxKey rng
                                     : CRAFTAX_FLOOR_MOB_MAPPING[L][MOB_CLASS_MELEE];
     craftax_split2(rng, &rng, &k);
     can = can && craftax_uniform(k, 0) < craftax_sw_melee_spawn_chance(L, s->light_level) * (float)coeff;
-    total = 0;
-    for (int j = 0; j < n; j++) {
-        cand[j] = (boss ? grave[j] : valid_blocks[j]) && monster_range[j] && within[j];
-        total += cand[j];
-    }
-    can = can && total > 0;
     craftax_split2(rng, &rng, &k);
-    craftax_sw_choose_cell(k, cand, cell);
+    if (can) {
+        if (!m.ready) craftax_sw_spawn_masks(s, params, boss, &m);
+        craftax_sw_free_cells_in_range(s, m.in_range, m.within); /* the mob_map may have changed */
+        total = 0;
+        for (int j = 0; j < n; j++) {
+            cand[j] = (boss ? m.grave[j] : m.valid_blocks[j]) && m.monster_range[j] && m.within[j];
+            total += cand[j];
+        }
+        can = total > 0;
+        if (can) craftax_sw_choose_cell(k, cand, cell);
+    }
     CRAFTAX_SW_SPAWN_INTO(melee_mobs, CRAFTAX_MAX_MELEE_MOBS, can, cell, melee_type,
                           CRAFTAX_MOB_TYPE_HEALTH_MAPPING[melee_type][MOB_CLASS_MELEE]);
-    craftax_sw_free_cells_in_range(s, in_range, within);
 
     /* Ranged */
     count = 0;
@@ -479,17 +500,21 @@ static inline CRAFTAX_HD void craftax_spawn_mobs(CraftaxState *s, CraftaxKey rng
                                      : CRAFTAX_FLOOR_MOB_MAPPING[L][MOB_CLASS_RANGED];
     craftax_split2(rng, &rng, &k);
     can = can && craftax_uniform(k, 0) < CRAFTAX_FLOOR_MOB_SPAWN_CHANCE[L][2] * (float)coeff;
-    total = 0;
-    for (int j = 0; j < n; j++) {
-        uint8_t base = ranged_type == 5 ? (s->map[L][j / CRAFTAX_MAP_SIZE][j % CRAFTAX_MAP_SIZE] == BLOCK_WATER)
-                                        : valid_blocks[j];
-        base = boss ? grave[j] : base;
-        cand[j] = base && monster_range[j] && within[j];
-        total += cand[j];
-    }
-    can = can && total > 0;
     craftax_split2(rng, &rng, &k);
-    craftax_sw_choose_cell(k, cand, cell);
+    if (can) {
+        if (!m.ready) craftax_sw_spawn_masks(s, params, boss, &m);
+        craftax_sw_free_cells_in_range(s, m.in_range, m.within);
+        total = 0;
+        for (int j = 0; j < n; j++) {
+            uint8_t base = ranged_type == 5 ? (s->map[L][j / CRAFTAX_MAP_SIZE][j % CRAFTAX_MAP_SIZE] == BLOCK_WATER)
+                                            : m.valid_blocks[j];
+            base = boss ? m.grave[j] : base;
+            cand[j] = base && m.monster_range[j] && m.within[j];
+            total += cand[j];
+        }
+        can = total > 0;
+        if (can) craftax_sw_choose_cell(k, cand, cell);
+    }
     CRAFTAX_SW_SPAWN_INTO(ranged_mobs, CRAFTAX_MAX_RANGED_MOBS, can, cell, ranged_type,
                           CRAFTAX_MOB_TYPE_HEALTH_MAPPING[ranged_type][MOB_CLASS_RANGED]);
 }

@@ -1,0 +1,267 @@
+"""C vs CUDA: the CUDA build (backend="cuda") is bit-identical to the C reference.
+
+Runs on a machine with a GPU and cuda/build/libcraftax_cuda.so (`make -C cuda`); elsewhere
+the whole module is skipped with the reason (which says "GPU").
+
+  * the pinned trajectory-hash anchors of pycraftax/anchors.py, reproduced by backend="cuda";
+  * reset states and obs equal on Hypothesis-drawn keys and batch sizes (non-multiples of 32);
+  * lockstep C vs CUDA through env.step (auto-reset, with short time limits and injected
+    deaths so that both reset paths run) and env.step_with_keys, comparing every state
+    leaf, obs, reward, flags and info every step; a mismatch names the first diverging
+    step, env and leaf (conftest.compare_states);
+  * zero-copy handoff (data pointer equality) to PyTorch, CuPy and JAX where importable;
+  * out-of-memory is a clear MemoryError that leaks nothing.
+
+    /work/venv/bin/python -m pytest conformance/test_cuda.py
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pycraftax
+from pycraftax import anchors, jax_random
+
+from conftest import FEW_EXAMPLES, compare_obs, compare_states, record_summary  # noqa: E402
+
+if not pycraftax.cuda_available():
+    from pycraftax import cuda_env
+
+    pytest.skip(f"needs a GPU and the CUDA build: {cuda_env.unavailable_reason()}", allow_module_level=True)
+
+from pycraftax import cuda_env  # noqa: E402
+
+pytestmark = pytest.mark.cuda
+ENV_ID = "Craftax-Symbolic-v1"
+SETTINGS = settings(max_examples=max(FEW_EXAMPLES, 3), deadline=None, suppress_health_check=list(HealthCheck))
+# batch sizes around warp (32) and block (128) boundaries, and odd ones
+NUM_ENVS = st.one_of(st.sampled_from([1, 2, 31, 33, 65, 127, 129]), st.integers(1, 96))
+
+
+def make_pair(num_envs: int, seed: int = 0, **params):
+    c = pycraftax.make(ENV_ID, num_envs=num_envs, backend="c", seed=seed, **params)
+    g = pycraftax.make(ENV_ID, num_envs=num_envs, backend="cuda", seed=seed, **params)
+    return c, g
+
+
+def host(x) -> np.ndarray:
+    return x.numpy() if isinstance(x, cuda_env.CudaArray) else np.asarray(x)
+
+
+def compare_step(t: int, c_out, g_out, c_env, g_env, keys=None) -> None:
+    """Everything one step returns, and every state leaf, bitwise; names step/env/leaf."""
+    context = f"step {t}"
+    names = ("obs", "reward", "terminated", "truncated") if len(c_out) == 5 else ("obs", "reward", "done")
+    for name, a, b in zip(names, c_out[:-1], g_out[:-1]):
+        if name == "obs":
+            compare_obs(a, host(b), keys, context=context)
+        else:
+            compare_states({name: np.asarray(a)}, {name: host(b)}, keys, context=context)
+    c_info, g_info = c_out[-1], g_out[-1]
+    assert set(c_info) == set(g_info), f"{context}: info keys differ: {set(c_info) ^ set(g_info)}"
+    compare_states({k: np.asarray(v) for k, v in c_info.items()}, {k: host(v) for k, v in g_info.items()}, keys,
+                   context=context + " info")
+    compare_states(c_env.get_state(), g_env.get_state(), keys, context=context + " state")
+
+
+# -- anchors --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("case", sorted(anchors.ANCHORS))
+def test_pinned_anchor_cuda(case):
+    num_envs, steps, seed = case
+    assert anchors.trajectory_hash(num_envs, steps, seed, backend="cuda") == anchors.ANCHORS[case]
+
+
+# -- reset ----------------------------------------------------------------------------------------
+@SETTINGS
+@given(num_envs=NUM_ENVS, data=st.data())
+def test_reset_states_equal(num_envs, data):
+    keys = np.array(data.draw(st.lists(st.tuples(st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1)),
+                                       min_size=num_envs, max_size=num_envs)), dtype=np.uint32).reshape(-1, 2)
+    c, g = make_pair(num_envs)
+    c_obs, _ = c.reset_with_keys(keys)
+    g_obs, _ = g.reset_with_keys(keys)
+    compare_obs(c_obs, g_obs.numpy(), keys, context="reset")
+    compare_states(c.get_state(), g.get_state(), keys, context="reset")
+    compare_obs(c.observe(), g.observe().numpy(), keys, context="observe after reset")
+    g.close()
+
+
+# -- lockstep -------------------------------------------------------------------------------------
+@SETTINGS
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    num_envs=NUM_ENVS,
+    stream=st.integers(0, 2**32 - 1),
+    max_timesteps=st.sampled_from([5, 17, 40, 100000]),
+    kill=st.floats(0.0, 0.5),
+)
+def test_lockstep_autoreset(seed, num_envs, stream, max_timesteps, kill):
+    """env.step on both backends from the same seed and actions; short time limits (truncated)
+    and injected deaths (player_health 0 -> terminated) make both auto-reset paths run."""
+    steps = 24
+    c, g = make_pair(num_envs, seed=seed, max_timesteps=max_timesteps)
+    c.reset(seed=seed)
+    g.reset(seed=seed)
+    rng = np.random.default_rng(stream)
+    actions = rng.integers(0, 43, size=(steps, num_envs)).astype(np.int32)
+    for t in range(steps):
+        if t == 3 and kill > 0:
+            state = c.get_state()
+            dead = rng.random(num_envs) < kill
+            state["player_health"] = np.where(dead, np.float32(0.0), state["player_health"]).astype(np.float32)
+            c.set_state(state)
+            g.set_state(state)
+        c_out = c.step(actions[t])
+        g_out = g.step(actions[t])
+        compare_step(t, c_out, g_out, c, g)
+        _COVERAGE["env-steps"] += num_envs
+        _COVERAGE["terminated"] += int(np.sum(c_out[2]))
+        _COVERAGE["truncated"] += int(np.sum(c_out[3]))
+    g.close()
+
+
+_COVERAGE = {"env-steps": 0, "terminated": 0, "truncated": 0}
+
+
+def test_zz_report_coverage():
+    """Summary line: how many auto-resets of each kind the lockstep compared."""
+    record_summary(f"C vs CUDA auto-reset lockstep: {_COVERAGE['env-steps']} env-steps compared leaf by leaf, "
+                   f"{_COVERAGE['terminated']} terminated and {_COVERAGE['truncated']} truncated episode ends")
+    assert _COVERAGE["env-steps"] == 0 or _COVERAGE["terminated"] + _COVERAGE["truncated"] > 0
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**32 - 1), num_envs=NUM_ENVS, stream=st.integers(0, 2**32 - 1))
+def test_lockstep_step_with_keys(seed, num_envs, stream):
+    """step_with_keys (upstream step_env, no auto-reset) with Hypothesis-drawn raw keys."""
+    steps = 16
+    c, g = make_pair(num_envs, seed=seed)
+    reset_keys = jax_random.split(jax_random.prng_key(seed), num_envs)
+    c.reset_with_keys(reset_keys)
+    g.reset_with_keys(reset_keys)
+    rng = np.random.default_rng(stream)
+    keys = rng.integers(0, 2**32, size=(steps, num_envs, 2), dtype=np.uint32)
+    actions = rng.integers(0, 43, size=(steps, num_envs)).astype(np.int32)
+    for t in range(steps):
+        c_out = c.step_with_keys(actions[t], keys[t])
+        g_out = g.step_with_keys(actions[t], keys[t])
+        compare_step(t, c_out, g_out, c, g, keys[t])
+    g.close()
+
+
+def test_long_lockstep_with_episode_ends():
+    """A longer run with a short time limit: many auto-resets per env, hashed per step."""
+    num_envs, steps = 100, 150
+    c, g = make_pair(num_envs, seed=11, max_timesteps=30)
+    c.reset(seed=11)
+    g.reset(seed=11)
+    actions = anchors.action_stream(num_envs, steps, 11)
+    for t in range(steps):
+        c_out = c.step(actions[t])
+        g_out = g.step(actions[t])
+        if not (np.array_equal(c_out[0], g_out[0].numpy()) and np.array_equal(c_out[1], g_out[1].numpy())):
+            compare_step(t, c_out, g_out, c, g)
+    compare_states(c.get_state(), g.get_state(), context=f"after {steps} steps")
+    g.close()
+
+
+# -- API behaviour --------------------------------------------------------------------------------
+def test_device_actions_and_bad_actions():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA")
+    c, g = make_pair(40, seed=3)
+    c.reset(seed=3)
+    g.reset(seed=3)
+    actions = np.random.default_rng(0).integers(0, 43, 40).astype(np.int32)
+    c_out = c.step(actions)
+    g_out = g.step(torch.as_tensor(actions, device="cuda"))
+    compare_step(0, c_out, g_out, c, g)
+    before = g.get_state()
+    with pytest.raises(ValueError):
+        g.step(torch.full((40,), 43, dtype=torch.int32, device="cuda"))
+    with pytest.raises(ValueError):
+        g.step(np.full(40, -1, dtype=np.int32))
+    compare_states(before, g.get_state(), context="a rejected step changed the state")
+    g.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        g.step(actions)
+
+
+def test_zero_copy_handoff():
+    g = pycraftax.make(ENV_ID, num_envs=33, backend="cuda", seed=0)
+    obs, _ = g.reset(seed=0)
+    _, reward, terminated, _, info = g.step(np.zeros(33, dtype=np.int32))
+    expected = obs.numpy()
+    checked = []
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            t = torch.as_tensor(obs, device="cuda")
+            assert t.data_ptr() == obs.ptr and t.dtype == torch.float32 and tuple(t.shape) == obs.shape
+            assert np.array_equal(t.cpu().numpy(), expected)
+            d = torch.from_dlpack(obs)
+            assert d.data_ptr() == obs.ptr
+            assert torch.as_tensor(terminated, device="cuda").dtype == torch.bool
+            col = torch.as_tensor(info["Achievements/collect_wood"], device="cuda")
+            assert col.data_ptr() == info["Achievements/collect_wood"].ptr
+            checked.append("torch")
+    except ImportError:
+        pass
+    try:
+        import cupy
+
+        a = cupy.asarray(obs)
+        assert a.data.ptr == obs.ptr
+        assert np.array_equal(cupy.asnumpy(a), expected)
+        assert cupy.asarray(reward).data.ptr == reward.ptr
+        checked.append("cupy")
+    except ImportError:
+        pass
+    try:
+        import jax
+
+        if any(d.platform == "gpu" for d in jax.devices()):
+            j = jax.dlpack.from_dlpack(obs)
+            assert j.unsafe_buffer_pointer() == obs.ptr
+            checked.append("jax")
+    except (ImportError, RuntimeError):
+        pass
+    g.close()
+    if not checked:
+        pytest.skip("none of torch (with CUDA), cupy, jax (with a GPU) is importable")
+    record_summary(f"zero-copy handoff (same device pointer) checked with: {', '.join(checked)}")
+
+
+def test_out_of_memory_is_memory_error_without_leak():
+    lib = cuda_env.load()
+    free_before, total = lib.mem_info()
+    too_many = int(total // cuda_env.CudaCraftaxEnv.bytes_per_env()) * 2 + 1
+    with pytest.raises(MemoryError, match="GPU memory"):
+        pycraftax.make(ENV_ID, num_envs=too_many, backend="cuda")
+    # the all-or-nothing allocator itself: a satisfiable block, then an impossible one
+    ptrs = lib.ffi.new("void *[]", 2)
+    sizes = lib.ffi.new("size_t[]", [64 << 20, 1 << 50])
+    assert lib.lib.craftax_cuda_malloc_many(ptrs, sizes, 2) == cuda_env.ERR_NO_MEMORY
+    assert ptrs[0] == lib.ffi.NULL and ptrs[1] == lib.ffi.NULL
+    free_after, _ = lib.mem_info()
+    assert abs(free_after - free_before) < (32 << 20), (free_before, free_after)
+    # the library still works after the failed allocation
+    g = pycraftax.make(ENV_ID, num_envs=2, backend="cuda")
+    g.reset(seed=0)
+    g.close()
+
+
+def test_closed_env_frees_memory():
+    lib = cuda_env.load()
+    free_before, _ = lib.mem_info()
+    g = pycraftax.make(ENV_ID, num_envs=2048, backend="cuda")
+    free_mid, _ = lib.mem_info()
+    assert free_before - free_mid >= g.device_bytes
+    g.close()
+    free_after, _ = lib.mem_info()
+    assert abs(free_after - free_before) < (32 << 20)

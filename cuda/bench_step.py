@@ -1,0 +1,158 @@
+"""cuda/bench_step.py: env steps/s of backend="cuda" (random actions, same-step auto-reset)
+over a sweep of batch sizes, and device memory per env; writes one JSON file.
+
+    python cuda/bench_step.py --out bench/results/cuda-step-$(date -u +%Y-%m-%d).json \
+        --num-envs 4096 16384 65536 131072 262144
+
+Random actions are drawn on the GPU with PyTorch when it has CUDA (handed over zero-copy),
+else with numpy (then copied to the GPU each step). Each size: one reset (timed), 2 warm-up
+steps, then steps until --min-seconds have passed (at least --min-steps). Every library call
+synchronizes, so host wall-clock time is device time plus launch overhead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import pycraftax  # noqa: E402
+from pycraftax import cuda_env  # noqa: E402
+from pycraftax.bench import machine_info  # noqa: E402
+
+
+def nvidia_smi() -> dict:
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version,memory.total,clocks.max.sm", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=20,
+        ).stdout.strip()
+        name, driver, memory, clock = [x.strip() for x in out.splitlines()[0].split(",")]
+        return {"gpu": name, "driver": driver, "memory_total": memory, "sm_clock_max": clock}
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return {}
+
+
+def bench_size(num_envs: int, min_seconds: float, min_steps: int, seed: int = 0) -> dict:
+    lib = cuda_env.load()
+    free0, total = lib.mem_info()
+    try:
+        env = pycraftax.make("Craftax-Symbolic-v1", num_envs=num_envs, backend="cuda", seed=seed)
+    except MemoryError as exc:
+        return {"num_envs": num_envs, "error": str(exc)}
+    free1, _ = lib.mem_info()
+    t0 = time.perf_counter()
+    env.reset(seed=seed)
+    reset_s = time.perf_counter() - t0
+
+    try:
+        import torch
+
+        use_torch = torch.cuda.is_available()
+    except ImportError:
+        use_torch = False
+    rng = np.random.default_rng(seed)
+
+    def actions():
+        if use_torch:
+            return torch.randint(0, 43, (num_envs,), dtype=torch.int32, device="cuda")
+        return rng.integers(0, 43, num_envs).astype(np.int32)
+
+    for _ in range(2):
+        env.step(actions())
+    steps, dones, times, done_counts = 0, 0, [], []
+    start = time.perf_counter()
+    while True:
+        a = actions()
+        t = time.perf_counter()
+        _, _, _, _, info = env.step(a)
+        times.append(time.perf_counter() - t)
+        steps += 1
+        if use_torch:
+            ended = int(torch.as_tensor(info["done"], device="cuda").sum().item())
+        else:
+            ended = int(info["done"].numpy().sum())
+        dones += ended
+        done_counts.append(ended)
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_seconds and steps >= min_steps:
+            break
+    free2, _ = lib.mem_info()
+    env.close()
+    step_s = float(np.median(times))
+    q = max(len(times) // 4, 1)  # the last quarter: episodes are no longer all fresh
+    return {
+        "num_envs": num_envs,
+        "reset_seconds": reset_s,
+        "worlds_per_s_reset": num_envs / reset_s,
+        "steps": steps,
+        "seconds": elapsed,
+        "env_steps_per_s": num_envs * steps / elapsed,
+        "median_step_ms": step_s * 1e3,
+        "env_steps_per_s_median": num_envs / step_s,
+        "episode_ends_per_env_step": dones / (steps * num_envs),
+        "last_quarter_env_steps_per_s": num_envs * q / float(np.sum(times[-q:])),
+        "last_quarter_episode_ends_per_env_step": float(np.sum(done_counts[-q:])) / (q * num_envs),
+        "max_step_ms": float(np.max(times)) * 1e3,
+        "buffers_bytes_per_env": env.device_bytes // num_envs,
+        "allocated_bytes_per_env": (free0 - free1) / num_envs,
+        "used_bytes_per_env_after_steps": (free0 - free2) / num_envs,
+        "gpu_free_before_bytes": free0,
+        "gpu_total_bytes": total,
+        "actions_from": "torch (device)" if use_torch else "numpy (host, copied)",
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--num-envs", type=int, nargs="+", default=[4096, 16384, 65536, 131072, 262144])
+    parser.add_argument("--min-seconds", type=float, default=3.0)
+    parser.add_argument("--min-steps", type=int, default=5)
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+
+    lib = cuda_env.load()
+    free, total = lib.mem_info()
+    result = {
+        "benchmark": "cuda-step",
+        "time_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": machine_info(),
+        "device": lib.device_name,
+        "nvidia_smi": nvidia_smi(),
+        "library": str(lib.path),
+        "build": "nvcc -O3 -fmad=false -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 "
+                 "-cudart static (cuda/Makefile); one thread per env, AoS CraftaxState in global memory",
+        "env": "Craftax-Symbolic-v1, default EnvParams, random actions, same-step auto-reset (env.step)",
+        "gpu_free_after_init_bytes": free,
+        "gpu_total_bytes": total,
+        "results": [],
+    }
+    print(f"{'envs':>8} {'reset s':>8} {'steps':>6} {'env-steps/s':>12} {'median ms':>10} {'ends/step':>10} "
+          f"{'KiB/env':>8}", flush=True)
+    for n in args.num_envs:
+        r = bench_size(n, args.min_seconds, args.min_steps)
+        result["results"].append(r)
+        if args.out:  # after every size, so a run cut short keeps what it measured
+            os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+            with open(args.out, "w") as f:
+                json.dump(result, f, indent=2)
+        if "error" in r:
+            print(f"{n:>8} {r['error']}", flush=True)
+            continue
+        print(f"{n:>8} {r['reset_seconds']:>8.2f} {r['steps']:>6} {r['env_steps_per_s']:>12.0f} "
+              f"{r['median_step_ms']:>10.2f} {r['episode_ends_per_env_step']:>10.5f} "
+              f"{r['allocated_bytes_per_env'] / 1024:>8.1f}", flush=True)
+    if args.out:
+        print("wrote", args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+/* craftax_cuda.h: the C API of the CUDA build (cuda/craftax_cuda.cu -> cuda/build/libcraftax_cuda.so).
+ *
+ * Same functions as the C reference's API (reference_c/include/craftax_api.h,
+ * craftax_api_step.h), prefixed craftax_cuda_, with the same argument order and meaning,
+ * except that every array argument is a DEVICE pointer; `params` (and `key` of
+ * craftax_cuda_key_split) stay host pointers. Every call runs on the legacy default stream
+ * and synchronizes before it returns, so outputs are ready when it returns.
+ * Functions return 0 or a negative CRAFTAX_ERR_* code; craftax_cuda_last_error() gives the
+ * message of the last CUDA failure.
+ *
+ * pycraftax/cuda_env.py reads this file as a cffi cdef (ABI mode, ffi.dlopen): below the
+ * includes it holds plain declarations and integer #defines only.
+ */
+#ifndef CRAFTAX_CUDA_H
+#define CRAFTAX_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "craftax/params.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CRAFTAX_ERR_NULL -1
+#define CRAFTAX_ERR_NUM_ENVS -2
+#define CRAFTAX_ERR_NO_MEMORY -3
+#define CRAFTAX_ERR_ARGUMENT -4
+#define CRAFTAX_ERR_CUDA -5
+#define CRAFTAX_ERR_NO_DEVICE -6
+
+int craftax_cuda_api_version(void);
+size_t craftax_cuda_state_size(void);
+size_t craftax_cuda_scratch_size(void);
+size_t craftax_cuda_params_size(void);
+int craftax_cuda_obs_size(void);
+const char *craftax_cuda_last_error(void);
+
+/* Selects the device (default 0), checks it is usable and loads the kernels, so that their
+ * local memory is reserved before free memory is measured. CRAFTAX_ERR_NO_DEVICE when no
+ * GPU (or no driver) is visible. */
+int craftax_cuda_init(int device);
+int craftax_cuda_device_name(char *out, int out_size);
+int craftax_cuda_mem_info(size_t *free_bytes, size_t *total_bytes);
+int craftax_cuda_synchronize(void);
+/* Waits for a CUDA stream given by its handle (a __cuda_array_interface__ "stream"). */
+int craftax_cuda_stream_synchronize(uintptr_t stream);
+
+/* Allocation helpers. craftax_cuda_malloc_many allocates `count` buffers of the given
+ * sizes all or nothing: on any failure it frees what it took, sets every pointer to NULL
+ * and returns CRAFTAX_ERR_NO_MEMORY (out of memory) or CRAFTAX_ERR_CUDA. */
+int craftax_cuda_malloc(void **ptr, size_t bytes);
+int craftax_cuda_malloc_many(void **ptrs, const size_t *bytes, int count);
+int craftax_cuda_free(void *ptr);
+int craftax_cuda_memcpy_htod(void *dst, const void *src, size_t bytes);
+int craftax_cuda_memcpy_dtoh(void *dst, const void *src, size_t bytes);
+int craftax_cuda_memcpy_dtod(void *dst, const void *src, size_t bytes);
+int craftax_cuda_memset(void *dst, int value, size_t bytes);
+/* `height` rows of `width` bytes, row pitches in bytes (e.g. one leaf of every state). */
+int craftax_cuda_memcpy2d_dtoh(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t width,
+                               size_t height);
+
+/* World-generation scratch of the calls without an explicit scratch argument: a cache
+ * kept by the library, grown to the largest num_envs seen (reserve it ahead to see an
+ * out-of-memory error early), freed by craftax_cuda_release_scratch. */
+int craftax_cuda_reserve_scratch(int64_t num_envs);
+void craftax_cuda_release_scratch(void);
+
+/* jax.random.split(key, num) of one raw host key into device memory: out uint32 [num, 2]. */
+int craftax_cuda_key_split(const uint32_t *key, int64_t num, uint32_t *out);
+
+/* As craftax_reset_with_keys / craftax_observe / craftax_step_with_keys /
+ * craftax_step_autoreset of the C API, on device arrays. */
+int craftax_cuda_reset_with_keys(void *states, const uint32_t *keys, int64_t num_envs, const CraftaxParams *params,
+                                 float *obs);
+int craftax_cuda_observe(const void *states, int64_t num_envs, float *obs);
+int craftax_cuda_step_with_keys(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
+                                const CraftaxParams *params, float *obs, float *rewards, uint8_t *dones);
+int craftax_cuda_step_autoreset(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
+                                const CraftaxParams *params, float *obs, float *rewards, uint8_t *dones,
+                                uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements);
+
+/* The same two calls with caller-owned scratch: craftax_cuda_scratch_size() bytes per env. */
+int craftax_cuda_reset_with_keys_scratch(void *states, const uint32_t *keys, int64_t num_envs,
+                                         const CraftaxParams *params, float *obs, void *scratch);
+int craftax_cuda_step_autoreset_scratch(void *states, const int32_t *actions, const uint32_t *keys,
+                                        int64_t num_envs, const CraftaxParams *params, float *obs, float *rewards,
+                                        uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
+                                        uint8_t *final_achievements, void *scratch);
+
+/* Episode bookkeeping of CraftaxEnv.step on the device, for every env i:
+ *   ret_acc[i] += rewards[i]; len_acc[i] += 1;
+ *   ep_return[i], ep_length[i] = done ? (ret_acc, len_acc) : (0, 0); then zero the
+ *   accumulators where done; discount[i] = 1 - done;
+ *   achievements_scaled[i, k] = final_achievements[i, k] * done * 100 (float32 [N, 67]).
+ * Any output may be NULL. */
+int craftax_cuda_track_episodes(const float *rewards, const uint8_t *dones, const uint8_t *final_achievements,
+                                int64_t num_envs, float *ret_acc, int32_t *len_acc, float *ep_return,
+                                int32_t *ep_length, float *discount, float *achievements_scaled);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

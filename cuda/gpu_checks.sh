@@ -1,0 +1,24 @@
+#!/bin/bash
+# cuda/gpu_checks.sh: on a machine with a GPU, check and measure the CUDA build in one go.
+#   cuda/gpu_checks.sh [OUTDIR]
+# 1. loads cuda/build/libcraftax_cuda.so (rebuilds it with `make -C cuda -B` if it does not load),
+# 2. runs conformance/test_cuda.py (anchors, C-vs-CUDA lockstep, zero-copy, out-of-memory),
+# 3. sweeps env steps/s and memory per env (cuda/bench_step.py) into OUTDIR/cuda-step-<date>.json.
+# Needs the C extension (pip install -e .) and cffi; PyTorch/CuPy/JAX only for the handoff checks.
+set -o pipefail
+cd "$(dirname "$0")/.."
+OUT=${1:-bench/results}
+mkdir -p "$OUT"
+PY=${PYTHON:-python3}
+export PYTHONUNBUFFERED=1
+if ! $PY -c "import pycraftax, sys; sys.exit(0 if pycraftax.cuda_available() else 1)"; then
+    $PY -c "from pycraftax import cuda_env; print('CUDA library does not load:', cuda_env.unavailable_reason())"
+    make -C cuda -B || exit 1
+fi
+$PY -c "from pycraftax import cuda_env; l = cuda_env.load(); print(l.device_name, l.path)" || exit 1
+timeout ${TEST_TIMEOUT:-420} $PY -m pytest conformance/test_cuda.py -q -rs --durations=10 -p no:cacheprovider 2>&1 \
+    | tee "$OUT/test_cuda.log"
+test_rc=$?
+timeout ${BENCH_TIMEOUT:-300} $PY cuda/bench_step.py --out "$OUT/cuda-step-$(date -u +%Y-%m-%d).json" ${BENCH_ARGS:-} 2>&1 \
+    | tee "$OUT/bench.log"
+exit $test_rc

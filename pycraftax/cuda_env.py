@@ -1,0 +1,676 @@
+"""Batched Craftax environments on one GPU (backend="cuda"), over cuda/build/libcraftax_cuda.so.
+
+The library is the CUDA build of the very same rules headers as the C reference and
+exports the C API with device pointers (cuda/craftax_cuda.h). It is bound here with cffi
+in ABI mode (ffi.dlopen): no compiler is needed at import, and the library carries the
+CUDA runtime itself (linked statically), so only the NVIDIA driver must be present; no
+CuPy or PyTorch is needed to run.
+
+Observations, rewards and flags stay on the GPU. They are returned as `CudaArray`s, which
+expose `__cuda_array_interface__` (v3) and `__dlpack__`, so `torch.as_tensor(obs)`,
+`cupy.asarray(obs)` and `jax.dlpack.from_dlpack(obs)` take them without a copy;
+`obs.numpy()` (or `np.asarray(obs)`) copies to the host on request. The arrays returned by
+reset/step/observe are views of buffers owned by the env: the next reset/step/observe
+overwrites them (as in PufferLib and EnvPool's GPU mode), so copy what you keep.
+
+Library lookup: $PYCRAFTAX_CUDA_LIB, else pycraftax/libcraftax_cuda.so, else the
+repository's cuda/build/libcraftax_cuda.so (built by `make -C cuda`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import os
+import re
+import threading
+import weakref
+from pathlib import Path
+
+import numpy as np
+
+from pycraftax import _state, jax_random
+from pycraftax._native import ffi as c_ffi
+from pycraftax.achievements import ACHIEVEMENTS, NUM_ACHIEVEMENTS, log_achievements_to_info
+from pycraftax.env import NUM_ACTIONS, OBS_SIZE, check_actions, check_keys
+from pycraftax.params import EnvParams, StaticEnvParams, to_c
+from pycraftax.spaces import Box, Discrete
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+_ROOT = _PACKAGE_DIR.parent
+_HEADER_DIRS = (_PACKAGE_DIR / "cuda_include", _ROOT / "cuda")
+_PARAMS_HEADER_DIRS = (_PACKAGE_DIR / "cuda_include", _ROOT / "reference_c" / "include" / "craftax")
+
+ERR_NULL, ERR_NUM_ENVS, ERR_NO_MEMORY, ERR_ARGUMENT, ERR_CUDA, ERR_NO_DEVICE = -1, -2, -3, -4, -5, -6
+_ERROR_TEXT = {
+    ERR_NULL: "a required pointer was NULL",
+    ERR_NUM_ENVS: "num_envs out of range",
+    ERR_NO_MEMORY: "out of GPU memory",
+    ERR_ARGUMENT: "invalid argument",
+    ERR_CUDA: "CUDA error",
+    ERR_NO_DEVICE: "no usable CUDA device",
+}
+
+
+# -- loading ------------------------------------------------------------------------------------
+def _cdef_text(text: str) -> str:
+    """Declarations of a header as cffi's cdef accepts them (as pycraftax/_build.py does)."""
+    text = re.sub(r"#ifdef __cplusplus.*?#endif", "", text, flags=re.S)
+    kept = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            if re.fullmatch(r"#define\s+CRAFTAX_\w+\s+-?\d+", stripped):
+                kept.append(stripped)
+            continue
+        kept.append(line)
+    return "\n".join(kept)
+
+
+def _find(name: str, dirs) -> Path | None:
+    for d in dirs:
+        if (d / name).is_file():
+            return d / name
+    return None
+
+
+def library_path() -> Path | None:
+    """Where libcraftax_cuda.so would be loaded from (None if nowhere)."""
+    env = os.environ.get("PYCRAFTAX_CUDA_LIB")
+    if env:
+        return Path(env) if Path(env).is_file() else None
+    return _find("libcraftax_cuda.so", (_PACKAGE_DIR, _ROOT / "cuda" / "build"))
+
+
+class _Lib:
+    """The loaded library, its ffi and the selected device (loaded once per process)."""
+
+    def __init__(self, path: Path):
+        from cffi import FFI
+
+        header = _find("craftax_cuda.h", _HEADER_DIRS)
+        params_header = _find("params.h", _PARAMS_HEADER_DIRS)
+        if header is None or params_header is None:
+            raise RuntimeError("pycraftax CUDA backend: cuda/craftax_cuda.h or craftax/params.h not found")
+        self.ffi = FFI()
+        self.ffi.cdef(_cdef_text(params_header.read_text()) + "\n" + _cdef_text(header.read_text()))
+        self.lib = self.ffi.dlopen(str(path))
+        self.path = path
+        if int(self.lib.craftax_cuda_state_size()) != _state.STATE_SIZE:
+            raise RuntimeError(
+                f"{path}: state size {int(self.lib.craftax_cuda_state_size())} != the C extension's "
+                f"{_state.STATE_SIZE}; rebuild the CUDA library (make -C cuda) from the same headers"
+            )
+        if int(self.lib.craftax_cuda_params_size()) != c_ffi.sizeof("CraftaxParams"):
+            raise RuntimeError(f"{path}: CraftaxParams layout differs from the C extension's; rebuild it")
+        rc = self.lib.craftax_cuda_init(int(os.environ.get("PYCRAFTAX_CUDA_DEVICE", "0")))
+        if rc != 0:
+            raise RuntimeError(f"pycraftax CUDA backend: no usable GPU ({self.last_error()})")
+        name = self.ffi.new("char[256]")
+        self.lib.craftax_cuda_device_name(name, 256)
+        self.device_name = self.ffi.string(name).decode()
+        self.device_id = int(os.environ.get("PYCRAFTAX_CUDA_DEVICE", "0"))
+
+    def last_error(self) -> str:
+        return self.ffi.string(self.lib.craftax_cuda_last_error()).decode()
+
+    def check(self, code: int, what: str) -> None:
+        if code == 0:
+            return
+        detail = self.last_error() if code in (ERR_NO_MEMORY, ERR_CUDA, ERR_NO_DEVICE) else ""
+        message = f"{what} failed: {_ERROR_TEXT.get(code, f'error {code}')}" + (f" ({detail})" if detail else "")
+        if code == ERR_NO_MEMORY:
+            raise MemoryError(message)
+        if code == ERR_ARGUMENT:
+            raise ValueError(message)
+        raise RuntimeError(message)
+
+    def mem_info(self) -> tuple[int, int]:
+        free, total = self.ffi.new("size_t *"), self.ffi.new("size_t *")
+        self.check(self.lib.craftax_cuda_mem_info(free, total), "cudaMemGetInfo")
+        return int(free[0]), int(total[0])
+
+
+_LIB: _Lib | None = None
+_LIB_ERROR: str | None = None
+_LIB_LOCK = threading.Lock()
+
+
+def load() -> _Lib:
+    """The CUDA library, loaded and initialised; RuntimeError saying why when unusable."""
+    global _LIB, _LIB_ERROR
+    with _LIB_LOCK:
+        if _LIB is not None:
+            return _LIB
+        if _LIB_ERROR is not None:
+            raise RuntimeError(_LIB_ERROR)
+        path = library_path()
+        try:
+            if path is None:
+                raise RuntimeError(
+                    "pycraftax CUDA backend: libcraftax_cuda.so not found (build it with `make -C cuda` "
+                    "from the repository root, or set PYCRAFTAX_CUDA_LIB)"
+                )
+            try:
+                import cffi  # noqa: F401
+            except ImportError as exc:
+                raise RuntimeError("pycraftax CUDA backend: the cffi package is needed to load the library") from exc
+            try:
+                _LIB = _Lib(path)
+            except OSError as exc:  # dlopen failure, e.g. no libcuda.so (no driver)
+                raise RuntimeError(f"pycraftax CUDA backend: cannot load {path}: {exc}") from exc
+        except RuntimeError as exc:
+            _LIB_ERROR = str(exc)
+            raise
+        return _LIB
+
+
+def available() -> bool:
+    try:
+        load()
+        return True
+    except RuntimeError:
+        return False
+
+
+def unavailable_reason() -> str | None:
+    try:
+        load()
+        return None
+    except RuntimeError as exc:
+        return str(exc)
+
+
+# -- device arrays ------------------------------------------------------------------------------
+class _DeviceBuffer:
+    """One cudaMalloc'd block, freed when the last array viewing it goes away (or on close)."""
+
+    def __init__(self, lib: _Lib, ptr: int, nbytes: int):
+        self._lib, self.ptr, self.nbytes = lib, ptr, nbytes
+
+    def free(self) -> None:
+        if self.ptr:
+            self._lib.lib.craftax_cuda_free(self._lib.ffi.cast("void *", self.ptr))
+            self.ptr = 0
+
+    def __del__(self):
+        try:
+            self.free()
+        except Exception:  # interpreter shutdown
+            pass
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", _DLDevice),
+        ("ndim", ctypes.c_int),
+        ("dtype", _DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+class _DLManagedTensor(ctypes.Structure):
+    pass
+
+
+_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(_DLManagedTensor))
+_DLManagedTensor._fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", _DELETER)]
+_DL_CUDA = 2
+_DL_CODES = {"i": 0, "u": 1, "f": 2, "b": 6}  # kDLInt, kDLUInt, kDLFloat, kDLBool
+_LIVE_DLPACK: dict[int, tuple] = {}  # address of the DLManagedTensor -> what it keeps alive
+
+
+@_DELETER
+def _dl_deleter(managed):
+    _LIVE_DLPACK.pop(ctypes.addressof(managed.contents), None)
+
+
+_capsule_new = ctypes.pythonapi.PyCapsule_New
+_capsule_new.restype = ctypes.py_object
+_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+# The destructor gets the capsule's raw PyObject* while it is being destroyed (refcount 0):
+# call these on the raw pointer, never wrap it in a py_object.
+_capsule_is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_IsValid", ctypes.pythonapi))
+_capsule_get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
+_CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+@_CAPSULE_DESTRUCTOR
+def _capsule_destructor(capsule_ptr):
+    # An unconsumed "dltensor" capsule owns its DLManagedTensor: call its deleter. A consumer
+    # renames the capsule "used_dltensor" and calls the deleter itself when done.
+    if _capsule_is_valid(capsule_ptr, b"dltensor"):
+        address = _capsule_get_pointer(capsule_ptr, b"dltensor")
+        _LIVE_DLPACK.pop(address, None)
+
+
+class CudaArray:
+    """A view of device memory: shape, numpy dtype and byte strides over a _DeviceBuffer.
+
+    Exposes __cuda_array_interface__ (v3) and __dlpack__/__dlpack_device__ for zero-copy
+    handoff; `.numpy()` / `np.asarray(a)` copy to the host. Strided views (columns) are
+    supported for reading."""
+
+    __slots__ = ("_buffer", "offset", "shape", "dtype", "strides", "device_id", "__weakref__")
+
+    def __init__(self, buffer: _DeviceBuffer, shape, dtype, offset: int = 0, strides=None, device_id: int = 0):
+        self._buffer = buffer
+        self.offset = int(offset)
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = np.dtype(dtype)
+        self.strides = tuple(strides) if strides is not None else _contiguous_strides(self.shape, self.dtype.itemsize)
+        self.device_id = device_id
+
+    # -- properties
+    @property
+    def ptr(self) -> int:
+        if not self._buffer.ptr:
+            raise RuntimeError("this CudaArray's memory was freed (its env was closed)")
+        return self._buffer.ptr + self.offset
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    @property
+    def is_contiguous(self) -> bool:
+        return self.strides == _contiguous_strides(self.shape, self.dtype.itemsize)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    # -- interop
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        return {
+            "shape": self.shape,
+            "typestr": self.dtype.str,
+            "data": (self.ptr, False),
+            "strides": None if self.is_contiguous else self.strides,
+            "version": 3,
+            # every library call synchronizes before returning: nothing to wait for
+            "stream": None,
+        }
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (_DL_CUDA, self.device_id)
+
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        if copy:
+            raise BufferError("CudaArray.__dlpack__: copy=True is not supported (use .numpy())")
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            raise BufferError(f"CudaArray lives on {self.__dlpack_device__()}, not {dl_device}")
+        itemsize = self.dtype.itemsize
+        if any(s % itemsize for s in self.strides):
+            raise BufferError("strides are not a multiple of the item size")
+        shape = (ctypes.c_int64 * max(self.ndim, 1))(*self.shape)
+        strides = (ctypes.c_int64 * max(self.ndim, 1))(*(s // itemsize for s in self.strides))
+        managed = _DLManagedTensor()
+        managed.dl_tensor.data = self.ptr
+        managed.dl_tensor.device = _DLDevice(_DL_CUDA, self.device_id)
+        managed.dl_tensor.ndim = self.ndim
+        managed.dl_tensor.dtype = _DLDataType(_DL_CODES[self.dtype.kind], itemsize * 8, 1)
+        managed.dl_tensor.shape = shape
+        managed.dl_tensor.strides = strides
+        managed.dl_tensor.byte_offset = 0
+        managed.manager_ctx = None
+        managed.deleter = _dl_deleter
+        address = ctypes.addressof(managed)
+        _LIVE_DLPACK[address] = (managed, shape, strides, self._buffer)
+        return _capsule_new(address, b"dltensor", ctypes.cast(_capsule_destructor, ctypes.c_void_p))
+
+    # -- host copies
+    def numpy(self) -> np.ndarray:
+        """A host copy (numpy array) of this device array."""
+        lib = self._buffer._lib
+        if self.size == 0:
+            return np.empty(self.shape, self.dtype)
+        if self.is_contiguous:
+            out = np.empty(self.shape, self.dtype)
+            lib.check(lib.lib.craftax_cuda_memcpy_dtoh(lib.ffi.cast("void *", out.ctypes.data),
+                                                       lib.ffi.cast("void *", self.ptr), out.nbytes), "copy to host")
+            return out
+        span = sum((n - 1) * s for n, s in zip(self.shape, self.strides)) + self.dtype.itemsize
+        raw = np.empty(span, np.uint8)
+        lib.check(lib.lib.craftax_cuda_memcpy_dtoh(lib.ffi.cast("void *", raw.ctypes.data),
+                                                   lib.ffi.cast("void *", self.ptr), span), "copy to host")
+        return np.ndarray(self.shape, self.dtype, buffer=raw, offset=0, strides=self.strides).copy()
+
+    get = numpy  # CuPy's spelling
+    cpu = numpy  # PyTorch's spelling (returns numpy here)
+
+    def __array__(self, dtype=None, copy=None):
+        out = self.numpy()
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def column(self, index: int) -> "CudaArray":
+        """Column `index` of a 2-D array, as a strided 1-D view (no copy)."""
+        if self.ndim != 2 or not 0 <= index < self.shape[1]:
+            raise IndexError(f"column {index} of an array of shape {self.shape}")
+        return CudaArray(self._buffer, (self.shape[0],), self.dtype, self.offset + index * self.strides[1],
+                         (self.strides[0],), self.device_id)
+
+    def __repr__(self) -> str:
+        return f"CudaArray(shape={self.shape}, dtype={self.dtype}, device=cuda:{self.device_id})"
+
+
+def _contiguous_strides(shape, itemsize: int) -> tuple[int, ...]:
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def _device_actions(actions, num_envs: int):
+    """A device int32 [num_envs] array given as anything with __cuda_array_interface__, or None."""
+    cai = getattr(actions, "__cuda_array_interface__", None)
+    if cai is None:
+        return None
+    dtype = np.dtype(cai["typestr"])
+    if dtype != np.int32:
+        raise TypeError(f"device actions must be int32, got {dtype}")
+    if tuple(cai["shape"]) != (num_envs,):
+        raise ValueError(f"actions must have shape ({num_envs},), got {tuple(cai['shape'])}")
+    strides = cai.get("strides")
+    if strides is not None and tuple(strides) != (4,):
+        raise ValueError("device actions must be contiguous")
+    return cai
+
+
+# -- the env ------------------------------------------------------------------------------------
+_LIVE_ENVS: "weakref.WeakSet[CudaCraftaxEnv]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_live_envs() -> None:
+    # Free GPU buffers before the CUDA runtime tears itself down at process exit.
+    for env in list(_LIVE_ENVS):
+        env.close()
+
+
+class CudaCraftaxEnv:
+    """`num_envs` full-Craftax envs on one GPU (Craftax-Symbolic-v1); the API of
+    pycraftax.env.CraftaxEnv, with device arrays (CudaArray) in place of numpy outputs.
+
+    step() also accepts actions already on the GPU (int32 [N], any object with
+    __cuda_array_interface__, e.g. a torch or CuPy array); invalid actions raise ValueError
+    and change nothing."""
+
+    env_id = "Craftax-Symbolic-v1"
+
+    # name -> (dtype, per-env shape); allocated together, all or nothing.
+    _BUFFERS = {
+        "states": (np.uint8, (_state.STATE_SIZE,)),
+        "scratch": (np.uint8, None),  # craftax_cuda_scratch_size() bytes per env
+        "obs": (np.float32, (OBS_SIZE,)),
+        "reward": (np.float32, ()),
+        "done": (np.bool_, ()),
+        "terminated": (np.bool_, ()),
+        "truncated": (np.bool_, ()),
+        "final_achievements": (np.bool_, (NUM_ACHIEVEMENTS,)),
+        "achievements_scaled": (np.float32, (NUM_ACHIEVEMENTS,)),
+        "ret_acc": (np.float32, ()),
+        "len_acc": (np.int32, ()),
+        "episode_return": (np.float32, ()),
+        "episode_length": (np.int32, ()),
+        "discount": (np.float32, ()),
+        "actions": (np.int32, ()),
+        "keys": (np.uint32, (2,)),
+    }
+
+    def __init__(self, num_envs: int, seed: int, params: EnvParams, static_params: StaticEnvParams):
+        self._lib = load()
+        self.num_envs = num_envs
+        self.params = params
+        self.static_params = static_params
+        self.backend = "cuda"
+        self.device = self._lib.device_name
+        self.single_observation_space = Box(0.0, 1.0, (OBS_SIZE,), np.float32)
+        self.single_action_space = Discrete(NUM_ACTIONS)
+        self._key = jax_random.prng_key(seed)
+        self._closed = True
+        c_params = to_c(params)
+        self._params = self._lib.ffi.new("CraftaxParams *")
+        self._lib.ffi.memmove(self._params, c_ffi.buffer(c_params), c_ffi.sizeof("CraftaxParams"))
+        self._allocate()
+        self._closed = False
+        _LIVE_ENVS.add(self)
+
+    @classmethod
+    def bytes_per_env(cls) -> int:
+        """Device memory the env's buffers take per env (states, world-gen scratch, obs, ...)."""
+        lib = load()
+        total = 0
+        for name, (dtype, shape) in cls._BUFFERS.items():
+            if shape is None:
+                total += int(lib.lib.craftax_cuda_scratch_size())
+            else:
+                total += int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        return total
+
+    def _allocate(self) -> None:
+        lib, n = self._lib, self.num_envs
+        names = list(self._BUFFERS)
+        sizes = []
+        for name in names:
+            dtype, shape = self._BUFFERS[name]
+            per_env = int(lib.lib.craftax_cuda_scratch_size()) if shape is None else int(
+                np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+            sizes.append(n * per_env)
+        need = sum(sizes)
+        free, total = lib.mem_info()
+        if need > free:
+            raise MemoryError(
+                f"backend='cuda': {n} envs need {need / 2**30:.2f} GiB of GPU memory "
+                f"({need // n} bytes per env) but only {free / 2**30:.2f} GiB of {total / 2**30:.2f} GiB are free "
+                f"on {lib.device_name}; use fewer envs (at most about {free // (need // n)})"
+            )
+        ptrs = lib.ffi.new("void *[]", len(names))
+        sizes_c = lib.ffi.new("size_t[]", sizes)
+        lib.check(lib.lib.craftax_cuda_malloc_many(ptrs, sizes_c, len(names)), f"allocating {n} envs on the GPU")
+        self._buffers = {
+            name: _DeviceBuffer(lib, int(lib.ffi.cast("uintptr_t", ptrs[i])), sizes[i]) for i, name in enumerate(names)
+        }
+        self.device_bytes = need
+        self._views = {}
+        for name, (dtype, shape) in self._BUFFERS.items():
+            if shape is None:
+                continue
+            self._views[name] = CudaArray(self._buffers[name], (n,) + shape, dtype, device_id=lib.device_id)
+        lib.check(lib.lib.craftax_cuda_memset(self._p("ret_acc"), 0, n * 4), "memset")
+        lib.check(lib.lib.craftax_cuda_memset(self._p("len_acc"), 0, n * 4), "memset")
+        lib.check(lib.lib.craftax_cuda_memset(self._p("states"), 0, sizes[0]), "memset")
+
+    def _p(self, name: str, ctype: str = "void *"):
+        return self._lib.ffi.cast(ctype, self._buffers[name].ptr)
+
+    # -- episodes ---------------------------------------------------------------------
+    def reset(self, seed: int | None = None):
+        """As CraftaxEnv.reset: env i gets key split(PRNGKey(seed), N)[i], or keys from the
+        env's own stream without a seed. Returns (obs CudaArray float32 [N, 8268], {})."""
+        if seed is not None:
+            keys = jax_random.split(jax_random.prng_key(seed), self.num_envs)
+        else:
+            self._key, sub = jax_random.split(self._key, 2)
+            keys = jax_random.split(sub, self.num_envs)
+        return self.reset_with_keys(keys)
+
+    def reset_with_keys(self, keys):
+        """`reset_env(keys[i], params)` for every env i (keys: numpy uint32 [N, 2])."""
+        self._check_open()
+        keys = check_keys(keys, self.num_envs)
+        lib, n = self._lib, self.num_envs
+        lib.check(lib.lib.craftax_cuda_memcpy_htod(self._p("keys"), lib.ffi.from_buffer(keys), keys.nbytes), "copy keys")
+        lib.check(
+            lib.lib.craftax_cuda_reset_with_keys_scratch(
+                self._p("states"), self._p("keys", "uint32_t *"), n, self._params, self._p("obs", "float *"),
+                self._p("scratch"),
+            ),
+            "reset",
+        )
+        lib.check(lib.lib.craftax_cuda_memset(self._p("ret_acc"), 0, n * 4), "memset")
+        lib.check(lib.lib.craftax_cuda_memset(self._p("len_acc"), 0, n * 4), "memset")
+        return self._views["obs"], {}
+
+    def _load_actions(self, actions):
+        lib, n = self._lib, self.num_envs
+        cai = _device_actions(actions, n)
+        if cai is None:
+            actions = check_actions(actions, n)
+            lib.check(lib.lib.craftax_cuda_memcpy_htod(self._p("actions"), lib.ffi.from_buffer(actions),
+                                                       actions.nbytes), "copy actions")
+            return self._p("actions", "int32_t *")
+        stream = cai.get("stream")
+        if stream not in (None, 0, 1, 2):
+            lib.check(lib.lib.craftax_cuda_stream_synchronize(stream), "waiting for the actions' stream")
+        return lib.ffi.cast("int32_t *", cai["data"][0])
+
+    def step(self, actions):
+        """One step of every env with same-step auto-reset, exactly as CraftaxEnv.step
+        (same key stream, same results bit for bit). Returns (obs, reward, terminated,
+        truncated, info) as CudaArrays; info holds "done", "discount", "episode_return",
+        "episode_length", "achievements" (bool [N, 67]) and "Achievements/<name>" (float32
+        [N] column views), as CraftaxEnv.step."""
+        self._check_open()
+        lib, n = self._lib, self.num_envs
+        actions_p = self._load_actions(actions)
+        self._key, sub = jax_random.split(self._key, 2)
+        lib.check(lib.lib.craftax_cuda_key_split(lib.ffi.from_buffer("uint32_t[]", sub), n,
+                                                 self._p("keys", "uint32_t *")), "key split")
+        lib.check(
+            lib.lib.craftax_cuda_step_autoreset_scratch(
+                self._p("states"), actions_p, self._p("keys", "uint32_t *"), n, self._params,
+                self._p("obs", "float *"), self._p("reward", "float *"), self._p("done", "uint8_t *"),
+                self._p("terminated", "uint8_t *"), self._p("truncated", "uint8_t *"),
+                self._p("final_achievements", "uint8_t *"), self._p("scratch"),
+            ),
+            "step",
+        )
+        lib.check(
+            lib.lib.craftax_cuda_track_episodes(
+                self._p("reward", "float *"), self._p("done", "uint8_t *"), self._p("final_achievements", "uint8_t *"),
+                n, self._p("ret_acc", "float *"), self._p("len_acc", "int32_t *"),
+                self._p("episode_return", "float *"), self._p("episode_length", "int32_t *"),
+                self._p("discount", "float *"), self._p("achievements_scaled", "float *"),
+            ),
+            "episode bookkeeping",
+        )
+        v = self._views
+        scaled = v["achievements_scaled"]
+        info = {f"Achievements/{name}": scaled.column(index) for name, index in ACHIEVEMENTS}
+        info.update(
+            done=v["done"],
+            discount=v["discount"],
+            episode_return=v["episode_return"],
+            episode_length=v["episode_length"],
+            achievements=v["final_achievements"],
+        )
+        return v["obs"], v["reward"], v["terminated"], v["truncated"], info
+
+    def step_with_keys(self, actions, keys):
+        """Exactly upstream `step_env(keys[i], state_i, actions[i], params)` for every env
+        (no auto-reset). Returns (obs, reward, done, info) with info "discount" and
+        "Achievements/<name>" (= achievements * done * 100), as CraftaxEnv.step_with_keys."""
+        self._check_open()
+        lib, n = self._lib, self.num_envs
+        keys = check_keys(keys, n)
+        actions_p = self._load_actions(actions)
+        lib.check(lib.lib.craftax_cuda_memcpy_htod(self._p("keys"), lib.ffi.from_buffer(keys), keys.nbytes), "copy keys")
+        lib.check(
+            lib.lib.craftax_cuda_step_with_keys(
+                self._p("states"), actions_p, self._p("keys", "uint32_t *"), n, self._params,
+                self._p("obs", "float *"), self._p("reward", "float *"), self._p("done", "uint8_t *"),
+            ),
+            "step_with_keys",
+        )
+        # info as CraftaxEnv builds it (host numpy): achievements of the new states.
+        done = self._views["done"]
+        host_done = done.numpy()
+        info = log_achievements_to_info(self._read_leaf("achievements").astype(bool), host_done)
+        info["discount"] = (1.0 - host_done.astype(np.float32)).astype(np.float32)
+        return self._views["obs"], self._views["reward"], done, info
+
+    def observe(self):
+        """render_craftax_symbolic of the current states (CudaArray float32 [N, 8268])."""
+        self._check_open()
+        lib = self._lib
+        lib.check(lib.lib.craftax_cuda_observe(self._p("states"), self.num_envs, self._p("obs", "float *")), "observe")
+        return self._views["obs"]
+
+    # -- parity hooks -----------------------------------------------------------------
+    def _host_states(self) -> np.ndarray:
+        lib = self._lib
+        host = np.empty((self.num_envs, _state.STATE_SIZE), dtype=np.uint8)
+        lib.check(lib.lib.craftax_cuda_memcpy_dtoh(lib.ffi.from_buffer(host), self._p("states"), host.nbytes),
+                  "copy states to host")
+        return host
+
+    def _read_leaf(self, name: str) -> np.ndarray:
+        """One leaf of every env, copied from the device with one strided copy."""
+        leaf, lib = _state.LEAF_BY_NAME[name], self._lib
+        out = np.empty((self.num_envs,) + leaf.shape, dtype=leaf.storage)
+        row = out.nbytes // max(self.num_envs, 1)
+        src = lib.ffi.cast("char *", self._buffers["states"].ptr) + leaf.offset
+        lib.check(lib.lib.craftax_cuda_memcpy2d_dtoh(lib.ffi.from_buffer(out), row, src, _state.STATE_SIZE, row,
+                                                     self.num_envs), f"copy {name} to host")
+        return out
+
+    def get_state(self) -> dict[str, np.ndarray]:
+        """Every EnvState leaf, [num_envs, *upstream shape], upstream dtype (a host copy)."""
+        self._check_open()
+        return _state.get_state(self._host_states())
+
+    def set_state(self, state: dict[str, np.ndarray]) -> None:
+        """Replace every env's state (host numpy dict, as CraftaxEnv.set_state). Validates
+        all leaves first; on error nothing changes."""
+        self._check_open()
+        converted = _state.validate_state(state, self.num_envs)
+        host = self._host_states()
+        _state.write_state(host, converted)
+        lib = self._lib
+        lib.check(lib.lib.craftax_cuda_memcpy_htod(self._p("states"), lib.ffi.from_buffer(host), host.nbytes),
+                  "copy states to device")
+
+    # -- lifecycle --------------------------------------------------------------------
+    def close(self) -> None:
+        """Free the env's GPU memory now (arrays it returned become unusable)."""
+        if getattr(self, "_buffers", None):
+            for buffer in self._buffers.values():
+                buffer.free()
+            self._buffers = {}
+        self._closed = True
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("this env is closed")
+
+    def __repr__(self) -> str:
+        return f"CudaCraftaxEnv({self.env_id!r}, num_envs={self.num_envs}, backend='cuda', device={self.device!r})"

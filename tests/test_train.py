@@ -1,0 +1,148 @@
+"""The CPU trainer (pycraftax/train/trainer.py) and its CLI: a tiny run of a few seconds.
+
+    /work/venv/bin/python -m pytest tests/test_train.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from pycraftax import cli
+from pycraftax.train import interop
+from pycraftax.train import numpy_ppo as npp
+from pycraftax.train.trainer import TrainConfig, Trainer, evaluate, set_blas_threads
+
+TINY = dict(num_envs=4, num_steps=8, total_timesteps=4 * 8 * 4, update_epochs=2, num_minibatches=2, width=16,
+            hidden=8, checkpoint_every=1, seed=3)
+
+set_blas_threads(1)
+
+
+def test_tiny_run_shapes_and_finite(tmp_path):
+    trainer = Trainer(TrainConfig(**TINY), str(tmp_path))
+    before = {k: v.copy() for k, v in trainer.params.items()}
+    buf, _ = trainer.rollout()
+    T, N = TINY["num_steps"], TINY["num_envs"]
+    assert buf["obs"].shape == (T, N, 8268) and buf["obs"].dtype == np.float32
+    for k in ("dones", "actions", "values", "log_probs", "rewards", "advantages", "targets"):
+        assert buf[k].shape == (T, N), k
+    assert buf["h0"].shape == (N, TINY["hidden"])
+    assert buf["actions"].min() >= 0 and buf["actions"].max() < 43
+    assert np.all(buf["log_probs"] <= 0)
+    lines = trainer.run(progress=False)
+    assert len(lines) == trainer.config.num_updates - 0  # run() starts from update 0 .. all updates
+    for m in lines:
+        for k in ("total_loss", "value_loss", "actor_loss", "entropy", "grad_norm", "sps"):
+            assert np.isfinite(m[k]), (k, m)
+        assert 0 < m["entropy"] <= np.log(43) + 1e-6
+    assert any(np.any(trainer.params[k] != before[k]) for k in before)
+    for k, v in trainer.params.items():
+        assert v.dtype == np.float32 and np.all(np.isfinite(v)), k
+    metrics = [json.loads(ln) for ln in open(tmp_path / "metrics.jsonl")]
+    assert [m["update"] for m in metrics] == [1, 2, 3, 4]
+    assert os.path.exists(tmp_path / "checkpoint.npz") and os.path.exists(tmp_path / "params.npz")
+    assert not [f for f in os.listdir(tmp_path) if ".tmp" in f]  # atomic writes left no temp files
+    params = interop.load_npz(str(tmp_path / "params.npz"))
+    assert all(np.array_equal(params[k], trainer.params[k]) for k in params)
+    res = evaluate(params, num_episodes=1, num_envs=2, seed=0, max_steps=20)
+    assert set(res) >= {"episodes", "return_mean", "length_mean", "achievements"}
+
+
+def _state_equal(a: Trainer, b: Trainer):
+    for k in a.params:
+        assert np.array_equal(a.params[k], b.params[k]), k
+        assert np.array_equal(a.opt_state["mu"][k], b.opt_state["mu"][k]), k
+        assert np.array_equal(a.opt_state["nu"][k], b.opt_state["nu"][k]), k
+    assert a.opt_state["count"] == b.opt_state["count"]
+    assert np.array_equal(a.hstate, b.hstate) and np.array_equal(a.obs, b.obs)
+    assert np.array_equal(a.last_done, b.last_done)
+    assert a.rng.bit_generator.state == b.rng.bit_generator.state
+    sa, sb = a.env.get_state(), b.env.get_state()
+    assert all(np.array_equal(sa[k], sb[k]) for k in sa)
+
+
+def test_resume_is_bit_exact(tmp_path):
+    cfg = TrainConfig(**TINY)
+    straight = Trainer(cfg, str(tmp_path / "a"))
+    straight.run(progress=False)
+    half = Trainer(cfg, str(tmp_path / "b"))
+    half.run(max_updates=2, progress=False)
+    assert half.update == 2
+    del half
+    resumed = Trainer.resume(str(tmp_path / "b" / "checkpoint.npz"))
+    assert resumed.update == 2 and resumed.config == cfg
+    resumed.run(progress=False)
+    assert resumed.update == straight.update == 4
+    _state_equal(straight, resumed)
+    la = [json.loads(ln) for ln in open(tmp_path / "a" / "metrics.jsonl")]
+    lb = [json.loads(ln) for ln in open(tmp_path / "b" / "metrics.jsonl")]
+    drop = ("sps", "rollout_s", "learn_s")
+    assert [{k: v for k, v in m.items() if k not in drop} for m in la] == \
+           [{k: v for k, v in m.items() if k not in drop} for m in lb]
+
+
+def test_resume_from_older_checkpoint_truncates_metrics(tmp_path):
+    cfg = TrainConfig(**dict(TINY, checkpoint_every=2))
+    t = Trainer(cfg, str(tmp_path))
+    t.run(max_updates=3, progress=False)  # checkpoint at update 2 and 3 (end of this call)
+    t.save_checkpoint(str(tmp_path / "old.npz"))
+    t.run(progress=False)
+    r = Trainer.resume(str(tmp_path / "old.npz"))
+    assert r.update == 3
+    r.run(progress=False)
+    assert [json.loads(ln)["update"] for ln in open(tmp_path / "metrics.jsonl")] == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(num_envs=0), "num_envs"), (dict(num_steps=-1), "num_steps"), (dict(width=0), "width"),
+    (dict(hidden=0), "hidden"), (dict(num_minibatches=3), "must divide"), (dict(update_epochs=0), "update_epochs"),
+    (dict(total_timesteps=10), "at least"), (dict(lr=0.0), "lr"), (dict(gamma=1.5), "gamma"),
+    (dict(clip_eps=-0.1), "clip_eps"), (dict(dtype="float16"), "dtype"), (dict(num_envs=2.0), "num_envs"),
+    (dict(max_grad_norm=float("nan")), "max_grad_norm"),
+])
+def test_config_validation(bad, match):
+    with pytest.raises(ValueError, match=match):
+        TrainConfig(**dict(TINY, **bad)).validate()
+    with pytest.raises(ValueError, match=match):
+        Trainer(TrainConfig(**dict(TINY, **bad)))
+
+
+def test_unknown_option():
+    with pytest.raises(ValueError, match="unknown training option"):
+        TrainConfig.from_dict(dict(TINY, learning_rate=1e-3))
+
+
+def test_cli_rejects_bad_values_before_work(tmp_path, capsys):
+    out = str(tmp_path / "run")
+    assert cli.main(["train", "--num-envs", "6", "--num-minibatches", "4", "--out", out]) == 2
+    assert "must divide" in capsys.readouterr().err
+    assert not os.path.exists(out)
+    with pytest.raises(SystemExit):
+        cli.main(["train", "--bogus", "1"])
+    with pytest.raises(SystemExit):
+        cli.main(["train", "--width", "abc"])
+    assert cli.main(["train", "--resume", str(tmp_path / "none.npz")]) == 2
+
+
+def test_cli_train_resume_eval(tmp_path, capsys):
+    out = str(tmp_path / "run")
+    args = ["--num-envs", "4", "--num-steps", "8", "--total-timesteps", "96", "--num-minibatches", "2",
+            "--update-epochs", "1", "--width", "16", "--hidden", "8", "--quiet", "--out", out]
+    assert cli.main(["train", *args]) == 0
+    assert cli.main(["train", "--resume", os.path.join(out, "checkpoint.npz"), "--width", "32"]) == 2
+    assert cli.main(["train", "--resume", os.path.join(out, "checkpoint.npz"), "--quiet"]) == 0
+    assert cli.main(["eval", "--checkpoint", os.path.join(out, "checkpoint.npz"), "--episodes", "1",
+                     "--num-envs", "2", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert res["episodes"] == 1 and len(res["achievements"]) == 67
+
+
+def test_float64_trainer_step():
+    t = Trainer(TrainConfig(**dict(TINY, dtype="float64")))
+    m = t.step()
+    assert t.params["params/Dense_0/kernel"].dtype == np.float64 and np.isfinite(m["total_loss"])
+    npp.check_params(t.params, t.model_config)
