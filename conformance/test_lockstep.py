@@ -27,18 +27,22 @@ from hypothesis import strategies as st  # noqa: E402
 import pycraftax  # noqa: E402
 from pycraftax import jax_random  # noqa: E402
 from conformance import step_reference as ref  # noqa: E402
+from conftest import record_summary  # noqa: E402
 
 pytestmark = pytest.mark.jax
 
 # Example counts per HYPOTHESIS_PROFILE, set per test (a global profile registered here
 # would be overwritten by other test modules registering the same name).
-EXAMPLES = 3 if os.environ.get("HYPOTHESIS_PROFILE") == "ci" else 1
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "dev")
+# thorough: 16 examples x 64 envs x 500 steps = 512,000 env-steps and >= 1,000 episodes run
+# to termination (random-policy episodes last 266 +- 92 steps, at most ~440).
+EXAMPLES = {"ci": 3, "thorough": 16}.get(PROFILE, 1)
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), derandomize=False)
 INJECT_SETTINGS = settings(SETTINGS, max_examples=2 * EXAMPLES)
 
-CI = os.environ.get("HYPOTHESIS_PROFILE") == "ci"
+CI = PROFILE in ("ci", "thorough")
 NUM_ENVS = 64 if CI else 16
-NUM_STEPS = 300 if CI else 120
+NUM_STEPS = {"ci": 300, "thorough": 500}.get(PROFILE, 120)
 NUM_INJECT_STEPS = 60 if CI else 30
 
 
@@ -116,7 +120,21 @@ def report(init, keys, actions, t, state, obs, reward, c_done, reset_seed, strea
 @SETTINGS
 @given(reset_seed=st.integers(0, 2**32 - 1), stream_seed=st.integers(0, 2**63 - 1))
 def test_random_trajectories_lockstep(reset_seed, stream_seed):
-    run_lockstep(reset_seed, stream_seed, NUM_ENVS, NUM_STEPS)
+    episodes = run_lockstep(reset_seed, stream_seed, NUM_ENVS, NUM_STEPS)
+    TOTALS["examples"] += 1
+    TOTALS["episodes"] += episodes
+    TOTALS["env_steps"] += NUM_ENVS * NUM_STEPS
+
+
+TOTALS = {"examples": 0, "episodes": 0, "env_steps": 0}
+
+
+def test_lockstep_summary():
+    """Runs after the random trajectories (file order): records what was compared."""
+    if TOTALS["examples"]:
+        record_summary(f"test_lockstep: {TOTALS['examples']} examples, {TOTALS['env_steps']:,} env-steps, "
+                       f"{TOTALS['episodes']} episodes run to termination, all leaves/obs/reward/done equal")
+    assert TOTALS["examples"] >= 1, "the lockstep test did not run before its summary"
 
 
 # -- the auto-reset step() against upstream CraftaxSymbolicEnv.step --------------------------
