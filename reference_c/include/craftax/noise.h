@@ -56,9 +56,10 @@ static inline CRAFTAX_HD void craftax_perlin_noise(CraftaxKey key, int res0, int
                 const float n10 = (gx - 1.0f) * g10x + gy * g10y;
                 const float n01 = gx * g01x + (gy - 1.0f) * g01y;
                 const float n11 = (gx - 1.0f) * g11x + (gy - 1.0f) * g11y;
-                /* The three lerps as XLA:CPU fused them (UPSTREAM_NOTES 6.3 item 3). */
+                /* The three lerps as XLA:CPU's reset_env kernels fuse them (found by testing
+                 * the fusion variants against 7,504 upstream worlds, CONFORMANCE.md). */
                 const float n0 = fmaf(t0, n10, n00 * (1.0f - t0));
-                const float n1 = fmaf(n01, 1.0f - t0, t0 * n11);
+                const float n1 = fmaf(t0, n11, n01 * (1.0f - t0));
                 row[j] = fmaf(n0, 1.0f - t1, t1 * n1); /* times sqrt(2) by the caller */
             }
         }
