@@ -168,6 +168,37 @@ def test_long_lockstep_with_episode_ends():
     g.close()
 
 
+@pytest.mark.parametrize("chunks,min_chunk_envs", [(1, 1), (3, 7), (16, 1)])
+def test_lockstep_autoreset_chunks(chunks, min_chunk_envs):
+    """The auto-reset step in several chunks (world generation of one chunk overlapping the
+    step of the next, on two streams): same results as C, leaf by leaf every step."""
+    lib = cuda_env.load()
+    num_envs, steps = 101, 40
+    lib.check(lib.lib.craftax_cuda_set_autoreset_chunks(chunks, min_chunk_envs), "set_autoreset_chunks")
+    try:
+        c, g = make_pair(num_envs, seed=5, max_timesteps=13)
+        c.reset(seed=5)
+        g.reset(seed=5)
+        rng = np.random.default_rng(chunks)
+        actions = rng.integers(0, 43, size=(steps, num_envs)).astype(np.int32)
+        for t in range(steps):
+            if t % 7 == 3:
+                state = c.get_state()
+                dead = rng.random(num_envs) < 0.2
+                state["player_health"] = np.where(dead, np.float32(0.0), state["player_health"]).astype(np.float32)
+                c.set_state(state)
+                g.set_state(state)
+            c_out = c.step(actions[t])
+            g_out = g.step(actions[t])
+            compare_step(t, c_out, g_out, c, g)
+            _COVERAGE["env-steps"] += num_envs
+            _COVERAGE["terminated"] += int(np.sum(c_out[2]))
+            _COVERAGE["truncated"] += int(np.sum(c_out[3]))
+        g.close()
+    finally:
+        lib.check(lib.lib.craftax_cuda_set_autoreset_chunks(1, 16384), "set_autoreset_chunks")
+
+
 # -- API behaviour --------------------------------------------------------------------------------
 def test_device_actions_and_bad_actions():
     torch = pytest.importorskip("torch")

@@ -6,8 +6,10 @@ over a sweep of batch sizes, and device memory per env; writes one JSON file.
 
 Random actions are drawn on the GPU with PyTorch when it has CUDA (handed over zero-copy),
 else with numpy (then copied to the GPU each step). Each size: one reset (timed), 2 warm-up
-steps, then steps until --min-seconds have passed (at least --min-steps). Every library call
-synchronizes, so host wall-clock time is device time plus launch overhead.
+steps, then steps until --min-seconds have passed (at least --min-steps, default 300). Reported:
+"fresh" = the first 40 timed steps (no episode has ended yet), "steady" = the last 100 steps
+(random agents end ~0.4% of episodes per step there). Every library call synchronizes, so host
+wall-clock time is device time plus launch overhead.
 """
 
 from __future__ import annotations
@@ -39,6 +41,10 @@ def nvidia_smi() -> dict:
         return {"gpu": name, "driver": driver, "memory_total": memory, "sm_clock_max": clock}
     except (OSError, subprocess.SubprocessError, ValueError, IndexError):
         return {}
+
+
+FRESH_STEPS = 40  # steps 0..39 after reset: (almost) no episode has ended yet
+STEADY_STEPS = 100  # the last 100 steps of the run (>= 300 steps): episodes end regularly
 
 
 def bench_size(num_envs: int, min_seconds: float, min_steps: int, seed: int = 0) -> dict:
@@ -89,7 +95,16 @@ def bench_size(num_envs: int, min_seconds: float, min_steps: int, seed: int = 0)
     env.close()
     step_s = float(np.median(times))
     q = max(len(times) // 4, 1)  # the last quarter: episodes are no longer all fresh
+    f = min(FRESH_STEPS, len(times))
+    s = min(STEADY_STEPS, len(times))
     return {
+        "fresh_steps": f"0..{f - 1}",
+        "fresh_env_steps_per_s": num_envs * f / float(np.sum(times[:f])),
+        "fresh_episode_ends_per_env_step": float(np.sum(done_counts[:f])) / (f * num_envs),
+        "steady_steps": f"{len(times) - s}..{len(times) - 1}",
+        "steady_env_steps_per_s": num_envs * s / float(np.sum(times[-s:])),
+        "steady_episode_ends_per_env_step": float(np.sum(done_counts[-s:])) / (s * num_envs),
+        "steady_median_step_ms": float(np.median(times[-s:])) * 1e3,
         "num_envs": num_envs,
         "reset_seconds": reset_s,
         "worlds_per_s_reset": num_envs / reset_s,
@@ -113,15 +128,20 @@ def bench_size(num_envs: int, min_seconds: float, min_steps: int, seed: int = 0)
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--num-envs", type=int, nargs="+", default=[4096, 16384, 65536, 131072, 262144])
+    parser.add_argument("--num-envs", type=int, nargs="+", default=[4096, 16384, 65536, 131072, 262144, 393216])
     parser.add_argument("--min-seconds", type=float, default=3.0)
-    parser.add_argument("--min-steps", type=int, default=5)
+    parser.add_argument("--min-steps", type=int, default=300)
+    parser.add_argument("--chunks", type=int, default=None,
+                        help="craftax_cuda_set_autoreset_chunks(chunks, 16384); default: the library's (1)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
 
     lib = cuda_env.load()
+    if args.chunks is not None:
+        lib.check(lib.lib.craftax_cuda_set_autoreset_chunks(args.chunks, 16384), "set_autoreset_chunks")
     free, total = lib.mem_info()
     result = {
+        "autoreset_chunks": args.chunks if args.chunks is not None else "default (1)",
         "benchmark": "cuda-step",
         "time_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "machine": machine_info(),
@@ -129,14 +149,15 @@ def main() -> None:
         "nvidia_smi": nvidia_smi(),
         "library": str(lib.path),
         "build": "nvcc -O3 -fmad=false -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 "
-                 "-cudart static (cuda/Makefile); one thread per env, AoS CraftaxState in global memory",
+                 "-cudart static (cuda/Makefile); one thread per env, AoS CraftaxState in global memory; "
+                 "v2: auto-reset split (step kernel, done list, dense reset kernel on a second stream, chunked)",
         "env": "Craftax-Symbolic-v1, default EnvParams, random actions, same-step auto-reset (env.step)",
         "gpu_free_after_init_bytes": free,
         "gpu_total_bytes": total,
         "results": [],
     }
-    print(f"{'envs':>8} {'reset s':>8} {'steps':>6} {'env-steps/s':>12} {'median ms':>10} {'ends/step':>10} "
-          f"{'KiB/env':>8}", flush=True)
+    print(f"{'envs':>8} {'reset s':>8} {'steps':>6} {'fresh/s':>12} {'steady/s':>12} {'steady ms':>10} "
+          f"{'ends/step':>10} {'KiB/env':>8}", flush=True)
     for n in args.num_envs:
         r = bench_size(n, args.min_seconds, args.min_steps)
         result["results"].append(r)
@@ -147,8 +168,9 @@ def main() -> None:
         if "error" in r:
             print(f"{n:>8} {r['error']}", flush=True)
             continue
-        print(f"{n:>8} {r['reset_seconds']:>8.2f} {r['steps']:>6} {r['env_steps_per_s']:>12.0f} "
-              f"{r['median_step_ms']:>10.2f} {r['episode_ends_per_env_step']:>10.5f} "
+        print(f"{n:>8} {r['reset_seconds']:>8.2f} {r['steps']:>6} {r['fresh_env_steps_per_s']:>12.0f} "
+              f"{r['steady_env_steps_per_s']:>12.0f} {r['steady_median_step_ms']:>10.2f} "
+              f"{r['steady_episode_ends_per_env_step']:>10.5f} "
               f"{r['allocated_bytes_per_env'] / 1024:>8.1f}", flush=True)
     if args.out:
         print("wrote", args.out)

@@ -1,11 +1,14 @@
 /* craftax_cuda.cu: the batched Craftax env on one GPU, over the very same rules headers as
  * the C reference (reference_c/include/craftax/*.h, compiled here as __host__ __device__).
  *
- * First version, correct before fast: one thread per env; states live in global memory as
- * the C reference's CraftaxState structs (array of structs, craftax_state_size() bytes
- * each, so get/set_state and the leaf table are shared with C); world-generation scratch
- * is one CraftaxWorldGenScratch per env in global memory, touched only by envs that reset.
- * The auto-reset step regenerates the world only where the episode ended.
+ * One thread per env; states live in global memory as the C reference's CraftaxState
+ * structs (array of structs, craftax_state_size() bytes each, so get/set_state and the leaf
+ * table are shared with C). Per-env scratch in global memory (CraftaxCudaScratch) holds
+ * world generation's arrays in reset kernels and spawn_mobs' arrays in step kernels, so the
+ * step kernels' stack frames stay about 1 KB (v1: 43.5 KB, ~10 GB of local-memory reserve).
+ * v2 auto-reset: kernel A runs craftax_autoreset_step_part for every env and appends the
+ * done ones to a list (atomic counter); kernel B runs craftax_autoreset_reset_part over
+ * that list only, densely packed, so no warp idles behind one env's world generation.
  *
  * Build (cuda/Makefile, or cuda/build.sh):
  *   nvcc -O3 -fmad=false -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
@@ -31,8 +34,19 @@
 #include "craftax/worldgen.h"
 #include "craftax_cuda.h"
 
-#define API_VERSION 1
+#define API_VERSION 2
 #define THREADS 128
+/* Auto-reset: the reset kernel's blocks are small so that a few hundred resets spread
+ * over many SMs (one warp per SM) instead of filling a few. */
+#define RESET_THREADS 64
+#define MAX_CHUNKS 16
+
+/* Per-env scratch: world generation (reset kernels) and spawn_mobs' arrays (step kernels)
+ * never run at once on the same env, so they share the space. */
+typedef union {
+    CraftaxWorldGenScratch worldgen;
+    CraftaxSpawnScratch spawn;
+} CraftaxCudaScratch;
 
 /* ---- errors -------------------------------------------------------------------------- */
 static char g_last_error[512] = "";
@@ -65,7 +79,7 @@ extern "C" {
 
 int craftax_cuda_api_version(void) { return API_VERSION; }
 size_t craftax_cuda_state_size(void) { return sizeof(CraftaxState); }
-size_t craftax_cuda_scratch_size(void) { return sizeof(CraftaxWorldGenScratch); }
+size_t craftax_cuda_scratch_size(void) { return sizeof(CraftaxCudaScratch); }
 size_t craftax_cuda_params_size(void) { return sizeof(CraftaxParams); }
 int craftax_cuda_obs_size(void) { return CRAFTAX_OBS_SIZE; }
 const char *craftax_cuda_last_error(void) { return g_last_error; }
@@ -85,11 +99,11 @@ __global__ void key_split_kernel(CraftaxKey key, int64_t num, uint32_t *out) {
 }
 
 __global__ void reset_kernel(CraftaxState *states, const uint32_t *keys, int64_t num_envs, const CraftaxParams params,
-                             float *obs, CraftaxWorldGenScratch *scratch) {
+                             float *obs, CraftaxCudaScratch *scratch) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= num_envs) return;
     const CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
-    craftax_reset_env(key, &params, &states[i], &scratch[i]);
+    craftax_reset_env(key, &params, &states[i], &scratch[i].worldgen);
     if (obs) craftax_render_symbolic(&states[i], obs + i * CRAFTAX_OBS_SIZE, 1);
 }
 
@@ -107,34 +121,55 @@ __global__ void check_actions_kernel(const int32_t *actions, int64_t num_envs, i
 }
 
 __global__ void step_kernel(CraftaxState *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
-                            const CraftaxParams params, float *obs, float *rewards, uint8_t *dones) {
+                            const CraftaxParams params, float *obs, float *rewards, uint8_t *dones,
+                            CraftaxCudaScratch *scratch) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= num_envs) return;
     const CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
     uint8_t done;
-    const float r = craftax_step_env(&states[i], key, actions[i], &params, obs ? obs + i * CRAFTAX_OBS_SIZE : NULL,
-                                     &done);
+    const float r = craftax_step_env_scratch(&states[i], key, actions[i], &params,
+                                             obs ? obs + i * CRAFTAX_OBS_SIZE : NULL, &done, &scratch[i].spawn);
     if (rewards) rewards[i] = r;
     if (dones) dones[i] = done;
 }
 
-__global__ void step_autoreset_kernel(CraftaxState *states, const int32_t *actions, const uint32_t *keys,
-                                      int64_t num_envs, const CraftaxParams params, float *obs, float *rewards,
-                                      uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
-                                      uint8_t *final_achievements, CraftaxWorldGenScratch *scratch) {
-    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= num_envs) return;
+/* Auto-reset, kernel A: the step part of craftax_step_autoreset_one for envs
+ * [base, base + n); the done ones are appended to done_list[base ...] through *done_count
+ * (in any order: each env's reset depends on that env alone). */
+__global__ void autoreset_step_kernel(CraftaxState *states, const int32_t *actions, const uint32_t *keys,
+                                      int64_t base, int64_t n, const CraftaxParams params, float *obs,
+                                      float *rewards, uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
+                                      uint8_t *final_achievements, CraftaxCudaScratch *scratch, int32_t *done_list,
+                                      int32_t *done_count) {
+    const int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n) return;
+    const int64_t i = base + j;
     const CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
     uint8_t done, term;
     uint8_t *ach = final_achievements ? final_achievements + i * CRAFTAX_NUM_ACHIEVEMENTS : NULL;
-    const float r = craftax_step_autoreset_one(&states[i], key, actions[i], &params,
-                                               obs ? obs + i * CRAFTAX_OBS_SIZE : NULL, &done, &term, ach,
-                                               &scratch[i]);
+    const float r = craftax_autoreset_step_part(&states[i], key, actions[i], &params,
+                                                obs ? obs + i * CRAFTAX_OBS_SIZE : NULL, &done, &term, ach,
+                                                &scratch[i].spawn);
     if (rewards) rewards[i] = r;
     if (dones) dones[i] = done;
     if (terminated) terminated[i] = (uint8_t)(done && term);
     if (truncated) truncated[i] = (uint8_t)(done && !term);
     if (ach && !done) memset(ach, 0, CRAFTAX_NUM_ACHIEVEMENTS);
+    if (done) done_list[base + atomicAdd(done_count, 1)] = (int32_t)i;
+}
+
+/* Auto-reset, kernel B: the reset part for the *done_count envs listed at done_list[base ...],
+ * densely packed (grid-stride over the list). */
+__global__ void autoreset_reset_kernel(CraftaxState *states, const uint32_t *keys, int64_t base,
+                                       const CraftaxParams params, float *obs, CraftaxCudaScratch *scratch,
+                                       const int32_t *done_list, const int32_t *done_count) {
+    const int64_t count = *done_count;
+    for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < count; j += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t i = done_list[base + j];
+        const CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
+        craftax_autoreset_reset_part(&states[i], key, &params, obs ? obs + i * CRAFTAX_OBS_SIZE : NULL,
+                                     &scratch[i].worldgen);
+    }
 }
 
 __global__ void track_episodes_kernel(const float *rewards, const uint8_t *dones, const uint8_t *final_achievements,
@@ -158,7 +193,7 @@ __global__ void track_episodes_kernel(const float *rewards, const uint8_t *dones
 
 /* ---- host side ------------------------------------------------------------------------- */
 static std::mutex g_scratch_mutex;
-static CraftaxWorldGenScratch *g_scratch = NULL;
+static CraftaxCudaScratch *g_scratch = NULL;
 static int64_t g_scratch_envs = 0;
 
 static int ensure_scratch_locked(int64_t num_envs) {
@@ -167,13 +202,51 @@ static int ensure_scratch_locked(int64_t num_envs) {
     g_scratch = NULL;
     g_scratch_envs = 0;
     void *p = NULL;
-    cudaError_t err = cudaMalloc(&p, (size_t)num_envs * sizeof(CraftaxWorldGenScratch));
+    cudaError_t err = cudaMalloc(&p, (size_t)num_envs * sizeof(CraftaxCudaScratch));
     if (err != cudaSuccess) {
         cudaGetLastError(); /* out of memory is not sticky: clear it */
         return record(err, "cudaMalloc(world-gen scratch)");
     }
-    g_scratch = (CraftaxWorldGenScratch *)p;
+    g_scratch = (CraftaxCudaScratch *)p;
     g_scratch_envs = num_envs;
+    return 0;
+}
+
+/* Auto-reset bookkeeping, kept by the library: the done list (one int32 per env), the
+ * per-chunk counters, the reset stream and the chunk events. */
+static std::mutex g_autoreset_mutex;
+static int32_t *g_done_list = NULL; /* [g_done_list_envs + MAX_CHUNKS]: the list, then the counters */
+static int64_t g_done_list_envs = 0;
+static cudaStream_t g_reset_stream = NULL;
+static cudaEvent_t g_chunk_events[MAX_CHUNKS];
+static int g_num_sms = 0;
+static int g_autoreset_chunks = 1;
+static int64_t g_min_chunk_envs = 16384;
+
+static int ensure_autoreset_locked(int64_t num_envs) {
+    if (!g_reset_stream) {
+        int least = 0, greatest = 0;
+        CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange");
+        CUDA_TRY(cudaStreamCreateWithPriority(&g_reset_stream, cudaStreamNonBlocking, greatest),
+                 "cudaStreamCreateWithPriority");
+        for (int c = 0; c < MAX_CHUNKS; c++)
+            CUDA_TRY(cudaEventCreateWithFlags(&g_chunk_events[c], cudaEventDisableTiming), "cudaEventCreate");
+        int device = 0;
+        CUDA_TRY(cudaGetDevice(&device), "cudaGetDevice");
+        CUDA_TRY(cudaDeviceGetAttribute(&g_num_sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+    }
+    if (num_envs <= g_done_list_envs) return 0;
+    if (g_done_list) cudaFree(g_done_list);
+    g_done_list = NULL;
+    g_done_list_envs = 0;
+    void *p = NULL;
+    cudaError_t err = cudaMalloc(&p, (size_t)(num_envs + MAX_CHUNKS) * sizeof(int32_t));
+    if (err != cudaSuccess) {
+        cudaGetLastError();
+        return record(err, "cudaMalloc(done list)");
+    }
+    g_done_list = (int32_t *)p;
+    g_done_list_envs = num_envs;
     return 0;
 }
 
@@ -216,8 +289,18 @@ int craftax_cuda_init(int device) {
     memset(&params, 0, sizeof(params));
     params.day_length = 1;
     reset_kernel<<<1, THREADS>>>(NULL, NULL, 0, params, NULL, NULL);
-    step_kernel<<<1, THREADS>>>(NULL, NULL, NULL, 0, params, NULL, NULL, NULL);
-    step_autoreset_kernel<<<1, THREADS>>>(NULL, NULL, NULL, 0, params, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+    step_kernel<<<1, THREADS>>>(NULL, NULL, NULL, 0, params, NULL, NULL, NULL, NULL);
+    autoreset_step_kernel<<<1, THREADS>>>(NULL, NULL, NULL, 0, 0, params, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                                          NULL, NULL);
+    {
+        int zero_count = 0, *d_count = NULL;
+        CUDA_TRY(cudaMalloc(&d_count, sizeof(int)), "cudaMalloc(warm-up)");
+        CUDA_TRY(cudaMemcpy(d_count, &zero_count, sizeof(int), cudaMemcpyHostToDevice), "cudaMemcpy(warm-up)");
+        autoreset_reset_kernel<<<1, RESET_THREADS>>>(NULL, NULL, 0, params, NULL, NULL, NULL, d_count);
+        cudaError_t err2 = cudaStreamSynchronize(0);
+        cudaFree(d_count);
+        if (err2 != cudaSuccess) return record(err2, "kernel warm-up");
+    }
     observe_kernel<<<1, THREADS>>>(NULL, 0, NULL);
     return finish_launch("kernel warm-up");
 }
@@ -326,6 +409,9 @@ void craftax_cuda_release_scratch(void) {
     if (g_scratch) cudaFree(g_scratch);
     g_scratch = NULL;
     g_scratch_envs = 0;
+    if (g_done_list) cudaFree(g_done_list); /* compute-sanitizer's leak check found it kept */
+    g_done_list = NULL;
+    g_done_list_envs = 0;
 }
 
 int craftax_cuda_key_split(const uint32_t *key, int64_t num, uint32_t *out) {
@@ -344,7 +430,7 @@ int craftax_cuda_reset_with_keys_scratch(void *states, const uint32_t *keys, int
     if (params->day_length <= 0) return CRAFTAX_ERR_ARGUMENT;
     if (num_envs == 0) return 0;
     reset_kernel<<<grid_for(num_envs), THREADS>>>((CraftaxState *)states, keys, num_envs, *params, obs,
-                                                  (CraftaxWorldGenScratch *)scratch);
+                                                  (CraftaxCudaScratch *)scratch);
     return finish_launch("reset");
 }
 
@@ -367,17 +453,38 @@ int craftax_cuda_observe(const void *states, int64_t num_envs, float *obs) {
     return finish_launch("observe");
 }
 
-int craftax_cuda_step_with_keys(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
-                                const CraftaxParams *params, float *obs, float *rewards, uint8_t *dones) {
-    if (!states || !actions || !keys || !params) return CRAFTAX_ERR_NULL;
+int craftax_cuda_step_with_keys_scratch(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
+                                        const CraftaxParams *params, float *obs, float *rewards, uint8_t *dones,
+                                        void *scratch) {
+    if (!states || !actions || !keys || !params || !scratch) return CRAFTAX_ERR_NULL;
     if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
     if (params->day_length <= 0) return CRAFTAX_ERR_ARGUMENT;
     if (num_envs == 0) return 0;
     int rc = check_actions_device(actions, num_envs);
     if (rc) return rc;
     step_kernel<<<grid_for(num_envs), THREADS>>>((CraftaxState *)states, actions, keys, num_envs, *params, obs,
-                                                 rewards, dones);
+                                                 rewards, dones, (CraftaxCudaScratch *)scratch);
     return finish_launch("step_with_keys");
+}
+
+int craftax_cuda_step_with_keys(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
+                                const CraftaxParams *params, float *obs, float *rewards, uint8_t *dones) {
+    if (!states || !actions || !keys || !params) return CRAFTAX_ERR_NULL;
+    if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
+    std::lock_guard<std::mutex> lock(g_scratch_mutex);
+    int rc = ensure_scratch_locked(num_envs);
+    if (rc) return rc;
+    if (num_envs == 0) return 0;
+    return craftax_cuda_step_with_keys_scratch(states, actions, keys, num_envs, params, obs, rewards, dones,
+                                               g_scratch);
+}
+
+int craftax_cuda_set_autoreset_chunks(int chunks, int64_t min_chunk_envs) {
+    if (chunks < 1 || chunks > MAX_CHUNKS || min_chunk_envs < 1) return CRAFTAX_ERR_ARGUMENT;
+    std::lock_guard<std::mutex> lock(g_autoreset_mutex);
+    g_autoreset_chunks = chunks;
+    g_min_chunk_envs = min_chunk_envs;
+    return 0;
 }
 
 int craftax_cuda_step_autoreset_scratch(void *states, const int32_t *actions, const uint32_t *keys,
@@ -390,9 +497,37 @@ int craftax_cuda_step_autoreset_scratch(void *states, const int32_t *actions, co
     if (num_envs == 0) return 0;
     int rc = check_actions_device(actions, num_envs);
     if (rc) return rc;
-    step_autoreset_kernel<<<grid_for(num_envs), THREADS>>>((CraftaxState *)states, actions, keys, num_envs, *params,
-                                                           obs, rewards, dones, terminated, truncated,
-                                                           final_achievements, (CraftaxWorldGenScratch *)scratch);
+    std::lock_guard<std::mutex> lock(g_autoreset_mutex);
+    rc = ensure_autoreset_locked(num_envs);
+    if (rc) return rc;
+    /* Chunks: kernel A of chunk c+1 (legacy stream) overlaps kernel B of chunk c (the
+     * high-priority reset stream), so world generation hides behind stepping. */
+    int64_t chunks = (num_envs + g_min_chunk_envs - 1) / g_min_chunk_envs;
+    if (chunks > g_autoreset_chunks) chunks = g_autoreset_chunks;
+    if (chunks < 1) chunks = 1;
+    const int64_t per_chunk = (num_envs + chunks - 1) / chunks;
+    int32_t *counts = g_done_list + g_done_list_envs;
+    CraftaxCudaScratch *scr = (CraftaxCudaScratch *)scratch;
+    CUDA_TRY(cudaMemsetAsync(counts, 0, MAX_CHUNKS * sizeof(int32_t), 0), "cudaMemsetAsync(done counts)");
+    for (int64_t c = 0; c < chunks; c++) {
+        const int64_t base = c * per_chunk;
+        if (base >= num_envs) break;
+        const int64_t n = num_envs - base < per_chunk ? num_envs - base : per_chunk;
+        autoreset_step_kernel<<<grid_for(n), THREADS>>>((CraftaxState *)states, actions, keys, base, n, *params, obs,
+                                                        rewards, dones, terminated, truncated, final_achievements,
+                                                        scr, g_done_list, counts + c);
+        CUDA_TRY(cudaGetLastError(), "step_autoreset (step part)");
+        CUDA_TRY(cudaEventRecord(g_chunk_events[c], 0), "cudaEventRecord");
+        CUDA_TRY(cudaStreamWaitEvent(g_reset_stream, g_chunk_events[c], 0), "cudaStreamWaitEvent");
+        int64_t blocks = (n + RESET_THREADS - 1) / RESET_THREADS;
+        const int64_t max_blocks = (int64_t)(g_num_sms > 0 ? g_num_sms : 132) * 16;
+        if (blocks > max_blocks) blocks = max_blocks;
+        autoreset_reset_kernel<<<(unsigned)blocks, RESET_THREADS, 0, g_reset_stream>>>(
+            (CraftaxState *)states, keys, base, *params, obs, scr, g_done_list, counts + c);
+        CUDA_TRY(cudaGetLastError(), "step_autoreset (reset part)");
+    }
+    cudaError_t err = cudaStreamSynchronize(g_reset_stream);
+    if (err != cudaSuccess) return record(err, "step_autoreset (reset part)");
     return finish_launch("step_autoreset");
 }
 

@@ -81,13 +81,24 @@ int craftax_cuda_step_autoreset(void *states, const int32_t *actions, const uint
                                 const CraftaxParams *params, float *obs, float *rewards, uint8_t *dones,
                                 uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements);
 
-/* The same two calls with caller-owned scratch: craftax_cuda_scratch_size() bytes per env. */
+/* The same calls with caller-owned scratch: craftax_cuda_scratch_size() bytes per env
+ * (world-generation space, shared with spawn_mobs' arrays of the step kernels). */
+int craftax_cuda_step_with_keys_scratch(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
+                                        const CraftaxParams *params, float *obs, float *rewards, uint8_t *dones,
+                                        void *scratch);
 int craftax_cuda_reset_with_keys_scratch(void *states, const uint32_t *keys, int64_t num_envs,
                                          const CraftaxParams *params, float *obs, void *scratch);
 int craftax_cuda_step_autoreset_scratch(void *states, const int32_t *actions, const uint32_t *keys,
                                         int64_t num_envs, const CraftaxParams *params, float *obs, float *rewards,
                                         uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
                                         uint8_t *final_achievements, void *scratch);
+
+/* The auto-reset step runs a step kernel over all envs (collecting the done ones in a list)
+ * and then a reset kernel over that list only, densely packed. With chunks > 1 (1..16,
+ * default 1) envs are stepped in that many consecutive chunks of at least min_chunk_envs
+ * envs (default 16384), each chunk's resets overlapping the next chunk's step; measured
+ * slower on the H200 (cuda/NOTES.md, v2), kept as a knob. Results do not depend on it. */
+int craftax_cuda_set_autoreset_chunks(int chunks, int64_t min_chunk_envs);
 
 /* Episode bookkeeping of CraftaxEnv.step on the device, for every env i:
  *   ret_acc[i] += rewards[i]; len_acc[i] += 1;

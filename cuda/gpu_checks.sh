@@ -3,7 +3,11 @@
 #   cuda/gpu_checks.sh [OUTDIR]
 # 1. loads cuda/build/libcraftax_cuda.so (rebuilds it with `make -C cuda -B` if it does not load),
 # 2. runs conformance/test_cuda.py (anchors, C-vs-CUDA lockstep, zero-copy, out-of-memory),
-# 3. sweeps env steps/s and memory per env (cuda/bench_step.py) into OUTDIR/cuda-step-<date>.json.
+# 3. compute-sanitizer memcheck over cuda/sanitize_run.py (small C-vs-CUDA run; skipped when
+#    compute-sanitizer is not on the PATH or SANITIZE=0),
+# 4. sweeps env steps/s and memory per env (cuda/bench_step.py) into OUTDIR/cuda-step-<date>.json,
+#    then, unless COMPARE_CHUNKS=0, the auto-reset without overlap (--chunks 1) at 262,144 envs
+#    into OUTDIR/cuda-step-<date>-chunks1.json.
 # Needs the C extension (pip install -e .) and cffi; PyTorch/CuPy/JAX only for the handoff checks.
 set -o pipefail
 cd "$(dirname "$0")/.."
@@ -16,9 +20,19 @@ if ! $PY -c "import pycraftax, sys; sys.exit(0 if pycraftax.cuda_available() els
     make -C cuda -B || exit 1
 fi
 $PY -c "from pycraftax import cuda_env; l = cuda_env.load(); print(l.device_name, l.path)" || exit 1
-timeout ${TEST_TIMEOUT:-420} $PY -m pytest conformance/test_cuda.py -q -rs --durations=10 -p no:cacheprovider 2>&1 \
+timeout ${TEST_TIMEOUT:-300} $PY -m pytest conformance/test_cuda.py -q -rs --durations=10 -p no:cacheprovider 2>&1 \
     | tee "$OUT/test_cuda.log"
 test_rc=$?
-timeout ${BENCH_TIMEOUT:-300} $PY cuda/bench_step.py --out "$OUT/cuda-step-$(date -u +%Y-%m-%d).json" ${BENCH_ARGS:-} 2>&1 \
+if [ "${SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >/dev/null; then
+    timeout ${SANITIZE_TIMEOUT:-150} compute-sanitizer --tool memcheck --leak-check full $PY cuda/sanitize_run.py 2>&1 \
+        | tee "$OUT/sanitizer.log"
+    [ $? -eq 0 ] || test_rc=1
+fi
+DATE=$(date -u +%Y-%m-%d)
+timeout ${BENCH_TIMEOUT:-300} $PY cuda/bench_step.py --out "$OUT/cuda-step-$DATE.json" ${BENCH_ARGS:-} 2>&1 \
     | tee "$OUT/bench.log"
+if [ "${COMPARE_CHUNKS:-1}" != 0 ]; then
+    timeout ${BENCH_TIMEOUT:-300} $PY cuda/bench_step.py --chunks 1 --num-envs 262144 \
+        --out "$OUT/cuda-step-$DATE-chunks1.json" 2>&1 | tee -a "$OUT/bench.log"
+fi
 exit $test_rc

@@ -599,9 +599,10 @@ class CudaCraftaxEnv:
         actions_p = self._load_actions(actions)
         lib.check(lib.lib.craftax_cuda_memcpy_htod(self._p("keys"), lib.ffi.from_buffer(keys), keys.nbytes), "copy keys")
         lib.check(
-            lib.lib.craftax_cuda_step_with_keys(
+            lib.lib.craftax_cuda_step_with_keys_scratch(
                 self._p("states"), actions_p, self._p("keys", "uint32_t *"), n, self._params,
                 self._p("obs", "float *"), self._p("reward", "float *"), self._p("done", "uint8_t *"),
+                self._p("scratch"),
             ),
             "step_with_keys",
         )

@@ -42,9 +42,10 @@ static inline CRAFTAX_HD float craftax_step_reward(const uint8_t init_achievemen
     return fmaf(s->player_health - init_health, 0.1f, (float)achievement_reward);
 }
 
-/* game_logic.py:craftax_step. Modifies *state in place; returns the reward. */
-static inline CRAFTAX_HD float craftax_step(CraftaxState *state, CraftaxKey rng, int32_t action,
-                                            const CraftaxParams *params) {
+/* game_logic.py:craftax_step. Modifies *state in place; returns the reward. `spawn` is
+ * spawn_mobs' array space (see craftax_step below for the plain form). */
+static inline CRAFTAX_HD float craftax_step_scratch(CraftaxState *state, CraftaxKey rng, int32_t action,
+                                                    const CraftaxParams *params, CraftaxSpawnScratch *spawn) {
     uint8_t init_achievements[CRAFTAX_NUM_ACHIEVEMENTS];
     memcpy(init_achievements, state->achievements, sizeof(init_achievements));
     const float init_health = state->player_health;
@@ -67,7 +68,7 @@ static inline CRAFTAX_HD float craftax_step(CraftaxState *state, CraftaxKey rng,
     craftax_move_player(state, action, params);
 
     craftax_update_mobs(state, craftax_step_split(&rng), params);
-    craftax_spawn_mobs(state, craftax_step_split(&rng), params);
+    craftax_spawn_mobs_scratch(state, craftax_step_split(&rng), params, spawn);
     craftax_update_plants(state);
     craftax_update_player_intrinsics(state, action);
     craftax_clip_inventory_and_intrinsics(state, params);
@@ -83,13 +84,27 @@ static inline CRAFTAX_HD float craftax_step(CraftaxState *state, CraftaxKey rng,
     return reward;
 }
 
+/* game_logic.py:craftax_step with spawn_mobs' arrays on the stack. */
+static inline CRAFTAX_HD float craftax_step(CraftaxState *state, CraftaxKey rng, int32_t action,
+                                            const CraftaxParams *params) {
+    CraftaxSpawnScratch spawn;
+    return craftax_step_scratch(state, rng, action, params, &spawn);
+}
+
 /* CraftaxSymbolicEnvNoAutoReset.step_env: step, done = is_terminal, obs (when not NULL). */
-static inline CRAFTAX_HD float craftax_step_env(CraftaxState *state, CraftaxKey rng, int32_t action,
-                                                const CraftaxParams *params, float *obs, uint8_t *done) {
-    const float reward = craftax_step(state, rng, action, params);
+static inline CRAFTAX_HD float craftax_step_env_scratch(CraftaxState *state, CraftaxKey rng, int32_t action,
+                                                        const CraftaxParams *params, float *obs, uint8_t *done,
+                                                        CraftaxSpawnScratch *spawn) {
+    const float reward = craftax_step_scratch(state, rng, action, params, spawn);
     *done = (uint8_t)craftax_is_game_over(state, params);
     if (obs) craftax_render_symbolic(state, obs, 0);
     return reward;
+}
+
+static inline CRAFTAX_HD float craftax_step_env(CraftaxState *state, CraftaxKey rng, int32_t action,
+                                                const CraftaxParams *params, float *obs, uint8_t *done) {
+    CraftaxSpawnScratch spawn;
+    return craftax_step_env_scratch(state, rng, action, params, obs, done, &spawn);
 }
 
 /* light_level as XLA compiles calculate_light_level inside the official auto-reset
@@ -104,6 +119,45 @@ static inline CRAFTAX_HD float craftax_light_level_autoreset(int32_t timestep, i
     return 1.0f - (a * a) * a;
 }
 
+/* CraftaxSymbolicEnv.step (auto-reset) of one env, in two parts so that a batched caller
+ * can run the (rare, costly) reset part only for the envs that are done, e.g. densely
+ * packed on a GPU. craftax_step_autoreset_one below is the two parts in order.
+ *
+ * Step part: key_step, key_reset = split(key); step_env(key_step); *done, *terminated
+ * (the episode ended by death or by beating the boss, not only by the time limit);
+ * final_achievements (when not NULL) receives the achievements of the stepped state.
+ * When not done, the obs (when not NULL) is rendered and the state's light level is set as
+ * the auto-reset env leaves it; when done, the state must go through the reset part (with
+ * the same key) before it is used again. Returns the reward. */
+static inline CRAFTAX_HD float craftax_autoreset_step_part(CraftaxState *state, CraftaxKey key, int32_t action,
+                                                           const CraftaxParams *params, float *obs, uint8_t *done,
+                                                           uint8_t *terminated, uint8_t *final_achievements,
+                                                           CraftaxSpawnScratch *spawn) {
+    CraftaxKey key_step, key_reset;
+    craftax_split2(key, &key_step, &key_reset);
+    const float reward = craftax_step_scratch(state, key_step, action, params, spawn);
+    *done = (uint8_t)craftax_is_game_over(state, params);
+    *terminated = (uint8_t)(state->player_health <= 0.0f || craftax_has_beaten_boss(state));
+    if (final_achievements) memcpy(final_achievements, state->achievements, CRAFTAX_NUM_ACHIEVEMENTS);
+    if (!*done) {
+        /* the obs sees step_env's (fused) light level, the returned state the unfused one */
+        if (obs) craftax_render_symbolic(state, obs, 0);
+        state->light_level = craftax_light_level_autoreset(state->timestep, params->day_length);
+    }
+    return reward;
+}
+
+/* Reset part, for an env whose step part said done, with the same key: the state and obs
+ * (when not NULL) become reset_env(key_reset). `scratch` is world-gen scratch space. */
+static inline CRAFTAX_HD void craftax_autoreset_reset_part(CraftaxState *state, CraftaxKey key,
+                                                           const CraftaxParams *params, float *obs,
+                                                           CraftaxWorldGenScratch *scratch) {
+    CraftaxKey key_step, key_reset;
+    craftax_split2(key, &key_step, &key_reset);
+    craftax_reset_env(key_reset, params, state, scratch);
+    if (obs) craftax_render_symbolic(state, obs, 1);
+}
+
 /* CraftaxSymbolicEnv.step (auto-reset) of one env: key_step, key_reset = split(key);
  * step_env(key_step); where done, the state and obs become reset_env(key_reset).
  * *terminated says whether the finished episode ended by death or by beating the boss (not
@@ -114,20 +168,10 @@ static inline CRAFTAX_HD float craftax_step_autoreset_one(CraftaxState *state, C
                                                           const CraftaxParams *params, float *obs, uint8_t *done,
                                                           uint8_t *terminated, uint8_t *final_achievements,
                                                           CraftaxWorldGenScratch *scratch) {
-    CraftaxKey key_step, key_reset;
-    craftax_split2(key, &key_step, &key_reset);
-    const float reward = craftax_step(state, key_step, action, params);
-    *done = (uint8_t)craftax_is_game_over(state, params);
-    *terminated = (uint8_t)(state->player_health <= 0.0f || craftax_has_beaten_boss(state));
-    if (final_achievements) memcpy(final_achievements, state->achievements, CRAFTAX_NUM_ACHIEVEMENTS);
-    if (*done) {
-        craftax_reset_env(key_reset, params, state, scratch);
-        if (obs) craftax_render_symbolic(state, obs, 1);
-    } else {
-        /* the obs sees step_env's (fused) light level, the returned state the unfused one */
-        if (obs) craftax_render_symbolic(state, obs, 0);
-        state->light_level = craftax_light_level_autoreset(state->timestep, params->day_length);
-    }
+    CraftaxSpawnScratch spawn;
+    const float reward =
+        craftax_autoreset_step_part(state, key, action, params, obs, done, terminated, final_achievements, &spawn);
+    if (*done) craftax_autoreset_reset_part(state, key, params, obs, scratch);
     return reward;
 }
 

@@ -343,13 +343,14 @@ static inline CRAFTAX_HD void craftax_update_mobs(CraftaxState *state, CraftaxKe
 /* ---- spawn_mobs ---------------------------------------------------------------------- */
 
 /* choice(key, arange(48*48), shape=(1,), p=mask/sum(mask)) -> (idx // 48, idx % 48). */
-static inline CRAFTAX_HD void craftax_sw_choose_cell(CraftaxKey key, const uint8_t *mask, int32_t out[2]) {
+/* p and cumsum: caller-provided space for 48*48 floats each (kept out of the stack frame
+ * of GPU kernels). */
+static inline CRAFTAX_HD void craftax_sw_choose_cell(CraftaxKey key, const uint8_t *mask, int32_t out[2], float *p,
+                                                     float *cumsum) {
     const int n = CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE;
     int32_t count = 0;
     for (int j = 0; j < n; j++) count += mask[j];
     const float total = (float)count;
-    float cumsum[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE];
-    float p[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE];
     for (int j = 0; j < n; j++) p[j] = (float)mask[j] / total;
     craftax_cumsum_f32(p, n, cumsum);
     int32_t idx = craftax_choice_from_cumsum(key, 0, cumsum, n);
@@ -409,6 +410,16 @@ typedef struct {
     int ready;
 } CraftaxSpawnMasks;
 
+/* All per-call arrays of spawn_mobs (about 34.6 KB): a local in craftax_spawn_mobs, or
+ * caller-provided space (the CUDA build keeps one per env in global memory, so that the
+ * step kernel's stack frame stays small). Contents on entry do not matter. */
+typedef struct {
+    CraftaxSpawnMasks m;
+    uint8_t cand[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE];
+    float p[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE];
+    float cumsum[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE];
+} CraftaxSpawnScratch;
+
 static inline CRAFTAX_HD void craftax_sw_spawn_masks(const CraftaxState *s, const CraftaxParams *params, int boss,
                                                      CraftaxSpawnMasks *m) {
     const int32_t L = s->player_level;
@@ -428,14 +439,13 @@ static inline CRAFTAX_HD void craftax_sw_spawn_masks(const CraftaxState *s, cons
     m->ready = 1;
 }
 
-/* game_logic.py:spawn_mobs. */
-static inline CRAFTAX_HD void craftax_spawn_mobs(CraftaxState *s, CraftaxKey rng, const CraftaxParams *params) {
+/* game_logic.py:spawn_mobs, its arrays in *w. */
+static inline CRAFTAX_HD void craftax_spawn_mobs_scratch(CraftaxState *s, CraftaxKey rng, const CraftaxParams *params,
+                                                         CraftaxSpawnScratch *w) {
     const int n = CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE;
     const int32_t L = s->player_level;
     const int boss = craftax_is_fighting_boss(s);
-    CraftaxSpawnMasks m;
-    m.ready = 0;
-    uint8_t cand[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE];
+    w->m.ready = 0;
     int32_t coeff = 1 + (s->monsters_killed[L] < CRAFTAX_MONSTERS_KILLED_TO_CLEAR_LEVEL) * 2;
     coeff *= boss ? craftax_is_boss_spawn_wave(s) * 1000 : 1;
     CraftaxKey k;
@@ -451,15 +461,15 @@ static inline CRAFTAX_HD void craftax_spawn_mobs(CraftaxState *s, CraftaxKey rng
     can = can && !boss;
     craftax_split2(rng, &rng, &k);
     if (can) {
-        craftax_sw_spawn_masks(s, params, boss, &m);
-        craftax_sw_free_cells_in_range(s, m.in_range, m.within);
+        craftax_sw_spawn_masks(s, params, boss, &w->m);
+        craftax_sw_free_cells_in_range(s, w->m.in_range, w->m.within);
         total = 0;
         for (int j = 0; j < n; j++) {
-            cand[j] = m.valid_blocks[j] && m.near3[j] && m.within[j];
-            total += cand[j];
+            w->cand[j] = w->m.valid_blocks[j] && w->m.near3[j] && w->m.within[j];
+            total += w->cand[j];
         }
         can = total > 0;
-        if (can) craftax_sw_choose_cell(k, cand, cell);
+        if (can) craftax_sw_choose_cell(k, w->cand, cell, w->p, w->cumsum);
     }
     {
         const int32_t type = CRAFTAX_FLOOR_MOB_MAPPING[L][MOB_CLASS_PASSIVE];
@@ -478,15 +488,15 @@ static inline CRAFTAX_HD void craftax_spawn_mobs(CraftaxState *s, CraftaxKey rng
     can = can && craftax_uniform(k, 0) < craftax_sw_melee_spawn_chance(L, s->light_level) * (float)coeff;
     craftax_split2(rng, &rng, &k);
     if (can) {
-        if (!m.ready) craftax_sw_spawn_masks(s, params, boss, &m);
-        craftax_sw_free_cells_in_range(s, m.in_range, m.within); /* the mob_map may have changed */
+        if (!w->m.ready) craftax_sw_spawn_masks(s, params, boss, &w->m);
+        craftax_sw_free_cells_in_range(s, w->m.in_range, w->m.within); /* the mob_map may have changed */
         total = 0;
         for (int j = 0; j < n; j++) {
-            cand[j] = (boss ? m.grave[j] : m.valid_blocks[j]) && m.monster_range[j] && m.within[j];
-            total += cand[j];
+            w->cand[j] = (boss ? w->m.grave[j] : w->m.valid_blocks[j]) && w->m.monster_range[j] && w->m.within[j];
+            total += w->cand[j];
         }
         can = total > 0;
-        if (can) craftax_sw_choose_cell(k, cand, cell);
+        if (can) craftax_sw_choose_cell(k, w->cand, cell, w->p, w->cumsum);
     }
     CRAFTAX_SW_SPAWN_INTO(melee_mobs, CRAFTAX_MAX_MELEE_MOBS, can, cell, melee_type,
                           CRAFTAX_MOB_TYPE_HEALTH_MAPPING[melee_type][MOB_CLASS_MELEE]);
@@ -502,23 +512,29 @@ static inline CRAFTAX_HD void craftax_spawn_mobs(CraftaxState *s, CraftaxKey rng
     can = can && craftax_uniform(k, 0) < CRAFTAX_FLOOR_MOB_SPAWN_CHANCE[L][2] * (float)coeff;
     craftax_split2(rng, &rng, &k);
     if (can) {
-        if (!m.ready) craftax_sw_spawn_masks(s, params, boss, &m);
-        craftax_sw_free_cells_in_range(s, m.in_range, m.within);
+        if (!w->m.ready) craftax_sw_spawn_masks(s, params, boss, &w->m);
+        craftax_sw_free_cells_in_range(s, w->m.in_range, w->m.within);
         total = 0;
         for (int j = 0; j < n; j++) {
             uint8_t base = ranged_type == 5 ? (s->map[L][j / CRAFTAX_MAP_SIZE][j % CRAFTAX_MAP_SIZE] == BLOCK_WATER)
-                                            : m.valid_blocks[j];
-            base = boss ? m.grave[j] : base;
-            cand[j] = base && m.monster_range[j] && m.within[j];
-            total += cand[j];
+                                            : w->m.valid_blocks[j];
+            base = boss ? w->m.grave[j] : base;
+            w->cand[j] = base && w->m.monster_range[j] && w->m.within[j];
+            total += w->cand[j];
         }
         can = total > 0;
-        if (can) craftax_sw_choose_cell(k, cand, cell);
+        if (can) craftax_sw_choose_cell(k, w->cand, cell, w->p, w->cumsum);
     }
     CRAFTAX_SW_SPAWN_INTO(ranged_mobs, CRAFTAX_MAX_RANGED_MOBS, can, cell, ranged_type,
                           CRAFTAX_MOB_TYPE_HEALTH_MAPPING[ranged_type][MOB_CLASS_RANGED]);
 }
 #undef CRAFTAX_SW_SPAWN_INTO
+
+/* game_logic.py:spawn_mobs. */
+static inline CRAFTAX_HD void craftax_spawn_mobs(CraftaxState *s, CraftaxKey rng, const CraftaxParams *params) {
+    CraftaxSpawnScratch w;
+    craftax_spawn_mobs_scratch(s, rng, params, &w);
+}
 
 /* ---- update_plants ------------------------------------------------------------------- */
 
