@@ -408,6 +408,8 @@ def _close_live_envs() -> None:
     # Free GPU buffers before the CUDA runtime tears itself down at process exit.
     for env in list(_LIVE_ENVS):
         env.close()
+    if _LIB is not None:  # the library's shared scratch and done list (compute-sanitizer's leak check)
+        _LIB.lib.craftax_cuda_release_scratch()
 
 
 class CudaCraftaxEnv:
