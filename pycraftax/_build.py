@@ -14,8 +14,8 @@ Environment knobs (for developers, not users):
 
 from __future__ import annotations
 
+import importlib.util
 import os
-import re
 from pathlib import Path
 
 from cffi import FFI
@@ -45,23 +45,16 @@ if os.environ.get("PYCRAFTAX_SANITIZE") == "1":
     LINK_ARGS += SANITIZE
 
 
-def cdef_text(header: Path) -> str:
-    """Declarations of a header as cffi's cdef accepts them.
+def _load_cdef_module():
+    # By path: the package itself cannot be imported before its extension is built.
+    spec = importlib.util.spec_from_file_location("_pycraftax_cdef", Path(__file__).with_name("_cdef.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-    Drops include guards, #include lines and the C++ ``extern "C"`` wrapper; keeps
-    ``#define NAME <integer>`` constants, which cdef understands.
-    """
-    text = header.read_text()
-    text = re.sub(r"#ifdef __cplusplus.*?#endif", "", text, flags=re.S)
-    kept = []
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("#"):
-            if re.fullmatch(r"#define\s+CRAFTAX_\w+\s+-?\d+", stripped):
-                kept.append(stripped)
-            continue
-        kept.append(line)
-    return "\n".join(kept)
+
+def cdef_text(header: Path) -> str:
+    return _load_cdef_module().cdef_declarations(header.read_text())
 
 
 ffibuilder = FFI()

@@ -22,7 +22,6 @@ from __future__ import annotations
 import atexit
 import ctypes
 import os
-import re
 import threading
 import weakref
 from pathlib import Path
@@ -30,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from pycraftax import _state, jax_random
+from pycraftax._cdef import cdef_declarations
 from pycraftax._native import ffi as c_ffi
 from pycraftax.achievements import ACHIEVEMENTS, NUM_ACHIEVEMENTS, log_achievements_to_info
 from pycraftax.env import NUM_ACTIONS, OBS_SIZE, check_actions, check_keys
@@ -53,20 +53,6 @@ _ERROR_TEXT = {
 
 
 # -- loading ------------------------------------------------------------------------------------
-def _cdef_text(text: str) -> str:
-    """Declarations of a header as cffi's cdef accepts them (as pycraftax/_build.py does)."""
-    text = re.sub(r"#ifdef __cplusplus.*?#endif", "", text, flags=re.S)
-    kept = []
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("#"):
-            if re.fullmatch(r"#define\s+CRAFTAX_\w+\s+-?\d+", stripped):
-                kept.append(stripped)
-            continue
-        kept.append(line)
-    return "\n".join(kept)
-
-
 def _find(name: str, dirs) -> Path | None:
     for d in dirs:
         if (d / name).is_file():
@@ -93,7 +79,7 @@ class _Lib:
         if header is None or params_header is None:
             raise RuntimeError("pycraftax CUDA backend: cuda/craftax_cuda.h or craftax/params.h not found")
         self.ffi = FFI()
-        self.ffi.cdef(_cdef_text(params_header.read_text()) + "\n" + _cdef_text(header.read_text()))
+        self.ffi.cdef(cdef_declarations(params_header.read_text()) + "\n" + cdef_declarations(header.read_text()))
         self.lib = self.ffi.dlopen(str(path))
         self.path = path
         if int(self.lib.craftax_cuda_state_size()) != _state.STATE_SIZE:
