@@ -93,11 +93,14 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
             const float prox_water = craftax_clip_f32(proximity / water_strength, 0.0f, cfg->water_max);
             const float prox_mountain = craftax_clip_f32(proximity / mountain_strength, 0.0f, cfg->mountain_max);
             /* How XLA fused the normalisation into these fields was measured (see
-             * CONFORMANCE.md): water = (fma(L, sqrt2, -min) * inv + prox) - 1 and
-             * mountain = fma(fma(L, sqrt2, -min), inv, 0.05) + prox - 1. */
+             * CONFORMANCE.md): water = (fma(L, sqrt2, -min) * inv + prox) - 1 (but fused for
+             * the sand test) and mountain = fma(fma(L, sqrt2, -min), inv, 0.05) + prox - 1. */
             const float water_d = fmaf(w->water[i][j], CRAFTAX_SQRT2_F, -water_min);
             const float mountain_d = fmaf(w->mountain[i][j], CRAFTAX_SQRT2_F, -mountain_min);
             w->water[i][j] = (water_d * water_inv_range + prox_water) - 1.0f;
+            /* The sand test's kernel fuses the normalising multiply into the + prox. */
+            w->mask_b[i * CRAFTAX_N + j] =
+                (uint8_t)(fmaf(water_d, water_inv_range, prox_water) - 1.0f > cfg->sand_threshold);
             w->mountain[i][j] = fmaf(mountain_d, mountain_inv_range, 0.05f) + prox_mountain - 1.0f;
         }
     }
@@ -105,7 +108,7 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
         for (int j = 0; j < CRAFTAX_N; j++) {
             const float water = w->water[i][j], mountain = w->mountain[i][j];
             uint8_t block = water > cfg->water_threshold ? cfg->sea_block : cfg->default_block;
-            if (water > cfg->sand_threshold && block != cfg->sea_block) block = cfg->coast_block;
+            if (w->mask_b[i * CRAFTAX_N + j] && block != cfg->sea_block) block = cfg->coast_block;
             if (mountain > 0.7f) block = cfg->mountain_block;
             if (mountain > 0.7f && w->path_x[i][j] > 0.8f) block = cfg->path_block;
             if (mountain > 0.7f && w->path_x[j][i] > 0.8f) block = cfg->path_block;
