@@ -48,23 +48,16 @@ def bench_worldgen(num_envs: int = 64, threads: int = 1, min_seconds: float = 2.
     import pycraftax
 
     env = pycraftax.make("Craftax-Symbolic-v1", num_envs=num_envs, backend="c", seed=seed)
-    lib.craftax_set_num_threads(threads)
-    try:
-        key = jax_random.prng_key(seed)
-        env.reset(seed=seed)  # warm-up: page in the state buffer
-        worlds, start, calls = 0, time.perf_counter(), 0
-        while True:
-            key, sub = jax_random.split(key, 2)
-            env.reset_with_keys(jax_random.split(sub, num_envs))
-            worlds += num_envs
-            calls += 1
-            elapsed = time.perf_counter() - start
-            if progress is not None:
-                progress(worlds, elapsed)
-            if elapsed >= min_seconds and calls >= 3:
-                break
-    finally:
-        lib.craftax_set_num_threads(0)
+    env.reset(seed=seed)  # warm-up: page in the state buffer
+    key = [jax_random.prng_key(seed)]
+
+    def one_call() -> None:
+        key[0], sub = jax_random.split(key[0], 2)
+        env.reset_with_keys(jax_random.split(sub, num_envs))
+
+    calls, elapsed = _timed(one_call, threads, min_seconds, min_calls=3,
+                            progress=progress and (lambda c, t: progress(c * num_envs, t)))
+    worlds = calls * num_envs
     return {
         "num_envs": num_envs,
         "threads": threads,
@@ -73,6 +66,24 @@ def bench_worldgen(num_envs: int = 64, threads: int = 1, min_seconds: float = 2.
         "worlds_per_s": worlds / elapsed,
         "worlds_per_s_per_core": worlds / elapsed / threads,
     }
+
+
+def _timed(one_call, threads: int, min_seconds: float, min_calls: int, progress=None) -> tuple[int, float]:
+    """Run one_call() on `threads` C threads until min_seconds and min_calls have passed;
+    progress(calls, elapsed) after each call. Returns (calls, elapsed seconds)."""
+    lib.craftax_set_num_threads(threads)
+    try:
+        calls, start = 0, time.perf_counter()
+        while True:
+            one_call()
+            calls += 1
+            elapsed = time.perf_counter() - start
+            if progress is not None:
+                progress(calls, elapsed)
+            if elapsed >= min_seconds and calls >= min_calls:
+                return calls, elapsed
+    finally:
+        lib.craftax_set_num_threads(0)
 
 
 def keys_for(num: int, seed: int) -> np.ndarray:
@@ -100,25 +111,20 @@ def bench_step(num_envs: int = 1024, threads: int = 1, min_seconds: float = 3.0,
     actions = rng.integers(0, 43, size=(block, num_envs), dtype=np.int32)
     key_block = jax_random.split(key, block * num_envs).reshape(block, num_envs, 2)
     states = env._states
-    lib.craftax_set_num_threads(threads)
-    try:
-        steps, start, calls, episodes = 0, time.perf_counter(), 0, 0
-        while True:
-            t = calls % block
-            check(lib.craftax_step_autoreset(ptr(states, "void *"), ptr(actions[t], "int32_t *"),
-                                             ptr(key_block[t], "uint32_t *"), num_envs, env._c_params,
-                                             ptr(obs, "float *"), ptr(rewards, "float *"), ptr(dones, "uint8_t *"),
-                                             ffi.NULL, ffi.NULL, ffi.NULL), "step")
-            episodes += int(dones.sum())
-            steps += num_envs
-            calls += 1
-            elapsed = time.perf_counter() - start
-            if progress is not None:
-                progress(steps, elapsed)
-            if elapsed >= min_seconds and calls >= 8:
-                break
-    finally:
-        lib.craftax_set_num_threads(0)
+    episodes, done_calls = [0], [0]
+
+    def one_call() -> None:
+        b = done_calls[0] % block
+        done_calls[0] += 1
+        check(lib.craftax_step_autoreset(ptr(states, "void *"), ptr(actions[b], "int32_t *"),
+                                         ptr(key_block[b], "uint32_t *"), num_envs, env._c_params,
+                                         ptr(obs, "float *"), ptr(rewards, "float *"), ptr(dones, "uint8_t *"),
+                                         ffi.NULL, ffi.NULL, ffi.NULL), "step")
+        episodes[0] += int(dones.sum())
+
+    calls, elapsed = _timed(one_call, threads, min_seconds, min_calls=8,
+                            progress=progress and (lambda c, t: progress(c * num_envs, t)))
+    steps, episodes = calls * num_envs, episodes[0]
     return {
         "num_envs": num_envs,
         "threads": threads,
