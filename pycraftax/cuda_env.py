@@ -13,8 +13,9 @@ expose `__cuda_array_interface__` (v3) and `__dlpack__`, so `torch.as_tensor(obs
 reset/step/observe are views of buffers owned by the env: the next reset/step/observe
 overwrites them (as in PufferLib and EnvPool's GPU mode), so copy what you keep.
 
-Library lookup: $PYCRAFTAX_CUDA_LIB, else pycraftax/libcraftax_cuda.so, else the
-repository's cuda/build/libcraftax_cuda.so (built by `make -C cuda`).
+Library lookup: $PYCRAFTAX_CUDA_LIB, else the newer of pycraftax/libcraftax_cuda.so (put
+there by `pip install` where nvcc is found) and the repository's cuda/build/libcraftax_cuda.so
+(built by `make -C cuda`), so that a developer's fresh `make` wins over an older install.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ from pycraftax.spaces import Box, Discrete
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _ROOT = _PACKAGE_DIR.parent
-_HEADER_DIRS = (_PACKAGE_DIR / "cuda_include", _ROOT / "cuda")
-_PARAMS_HEADER_DIRS = (_PACKAGE_DIR / "cuda_include", _ROOT / "reference_c" / "include" / "craftax")
+_INSTALLED_HEADERS = _PACKAGE_DIR / "cuda_include"  # copied there by setup.py with the library
+_SOURCE_HEADERS = (_ROOT / "cuda", _ROOT / "reference_c" / "include" / "craftax")
 
 ERR_NULL, ERR_NUM_ENVS, ERR_NO_MEMORY, ERR_ARGUMENT, ERR_CUDA, ERR_NO_DEVICE = -1, -2, -3, -4, -5, -6
 _ERROR_TEXT = {
@@ -65,22 +66,34 @@ def library_path() -> Path | None:
     env = os.environ.get("PYCRAFTAX_CUDA_LIB")
     if env:
         return Path(env) if Path(env).is_file() else None
-    return _find("libcraftax_cuda.so", (_PACKAGE_DIR, _ROOT / "cuda" / "build"))
+    found = [d / "libcraftax_cuda.so" for d in (_PACKAGE_DIR, _ROOT / "cuda" / "build")]
+    found = [p for p in found if p.is_file()]
+    return max(found, key=lambda p: p.stat().st_mtime) if found else None
+
+
+def bind(path: Path):
+    """(ffi, lib) of the CUDA library at `path`, its cdef read from the headers that describe
+    that very library: the installed copies beside an installed library, the source tree's
+    beside a `make -C cuda` build. Touches no GPU."""
+    from cffi import FFI
+
+    dirs = (_INSTALLED_HEADERS,) + _SOURCE_HEADERS
+    if path.parent != _PACKAGE_DIR:
+        dirs = _SOURCE_HEADERS + (_INSTALLED_HEADERS,)
+    header = _find("craftax_cuda.h", dirs)
+    params_header = _find("params.h", dirs)
+    if header is None or params_header is None:
+        raise RuntimeError("pycraftax CUDA backend: cuda/craftax_cuda.h or craftax/params.h not found")
+    ffi = FFI()
+    ffi.cdef(cdef_declarations(params_header.read_text()) + "\n" + cdef_declarations(header.read_text()))
+    return ffi, ffi.dlopen(str(path))
 
 
 class _Lib:
     """The loaded library, its ffi and the selected device (loaded once per process)."""
 
     def __init__(self, path: Path):
-        from cffi import FFI
-
-        header = _find("craftax_cuda.h", _HEADER_DIRS)
-        params_header = _find("params.h", _PARAMS_HEADER_DIRS)
-        if header is None or params_header is None:
-            raise RuntimeError("pycraftax CUDA backend: cuda/craftax_cuda.h or craftax/params.h not found")
-        self.ffi = FFI()
-        self.ffi.cdef(cdef_declarations(params_header.read_text()) + "\n" + cdef_declarations(header.read_text()))
-        self.lib = self.ffi.dlopen(str(path))
+        self.ffi, self.lib = bind(path)
         self.path = path
         if int(self.lib.craftax_cuda_state_size()) != _state.STATE_SIZE:
             raise RuntimeError(
