@@ -5,6 +5,7 @@
     pycraftax bench step  [--num-envs N] [--threads T] [--seconds S]
     pycraftax train [--total-timesteps N] [--num-envs N] ... [--out DIR] [--resume CKPT]   PPO-RNN on CPU
     pycraftax eval --checkpoint CKPT [--episodes N] [--greedy]                          run a trained policy
+    pycraftax render [--checkpoint CKPT] [--out episode.gif] [--view local|floor]      GIF of one episode
 """
 
 from __future__ import annotations
@@ -17,11 +18,7 @@ import numpy as np
 
 FLOOR_NAMES = ("Overworld", "Dungeon", "Gnomish Mines", "Sewers", "Vaults", "Troll Mines", "Fire Realm",
                "Ice Realm", "Graveyard")
-BLOCK_NAMES = ("INVALID", "OUT_OF_BOUNDS", "GRASS", "WATER", "STONE", "TREE", "WOOD", "PATH", "COAL", "IRON",
-               "DIAMOND", "CRAFTING_TABLE", "FURNACE", "SAND", "LAVA", "PLANT", "RIPE_PLANT", "WALL", "DARKNESS",
-               "WALL_MOSS", "STALAGMITE", "SAPPHIRE", "RUBY", "CHEST", "FOUNTAIN", "FIRE_GRASS", "ICE_GRASS",
-               "GRAVEL", "FIRE_TREE", "ICE_SHRUB", "ENCHANTMENT_TABLE_FIRE", "ENCHANTMENT_TABLE_ICE", "NECROMANCER",
-               "GRAVE", "GRAVE2", "GRAVE3", "NECROMANCER_VULNERABLE")
+from pycraftax.render import BLOCK_NAMES
 
 
 class Progress:
@@ -119,6 +116,32 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_render(args: argparse.Namespace) -> int:
+    import os
+
+    from pycraftax.render import record_episode, save_gif
+
+    policy = None
+    if args.checkpoint is not None:
+        if not os.path.exists(args.checkpoint):
+            print(f"pycraftax render: error: no file {args.checkpoint}", file=sys.stderr)
+            return 2
+        policy = _train_module().load_policy(args.checkpoint)
+    bar = Progress(args.max_steps, "steps")
+    frames, summary = record_episode(policy, seed=args.seed, max_steps=args.max_steps, view=args.view,
+                                     tile=args.tile, greedy=args.greedy, progress=bar.update)
+    bar.update(summary["length"], force=True)
+    bar.close()
+    save_gif(args.out, frames, fps=args.fps)
+    who = "random actions" if policy is None else args.checkpoint
+    state = "ended" if summary["ended"] else "still running (step limit)"
+    print(f"{args.out}: {len(frames)} frames; {who}: return {summary['return']:.2f} over {summary['length']} steps, "
+          f"episode {state}")
+    for name, step in sorted(summary["achievements"].items(), key=lambda kv: kv[1]):
+        print(f"  step {step:>5}  {name}")
+    return 0
+
+
 def _train_module():
     from pycraftax.train import trainer
 
@@ -163,12 +186,26 @@ def main(argv: list[str] | None = None) -> int:
     _train_module().add_eval_args(evaluate)
     evaluate.set_defaults(func=cmd_eval)
 
+    render = sub.add_parser("render", help="record one episode of a policy (or random actions) as a GIF")
+    render.add_argument("--checkpoint", default=None, help="checkpoint.npz or params.npz; random actions if absent")
+    render.add_argument("--out", default="episode.gif")
+    render.add_argument("--seed", type=int, default=0)
+    render.add_argument("--max-steps", type=int, default=1000)
+    render.add_argument("--view", choices=("local", "floor"), default="local",
+                        help="the agent's 9x11 view, or the whole floor")
+    render.add_argument("--tile", type=int, default=16, help="pixels per cell (>= 4)")
+    render.add_argument("--fps", type=float, default=8.0)
+    render.add_argument("--greedy", action="store_true", help="argmax actions instead of sampling")
+    render.set_defaults(func=cmd_render)
+
     args = parser.parse_args(argv)
-    for name in ("num_envs", "batch", "threads"):
+    for name in ("num_envs", "batch", "threads", "max_steps"):
         if getattr(args, name, 1) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1")
     if getattr(args, "seconds", 1.0) <= 0:
         parser.error("--seconds must be > 0")
+    if getattr(args, "fps", 1.0) <= 0 or getattr(args, "tile", 16) < 4 or getattr(args, "seed", 0) < 0:
+        parser.error("--fps must be > 0, --tile >= 4 and --seed >= 0")
     return args.func(args)
 
 
