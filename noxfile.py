@@ -134,6 +134,12 @@ def bench(session: nox.Session) -> None:
     session.run("python", "bench/step.py", *session.posargs)
 
 
+@nox.session(default=False, python=False)
+def report(session: nox.Session) -> None:
+    """bench/REPORT.md from the raw JSON in bench/results/."""
+    session.run("python3", "bench/report.py", *session.posargs, external=True)
+
+
 @nox.session(default=False)
 def lint(session: nox.Session) -> None:
     """ruff over the Python sources."""

@@ -25,10 +25,15 @@ def cpu_model() -> str:
 
 
 def git_commit() -> str:
+    """The source commit: $PYCRAFTAX_COMMIT where the tree was copied without its git
+    history (e.g. to a GPU machine), else git's HEAD."""
+    if os.environ.get("PYCRAFTAX_COMMIT"):
+        return os.environ["PYCRAFTAX_COMMIT"]
     try:
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         out = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
-        return out.stdout.strip() or "unknown"
+        commit = out.stdout.strip()
+        return commit if out.returncode == 0 and len(commit) == 40 else "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 

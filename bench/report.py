@@ -1,0 +1,151 @@
+"""Benchmark report: tables (and a plot) from the raw JSON in bench/results/.
+
+    python bench/report.py [--results bench/results] [--out bench/REPORT.md]
+
+Every number in the report is read from a result file, which is named beside it, with the
+machine and commit recorded there: the report holds no figure of its own. Kinds read:
+worldgen-*.json and step-*.json (C reference vs upstream on one CPU, bench/worldgen.py and
+bench/step.py), cuda-step*.json (CUDA env sweeps, cuda/bench_step.py), upstream-gpu*.json
+(upstream craftax on the GPU, bench/upstream_jax.py) and trainer-*.json (training
+throughput, cuda/bench_trainer.py). Unknown files are listed, not guessed at.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _fmt(value, digits: int = 0) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float) and abs(value) >= 1e6:
+        return f"{value / 1e6:,.2f} M"
+    if isinstance(value, float) and abs(value) >= 1e4:
+        return f"{value / 1e3:,.0f} k"
+    return f"{value:,.{digits}f}" if isinstance(value, float) else f"{value:,}"
+
+
+def _machine(d: dict) -> str:
+    m = d.get("machine", {})
+    where = d.get("device") or f"{m.get('cpu', '?')} ({m.get('cores', '?')} cores)"
+    return f"{where}, commit {str(m.get('commit', '?'))[:10]}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" ---: " for _ in header) + "|"]
+    return lines + ["| " + " | ".join(row) + " |" for row in rows]
+
+
+def worldgen_section(path: Path, d: dict) -> list[str]:
+    rows = [[f"C reference, {r['threads']} thread(s)", _fmt(r["worlds_per_s"]), _fmt(r["worlds_per_s_per_core"])]
+            for r in d.get("c", [])]
+    rows += [[f"upstream reset_env (jit, vmap {r['num_envs']}), {r['cores']} core(s)", _fmt(r["worlds_per_s"]),
+              _fmt(r["worlds_per_s_per_core"])] for r in d.get("upstream", [])]
+    out = [f"### World generation ({path.name}; {_machine(d)})", ""]
+    out += _table(["", "worlds/s", "worlds/s per core"], rows)
+    if "ratio_per_core" in d:
+        out += ["", f"Per-core ratio C / upstream: **{d['ratio_per_core']:.1f}x**."]
+    return out + [""]
+
+
+def step_section(path: Path, d: dict) -> list[str]:
+    rows = [[f"C reference, {r['threads']} thread(s), {r['num_envs']} envs", _fmt(r["steps_per_s"]),
+             _fmt(r["steps_per_s_per_core"])] for r in d.get("c", [])]
+    for r in d.get("upstream", []):
+        what = "env.step (official auto-reset)" if r.get("auto_reset") else "step_env (no reset)"
+        rows.append([f"upstream {what}, {r['cores']} core(s), {r['num_envs']} envs", _fmt(r["steps_per_s"]),
+                     _fmt(r["steps_per_s_per_core"])])
+    out = [f"### Env step on the CPU ({path.name}; {_machine(d)})", ""]
+    out += _table(["", "steps/s", "steps/s per core"], rows)
+    if "ratio_per_core_vs_official_step" in d:
+        out += ["", f"Per-core ratio C / upstream official env.step: **{d['ratio_per_core_vs_official_step']:.0f}x**"
+                f" (vs step_env without resets: {d.get('ratio_per_core_vs_step_env', float('nan')):.1f}x)."]
+    return out + [""]
+
+
+def _cuda_rows(d: dict) -> list[dict]:
+    if "results" in d:
+        return d["results"]
+    rows = []
+    for run in d.get("runs", []):
+        rows += run.get("results", [])
+    return rows
+
+
+def cuda_section(path: Path, d: dict) -> list[str]:
+    rows = []
+    for r in _cuda_rows(d):
+        rows.append([_fmt(r.get("num_envs")),
+                     _fmt(r.get("fresh_env_steps_per_s", r.get("env_steps_per_s"))),
+                     _fmt(r.get("steady_env_steps_per_s", r.get("last_quarter_env_steps_per_s"))),
+                     _fmt(r.get("upstream_steps_per_s")),
+                     _fmt(r.get("ratio_vs_upstream"), 1) if r.get("ratio_vs_upstream") else "-",
+                     _fmt(r.get("allocated_bytes_per_env", r.get("buffers_bytes_per_env")))])
+    out = [f"### CUDA env ({path.name}; {_machine(d)})", ""]
+    if d.get("note"):
+        out += [d["note"], ""]
+    out += _table(["envs", "env-steps/s fresh", "env-steps/s steady", "upstream steps/s", "ratio",
+                   "bytes per env"], rows)
+    return out + [""]
+
+
+def upstream_gpu_section(path: Path, d: dict) -> list[str]:
+    rows = [[r["mode"], _fmt(r["num_envs"]), _fmt(r["steps_per_s"]), f"{r['first_call_seconds']:.0f} s",
+             r.get("device", "?")] for r in d.get("results", [])]
+    out = [f"### Upstream craftax on the GPU ({path.name})", ""]
+    return out + _table(["mode", "envs", "steps/s", "first call", "device"], rows) + [""]
+
+
+def trainer_section(path: Path, d: dict) -> list[str]:
+    rows = []
+    for r in d.get("results", [d]):
+        rows.append([str(r.get("recipe", r.get("name", "?"))), _fmt(r.get("num_envs")),
+                     _fmt(r.get("train_steps_per_s", r.get("steps_per_s"))), str(r.get("note", ""))])
+    out = [f"### Training throughput ({path.name}; {_machine(d)})", ""]
+    return out + _table(["recipe", "envs", "training steps/s", "note"], rows) + [""]
+
+
+SECTIONS = (("worldgen-", worldgen_section), ("step-", step_section), ("cuda-step", cuda_section),
+            ("upstream-gpu", upstream_gpu_section), ("trainer-", trainer_section))
+
+
+def build_report(results: Path) -> str:
+    lines = ["# pycraftax benchmark report", "",
+             f"Generated by `bench/report.py` from {results.relative_to(ROOT) if results.is_relative_to(ROOT) else results}"
+             "; newest file of each kind first.", ""]
+    unknown = []
+    files = sorted(results.glob("*.json"), key=lambda p: p.name, reverse=True)
+    for prefix, section in SECTIONS:
+        chosen = [p for p in files if p.name.startswith(prefix)]
+        if not chosen:
+            continue
+        for path in chosen:
+            try:
+                lines += section(path, json.loads(path.read_text()))
+            except (KeyError, TypeError, ValueError) as exc:
+                lines += [f"### {path.name}", "", f"(not readable as {prefix}*: {exc!r})", ""]
+    for path in files:
+        if not any(path.name.startswith(prefix) for prefix, _ in SECTIONS):
+            unknown.append(path.name)
+    if unknown:
+        lines += ["### Other result files", ""] + [f"- {name}" for name in unknown] + [""]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--results", type=Path, default=ROOT / "bench" / "results")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "REPORT.md")
+    args = parser.parse_args()
+    if not args.results.is_dir():
+        parser.error(f"--results {args.results} is not a directory")
+    args.out.write_text(build_report(args.results.resolve()))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
