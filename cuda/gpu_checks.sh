@@ -3,8 +3,9 @@
 #   cuda/gpu_checks.sh [OUTDIR]
 # 1. loads cuda/build/libcraftax_cuda.so (rebuilds it with `make -C cuda -B` if it does not load),
 # 2. runs conformance/test_cuda.py (anchors, C-vs-CUDA lockstep, zero-copy, out-of-memory),
-# 3. compute-sanitizer memcheck over cuda/sanitize_run.py (small C-vs-CUDA run; skipped when
-#    compute-sanitizer is not on the PATH or SANITIZE=0),
+# 3. compute-sanitizer memcheck (with leak check) and racecheck (shared-memory hazards) over
+#    cuda/sanitize_run.py (small C-vs-CUDA run; skipped when compute-sanitizer is not on the
+#    PATH or SANITIZE=0),
 # 4. sweeps env steps/s and memory per env (cuda/bench_step.py) into OUTDIR/cuda-step-<date>.json,
 #    then, unless COMPARE_CHUNKS=0, the auto-reset without overlap (--chunks 1) at 262,144 envs
 #    into OUTDIR/cuda-step-<date>-chunks1.json.
@@ -24,8 +25,11 @@ timeout ${TEST_TIMEOUT:-300} $PY -m pytest conformance/test_cuda.py -q -rs --dur
     | tee "$OUT/test_cuda.log"
 test_rc=$?
 if [ "${SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >/dev/null; then
-    timeout ${SANITIZE_TIMEOUT:-150} compute-sanitizer --tool memcheck --leak-check full $PY cuda/sanitize_run.py 2>&1 \
-        | tee "$OUT/sanitizer.log"
+    timeout ${SANITIZE_TIMEOUT:-150} compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 \
+        $PY cuda/sanitize_run.py 2>&1 | tee "$OUT/sanitizer.log"
+    [ $? -eq 0 ] || test_rc=1
+    timeout ${SANITIZE_TIMEOUT:-150} compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 3 \
+        $PY cuda/sanitize_run.py 2>&1 | tee -a "$OUT/sanitizer.log"
     [ $? -eq 0 ] || test_rc=1
 fi
 DATE=$(date -u +%Y-%m-%d)
