@@ -152,7 +152,8 @@ class PPO:
         if env is not None:
             states = ffi.cast("void *", env._buffers["states"].ptr)
             scratch = ffi.cast("void *", env._buffers["scratch"].ptr)
-            params = ffi.cast("void *", env._params)
+            # env._params belongs to the env's own FFI instance: pass its address
+            params = ffi.cast("void *", int(env._lib.ffi.cast("uintptr_t", env._params)))
             psize = env._lib.ffi.sizeof("CraftaxParams")
         else:
             states = scratch = params = ffi.NULL
@@ -351,6 +352,7 @@ class CudaTrainer(Trainer):
         self.ppo.iterate()
         t1 = _now()
         m = self._record(self.ppo.episodes(), self.ppo.losses(), t0, t1, None)
+        m["iteration_s"] = t1 - t0
         m["device_ms"] = self.ppo.last_iterate_ms
         return m
 

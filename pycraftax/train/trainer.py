@@ -265,7 +265,7 @@ class Trainer:
                  length_window=(float(np.mean(self.window_lengths)) if self.window_lengths else None),
                  window_episodes=len(self.window_returns),
                  **losses, sps=steps / (t2 - t0), rollout_s=None if t1 is None else t1 - t0,
-                 learn_s=None if t1 is None else t2 - t1, iteration_s=t2 - t0)
+                 learn_s=None if t1 is None else t2 - t1)
         if self.window_ach:
             rates = np.mean(np.stack(self.window_ach), 0)
             m["achievements"] = {NAMES_BY_INDEX[i]: float(rates[i]) for i in range(NUM_ACHIEVEMENTS)}
@@ -540,7 +540,12 @@ def add_train_args(p) -> None:
                        help=f"default {getattr(defaults, name)}")
     p.add_argument("--no-anneal-lr", action="store_true", help="constant learning rate")
     p.add_argument("--paper", action="store_true",
-                   help="the paper's sizes (1024 envs x 64 steps, width/hidden 512, 1e9 steps); flags override")
+                   help="the paper's sizes (1024 envs x 64 steps, width/hidden 512, 1e9 steps); flags override "
+                        "(the default with --backend cuda)")
+    p.add_argument("--backend", choices=("auto", "cuda", "c"), default="auto",
+                   help="cuda: the GPU trainer (cuda/ppo_cuda.cu); c: NumPy + C env on the CPU; auto (default): "
+                        "cuda where a GPU, the CUDA library and cuBLAS are usable")
+    p.add_argument("--no-tf32", action="store_true", help="GPU trainer: exact fp32 GEMMs instead of TF32")
     p.add_argument("--out", default=None, help="output directory (default runs/ppo-rnn-seed<seed>)")
     p.add_argument("--resume", default=None, metavar="CHECKPOINT",
                    help="continue a run bit-exactly from its checkpoint.npz (with the checkpoint's config)")
@@ -548,11 +553,26 @@ def add_train_args(p) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-def config_from_args(args) -> TrainConfig:
+def resolve_backend(args) -> str:
+    backend = getattr(args, "backend", "c")
+    if backend == "auto":
+        from pycraftax.train import cuda_trainer
+
+        backend = cuda_trainer.default_backend()
+    elif backend == "cuda":
+        from pycraftax.train import cuda_trainer
+
+        reason = cuda_trainer.unavailable_reason()
+        if reason:
+            raise ValueError(f"--backend cuda: {reason}")
+    return backend
+
+
+def config_from_args(args, backend: str = "c") -> TrainConfig:
     given = {n: getattr(args, "cfg_" + n) for n in _CLI_FIELDS if getattr(args, "cfg_" + n) is not None}
     if args.no_anneal_lr:
         given["anneal_lr"] = False
-    if args.paper:
+    if args.paper or backend == "cuda":
         cfg = TrainConfig.paper(**given)
     else:
         cfg = TrainConfig(**given)
@@ -571,20 +591,31 @@ def cmd_train(args) -> int:
                                  + ", ".join("--" + n.replace("_", "-") for n in explicit or ["paper/--no-anneal-lr"]))
             if not os.path.exists(args.resume):
                 raise ValueError(f"--resume: no checkpoint at {args.resume}")
+            backend = read_checkpoint(args.resume)["meta"].get("backend", "c")
         else:
-            config = config_from_args(args)
+            backend = resolve_backend(args)
+            config = config_from_args(args, backend)
     except ValueError as e:
         print(f"pycraftax train: error: {e}", file=sys.stderr)
         return 2
     set_blas_threads(args.blas_threads)
+    if backend == "cuda":
+        import functools
+
+        from pycraftax.train.cuda_trainer import CudaTrainer
+
+        cls = CudaTrainer
+        make = functools.partial(CudaTrainer, tf32=not getattr(args, "no_tf32", False))
+    else:
+        cls = make = Trainer
     if args.resume:
-        trainer = Trainer.resume(args.resume, out_dir=args.out)
+        trainer = cls.resume(args.resume, out_dir=args.out)
         config = trainer.config
         print(f"resumed {args.resume} at update {trainer.update}/{config.num_updates}")
     else:
         out = args.out or f"runs/ppo-rnn-seed{config.seed}"
-        trainer = Trainer(config, out)
-    print(f"PPO-RNN (NumPy, {config.dtype}) on Craftax-Symbolic-v1 (C env): {config.num_envs} envs x "
+        trainer = make(config, out)
+    print(f"{cls.TITLE} ({config.dtype}) on Craftax-Symbolic-v1 ({cls.BACKEND} env): {config.num_envs} envs x "
           f"{config.num_steps} steps, width {config.width}, hidden {config.hidden}, {config.num_updates} updates "
           f"({config.num_updates * config.num_envs * config.num_steps:,} env steps) -> {trainer.out_dir}")
     t0 = _now()
