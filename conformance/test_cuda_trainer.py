@@ -280,7 +280,7 @@ def test_graph_iteration_equals_eager():
 
 # -- (f) --------------------------------------------------------------------------------------
 def test_short_run_improves_return(tmp_path):
-    updates = int(os.environ.get("PYCRAFTAX_TRAIN_TEST_UPDATES", "100"))
+    updates = int(os.environ.get("PYCRAFTAX_TRAIN_TEST_UPDATES", "60"))
     cfg = TrainConfig(total_timesteps=updates * 256 * 32, num_envs=256, num_steps=32, width=128, hidden=128,
                       lr=5e-4, seed=0, checkpoint_every=10**6)
     tr = ct.CudaTrainer(cfg, str(tmp_path))

@@ -91,7 +91,7 @@ def bench(name: str, sizes: dict, iters: int, warmup: int, tf32: bool, rollout_i
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--recipes", default="paper,fast,wide_batch", help=f"comma list of {sorted(RECIPES)}")
-    ap.add_argument("--iters", type=int, default=5)
+    ap.add_argument("--iters", type=int, default=4)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--rollout-iters", type=int, default=2)
     ap.add_argument("--no-tf32", action="store_true")
