@@ -531,6 +531,38 @@ int craftax_cuda_step_autoreset_scratch(void *states, const int32_t *actions, co
     return finish_launch("step_autoreset");
 }
 
+int craftax_cuda_step_autoreset_stream(void *states, const int32_t *actions, const uint32_t *keys,
+                                       int64_t num_envs, const CraftaxParams *params, float *obs, float *rewards,
+                                       uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
+                                       uint8_t *final_achievements, void *scratch, int32_t *done_list,
+                                       uintptr_t stream) {
+    if (!states || !actions || !keys || !params || !scratch || !done_list) return CRAFTAX_ERR_NULL;
+    if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
+    if (params->day_length <= 0) return CRAFTAX_ERR_ARGUMENT;
+    if (num_envs == 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    int32_t *count = done_list + num_envs;
+    CraftaxCudaScratch *scr = (CraftaxCudaScratch *)scratch;
+    CUDA_TRY(cudaMemsetAsync(count, 0, sizeof(int32_t), s), "cudaMemsetAsync(done count)");
+    autoreset_step_kernel<<<grid_for(num_envs), THREADS, 0, s>>>((CraftaxState *)states, actions, keys, 0, num_envs,
+                                                                 *params, obs, rewards, dones, terminated, truncated,
+                                                                 final_achievements, scr, done_list, count);
+    CUDA_TRY(cudaGetLastError(), "step_autoreset_stream (step part)");
+    int64_t blocks = (num_envs + RESET_THREADS - 1) / RESET_THREADS;
+    int sms = g_num_sms;
+    if (sms <= 0) {
+        int device = 0;
+        CUDA_TRY(cudaGetDevice(&device), "cudaGetDevice");
+        CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+        g_num_sms = sms;
+    }
+    if (blocks > (int64_t)sms * 16) blocks = (int64_t)sms * 16;
+    autoreset_reset_kernel<<<(unsigned)blocks, RESET_THREADS, 0, s>>>((CraftaxState *)states, keys, 0, *params, obs,
+                                                                      scr, done_list, count);
+    CUDA_TRY(cudaGetLastError(), "step_autoreset_stream (reset part)");
+    return 0;
+}
+
 int craftax_cuda_step_autoreset(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
                                 const CraftaxParams *params, float *obs, float *rewards, uint8_t *dones,
                                 uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements) {

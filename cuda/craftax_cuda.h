@@ -93,6 +93,16 @@ int craftax_cuda_step_autoreset_scratch(void *states, const int32_t *actions, co
                                         uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
                                         uint8_t *final_achievements, void *scratch);
 
+/* The auto-reset step enqueued on `stream` (a cudaStream_t) without synchronising, action
+ * check or chunking, for callers that launch it inside their own stream work or CUDA graph
+ * (the trainer, cuda/ppo_cuda.cu): actions must be valid; done_list is caller-owned device
+ * memory of num_envs + 1 int32 (the list and its counter). Same results as the call above. */
+int craftax_cuda_step_autoreset_stream(void *states, const int32_t *actions, const uint32_t *keys,
+                                       int64_t num_envs, const CraftaxParams *params, float *obs, float *rewards,
+                                       uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
+                                       uint8_t *final_achievements, void *scratch, int32_t *done_list,
+                                       uintptr_t stream);
+
 /* The auto-reset step runs a step kernel over all envs (collecting the done ones in a list)
  * and then a reset kernel over that list only, densely packed. With chunks > 1 (1..16,
  * default 1) envs are stepped in that many consecutive chunks of at least min_chunk_envs

@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     step.add_argument("--seconds", type=float, default=5.0)
     step.set_defaults(func=cmd_bench)
 
-    train = sub.add_parser("train", help="train PPO-RNN (NumPy reference, C env, CPU); see pycraftax.train")
+    train = sub.add_parser("train", help="train PPO-RNN (GPU trainer where usable, else NumPy + C env); see pycraftax.train")
     _train_module().add_train_args(train)
     train.set_defaults(func=cmd_train)
     evaluate = sub.add_parser("eval", help="run a trained policy: return and achievement rates")

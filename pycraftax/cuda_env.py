@@ -71,15 +71,20 @@ def library_path() -> Path | None:
     return max(found, key=lambda p: p.stat().st_mtime) if found else None
 
 
+def header_dirs(library: Path) -> tuple[Path, ...]:
+    """Where the headers that describe `library` are: the installed copies beside an
+    installed library, the source tree's beside a `make -C cuda` build."""
+    if library.parent == _PACKAGE_DIR:
+        return (_INSTALLED_HEADERS,) + _SOURCE_HEADERS
+    return _SOURCE_HEADERS + (_INSTALLED_HEADERS,)
+
+
 def bind(path: Path):
     """(ffi, lib) of the CUDA library at `path`, its cdef read from the headers that describe
-    that very library: the installed copies beside an installed library, the source tree's
-    beside a `make -C cuda` build. Touches no GPU."""
+    that very library (header_dirs). Touches no GPU."""
     from cffi import FFI
 
-    dirs = (_INSTALLED_HEADERS,) + _SOURCE_HEADERS
-    if path.parent != _PACKAGE_DIR:
-        dirs = _SOURCE_HEADERS + (_INSTALLED_HEADERS,)
+    dirs = header_dirs(path)
     header = _find("craftax_cuda.h", dirs)
     params_header = _find("params.h", dirs)
     if header is None or params_header is None:

@@ -146,7 +146,21 @@ def set_blas_threads(n: int) -> bool:
     return False
 
 
+def read_checkpoint(path: str) -> dict:
+    """A checkpoint's arrays, with "meta" decoded; checks the version."""
+    with np.load(path, allow_pickle=False) as z:
+        data = {k: z[k] for k in z.files}
+    meta = json.loads(str(data["meta"]))
+    if meta.get("version") != CHECKPOINT_VERSION:
+        raise ValueError(f"{path}: checkpoint version {meta.get('version')}, expected {CHECKPOINT_VERSION}")
+    data["meta"] = meta
+    return data
+
+
 class Trainer:
+    BACKEND = "c"
+    TITLE = "PPO-RNN (NumPy)"
+
     def __init__(self, config: TrainConfig, out_dir: str | None = None, *, _restore: dict | None = None):
         config.validate()
         import pycraftax
@@ -225,12 +239,19 @@ class Trainer:
 
     def step(self) -> dict:
         """One update (rollout + learning); returns its metrics line."""
-        c = self.config
         t0 = _now()
         buf, episodes = self.rollout()
         t1 = _now()
         losses = self.learn(buf)
         t2 = _now()
+        return self._record(episodes, losses, t0, t1, t2)
+
+    def _record(self, episodes, losses: dict, t0: float, t1: float, t2: float | None) -> dict:
+        """Count the update, feed the episode windows and build its metrics line (shared with
+        the CUDA trainer, whose iteration has no host-visible rollout/learn split: t2 None)."""
+        c = self.config
+        if t2 is None:
+            t1, t2 = None, t1
         self.update += 1
         for ret, length, ach in episodes:
             self.window_returns.append(ret)
@@ -243,7 +264,8 @@ class Trainer:
                  return_window=(float(np.mean(self.window_returns)) if self.window_returns else None),
                  length_window=(float(np.mean(self.window_lengths)) if self.window_lengths else None),
                  window_episodes=len(self.window_returns),
-                 **losses, sps=steps / (t2 - t0), rollout_s=t1 - t0, learn_s=t2 - t1)
+                 **losses, sps=steps / (t2 - t0), rollout_s=None if t1 is None else t1 - t0,
+                 learn_s=None if t1 is None else t2 - t1)
         if self.window_ach:
             rates = np.mean(np.stack(self.window_ach), 0)
             m["achievements"] = {NAMES_BY_INDEX[i]: float(rates[i]) for i in range(NUM_ACHIEVEMENTS)}
@@ -290,25 +312,38 @@ class Trainer:
         return lines
 
     # -- checkpoints -----------------------------------------------------------------
-    def state_arrays(self) -> dict[str, np.ndarray]:
-        arrays = dict(self.params)
-        for k, v in self.opt_state["mu"].items():
+    def _common_arrays(self, params, mu, nu) -> dict[str, np.ndarray]:
+        """Weights, Adam moments, env states and episode windows (both trainers)."""
+        arrays = dict(params)
+        for k, v in mu.items():
             arrays[f"opt/mu/{k}"] = v
-        for k, v in self.opt_state["nu"].items():
+        for k, v in nu.items():
             arrays[f"opt/nu/{k}"] = v
         for k, v in self.env.get_state().items():
             arrays[f"env/{k}"] = v
+        arrays["window_returns"] = np.asarray(self.window_returns, np.float64)
+        arrays["window_lengths"] = np.asarray(self.window_lengths, np.int64)
+        arrays["window_ach"] = (np.stack(self.window_ach) if self.window_ach
+                                else np.zeros((0, NUM_ACHIEVEMENTS), bool))
+        return arrays
+
+    def _load_common(self, data: dict) -> None:
+        self.env.set_state({k[4:]: v for k, v in data.items() if k.startswith("env/")})
+        self.update = int(data["meta"]["update"])
+        self.window_returns.extend(data["window_returns"].tolist())
+        self.window_lengths.extend(data["window_lengths"].tolist())
+        self.window_ach.extend(list(data["window_ach"]))
+        self.history = list(data["meta"].get("history", []))
+
+    def state_arrays(self) -> dict[str, np.ndarray]:
+        arrays = self._common_arrays(self.params, self.opt_state["mu"], self.opt_state["nu"])
         arrays["envkey"] = self.env._key.copy()
         arrays["env_episode_return"] = self.env._episode_return.copy()
         arrays["env_episode_length"] = self.env._episode_length.copy()
         arrays["obs"] = self.obs
         arrays["last_done"] = self.last_done
         arrays["hstate"] = self.hstate
-        arrays["window_returns"] = np.asarray(self.window_returns, np.float64)
-        arrays["window_lengths"] = np.asarray(self.window_lengths, np.int64)
-        arrays["window_ach"] = (np.stack(self.window_ach) if self.window_ach
-                                else np.zeros((0, NUM_ACHIEVEMENTS), bool))
-        meta = dict(version=CHECKPOINT_VERSION, config=self.config.to_dict(), update=self.update,
+        meta = dict(version=CHECKPOINT_VERSION, backend="c", config=self.config.to_dict(), update=self.update,
                     opt_count=self.opt_state["count"], rng=self.rng.bit_generator.state, history=self.history)
         arrays["meta"] = np.array(json.dumps(meta))
         return arrays
@@ -325,13 +360,11 @@ class Trainer:
     @classmethod
     def resume(cls, path: str, out_dir: str | None = None) -> "Trainer":
         """Continue from a checkpoint with its own config (bit-exact continuation)."""
-        with np.load(path, allow_pickle=False) as z:
-            data = {k: z[k] for k in z.files}
-        meta = json.loads(str(data["meta"]))
-        if meta.get("version") != CHECKPOINT_VERSION:
-            raise ValueError(f"{path}: checkpoint version {meta.get('version')}, expected {CHECKPOINT_VERSION}")
+        data = read_checkpoint(path)
+        meta = data["meta"]
+        if meta.get("backend", "c") != cls.BACKEND:
+            raise ValueError(f"{path}: a checkpoint of the {meta.get('backend', 'c')!r} trainer, not {cls.BACKEND!r}")
         config = TrainConfig.from_dict(meta["config"])
-        data["meta"] = meta
         return cls(config, out_dir if out_dir is not None else os.path.dirname(os.path.abspath(path)),
                    _restore=data)
 
@@ -342,7 +375,7 @@ class Trainer:
         self.opt_state = {"count": int(meta["opt_count"]),
                           "mu": {k: data[f"opt/mu/{k}"] for k in self.params},
                           "nu": {k: data[f"opt/nu/{k}"] for k in self.params}}
-        self.env.set_state({k[4:]: v for k, v in data.items() if k.startswith("env/")})
+        self._load_common(data)
         self.env._key = data["envkey"].copy()
         self.env._episode_return[:] = data["env_episode_return"]
         self.env._episode_length[:] = data["env_episode_length"]
@@ -351,11 +384,6 @@ class Trainer:
         self.hstate = data["hstate"].copy()
         self.rng = np.random.default_rng()
         self.rng.bit_generator.state = meta["rng"]
-        self.update = int(meta["update"])
-        self.window_returns.extend(data["window_returns"].tolist())
-        self.window_lengths.extend(data["window_lengths"].tolist())
-        self.window_ach.extend(list(data["window_ach"]))
-        self.history = list(meta.get("history", []))
 
     def _truncate_metrics(self) -> None:
         """Drop metric lines past the current update (after a resume from an older checkpoint)."""
@@ -385,7 +413,7 @@ class Trainer:
         ax.plot([r["env_steps"] for r in h], [r["return_window"] for r in h], label=f"mean of last {WINDOW} episodes")
         ax.set_xlabel("env steps")
         ax.set_ylabel("episode return")
-        ax.set_title(f"PPO-RNN (NumPy) on Craftax-Symbolic-v1, {self.config.num_envs} envs")
+        ax.set_title(f"{self.TITLE} on Craftax-Symbolic-v1, {self.config.num_envs} envs")
         ax.grid(alpha=0.3)
         ax.legend()
         path = os.path.join(self.out_dir, "learning_curve.png")
@@ -512,7 +540,12 @@ def add_train_args(p) -> None:
                        help=f"default {getattr(defaults, name)}")
     p.add_argument("--no-anneal-lr", action="store_true", help="constant learning rate")
     p.add_argument("--paper", action="store_true",
-                   help="the paper's sizes (1024 envs x 64 steps, width/hidden 512, 1e9 steps); flags override")
+                   help="the paper's sizes (1024 envs x 64 steps, width/hidden 512, 1e9 steps); flags override "
+                        "(the default with --backend cuda)")
+    p.add_argument("--backend", choices=("auto", "cuda", "c"), default="auto",
+                   help="cuda: the GPU trainer (cuda/ppo_cuda.cu); c: NumPy + C env on the CPU; auto (default): "
+                        "cuda where a GPU, the CUDA library and cuBLAS are usable")
+    p.add_argument("--no-tf32", action="store_true", help="GPU trainer: exact fp32 GEMMs instead of TF32")
     p.add_argument("--out", default=None, help="output directory (default runs/ppo-rnn-seed<seed>)")
     p.add_argument("--resume", default=None, metavar="CHECKPOINT",
                    help="continue a run bit-exactly from its checkpoint.npz (with the checkpoint's config)")
@@ -520,11 +553,26 @@ def add_train_args(p) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-def config_from_args(args) -> TrainConfig:
+def resolve_backend(args) -> str:
+    backend = getattr(args, "backend", "c")
+    if backend == "auto":
+        from pycraftax.train import cuda_trainer
+
+        backend = cuda_trainer.default_backend()
+    elif backend == "cuda":
+        from pycraftax.train import cuda_trainer
+
+        reason = cuda_trainer.unavailable_reason()
+        if reason:
+            raise ValueError(f"--backend cuda: {reason}")
+    return backend
+
+
+def config_from_args(args, backend: str = "c") -> TrainConfig:
     given = {n: getattr(args, "cfg_" + n) for n in _CLI_FIELDS if getattr(args, "cfg_" + n) is not None}
     if args.no_anneal_lr:
         given["anneal_lr"] = False
-    if args.paper:
+    if args.paper or backend == "cuda":
         cfg = TrainConfig.paper(**given)
     else:
         cfg = TrainConfig(**given)
@@ -543,20 +591,31 @@ def cmd_train(args) -> int:
                                  + ", ".join("--" + n.replace("_", "-") for n in explicit or ["paper/--no-anneal-lr"]))
             if not os.path.exists(args.resume):
                 raise ValueError(f"--resume: no checkpoint at {args.resume}")
+            backend = read_checkpoint(args.resume)["meta"].get("backend", "c")
         else:
-            config = config_from_args(args)
+            backend = resolve_backend(args)
+            config = config_from_args(args, backend)
     except ValueError as e:
         print(f"pycraftax train: error: {e}", file=sys.stderr)
         return 2
     set_blas_threads(args.blas_threads)
+    if backend == "cuda":
+        import functools
+
+        from pycraftax.train.cuda_trainer import CudaTrainer
+
+        cls = CudaTrainer
+        make = functools.partial(CudaTrainer, tf32=not getattr(args, "no_tf32", False))
+    else:
+        cls = make = Trainer
     if args.resume:
-        trainer = Trainer.resume(args.resume, out_dir=args.out)
+        trainer = cls.resume(args.resume, out_dir=args.out)
         config = trainer.config
         print(f"resumed {args.resume} at update {trainer.update}/{config.num_updates}")
     else:
         out = args.out or f"runs/ppo-rnn-seed{config.seed}"
-        trainer = Trainer(config, out)
-    print(f"PPO-RNN (NumPy, {config.dtype}) on Craftax-Symbolic-v1 (C env): {config.num_envs} envs x "
+        trainer = make(config, out)
+    print(f"{cls.TITLE} ({config.dtype}) on Craftax-Symbolic-v1 ({cls.BACKEND} env): {config.num_envs} envs x "
           f"{config.num_steps} steps, width {config.width}, hidden {config.hidden}, {config.num_updates} updates "
           f"({config.num_updates * config.num_envs * config.num_steps:,} env steps) -> {trainer.out_dir}")
     t0 = _now()

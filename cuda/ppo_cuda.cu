@@ -1,0 +1,1437 @@
+/* ppo_cuda.cu: PPO-RNN (the Craftax paper's baseline) trained on the GPU, beside the env.
+ *
+ * The executable spec is pycraftax/train/numpy_ppo.py; function names below follow it
+ * (forward, backward, ppo_loss, gae, clip_by_global_norm, adam_update) so that one can be
+ * held against the other. API: cuda/ppo_cuda.h. Built into cuda/build/libcraftax_cuda.so
+ * by cuda/Makefile (same flags as the env: -fmad=false keeps the elementwise math rounding
+ * like numpy's, op by op).
+ *
+ * Layout: every matrix is row-major; cuBLAS (column-major) computes C^T = op(B)^T op(A)^T,
+ * see gemm(). Parameters, gradients and Adam moments are each one flat float buffer whose
+ * blocks are the GEMM operands (the GRU's three input kernels side by side as Wi [E, 3H],
+ * the hidden ones as Wh [H, 3H]); craftax_ppo_param_info maps numpy_ppo's flax names onto it.
+ *
+ * One iteration on the trainer's stream: rollout (per step: policy forward, sampling with
+ * threefry of (seed, iteration, step, env), env key split on the device exactly as
+ * CudaCraftaxEnv.step does, auto-reset env step, episode log), bootstrap value, GAE, then
+ * epochs x minibatches of (gather minibatch, forward, loss, BPTT backward, global-norm clip,
+ * Adam). Host code only enqueues; with use_graph the whole iteration is one CUDA graph.
+ *
+ * cuBLAS is dlopen'ed (libcublas.so.13, or the path given by craftax_ppo_set_cublas_path,
+ * e.g. the one of the nvidia-cublas wheel PyTorch installs): the env half of the library
+ * must keep loading where cuBLAS is absent, and CUDA 13 ships no static cuBLAS in the wheel.
+ *
+ * Determinism: no float atomics anywhere; cuBLAS is deterministic for a fixed handle,
+ * stream and workspace (cublasSetWorkspace), so eager and graph iterations agree bitwise
+ * and a resumed run continues bit-exactly.
+ */
+#include <cuda_runtime.h>
+#include <cub/device/device_radix_sort.cuh>
+#include <dlfcn.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "craftax/params.h"
+#include "craftax/rng.h"
+#include "craftax_cuda.h"
+#include "ppo_cuda.h"
+
+#define NUM_ACH 67
+#define ACH_WORDS 3
+#define TPB 256
+
+/* ---- errors ---------------------------------------------------------------------------- */
+static char g_error[1024] = "";
+
+static int fail(int code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g_error, sizeof(g_error), fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+static int cuda_fail(cudaError_t err, const char *what) {
+    int code = err == cudaErrorMemoryAllocation ? CRAFTAX_PPO_ERR_NO_MEMORY : CRAFTAX_PPO_ERR_CUDA;
+    if (err == cudaErrorMemoryAllocation) cudaGetLastError(); /* not sticky: clear it */
+    return fail(code, "%s: %s (%s)", what, cudaGetErrorString(err), cudaGetErrorName(err));
+}
+
+#define TRY(call)                  \
+    do {                           \
+        int rc_ = (call);          \
+        if (rc_ != 0) return rc_;  \
+    } while (0)
+
+#define CUDA_TRY(call, what)                                      \
+    do {                                                          \
+        cudaError_t err_ = (call);                                \
+        if (err_ != cudaSuccess) return cuda_fail(err_, what);    \
+    } while (0)
+
+/* ---- cuBLAS, loaded at run time -------------------------------------------------------- */
+typedef int cublasStatus;
+typedef void *cublasHandle;
+enum { OP_N = 0, OP_T = 1, COMPUTE_32F = 68, COMPUTE_32F_FAST_TF32 = 77, GEMM_DEFAULT = -1, R_32F = 0 };
+
+static struct {
+    void *lib;
+    cublasStatus (*create)(cublasHandle *);
+    cublasStatus (*destroy)(cublasHandle);
+    cublasStatus (*set_stream)(cublasHandle, cudaStream_t);
+    cublasStatus (*set_workspace)(cublasHandle, void *, size_t);
+    cublasStatus (*gemm_ex)(cublasHandle, int, int, int, int, int, const void *, const void *, int, int,
+                            const void *, int, int, const void *, void *, int, int, int, int);
+    const char *(*status_string)(cublasStatus);
+} g_blas;
+static char g_blas_path[4096] = "";
+
+static int load_cublas(void) {
+    if (g_blas.lib) return 0;
+    const char *names[] = {g_blas_path[0] ? g_blas_path : NULL, "libcublas.so.13", "libcublas.so"};
+    char tried[2048] = "";
+    for (int i = 0; i < 3 && !g_blas.lib; i++) {
+        if (!names[i]) continue;
+        g_blas.lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (!g_blas.lib) {
+            const char *e = dlerror();
+            size_t n = strlen(tried);
+            snprintf(tried + n, sizeof(tried) - n, "%s%s", n ? "; " : "", e ? e : names[i]);
+        }
+    }
+    if (!g_blas.lib) return fail(CRAFTAX_PPO_ERR_CUBLAS, "cannot load cuBLAS (%s)", tried);
+#define SYM(field, name)                                                                      \
+    *(void **)&g_blas.field = dlsym(g_blas.lib, name);                                        \
+    if (!g_blas.field) {                                                                      \
+        dlclose(g_blas.lib);                                                                  \
+        g_blas.lib = NULL;                                                                    \
+        return fail(CRAFTAX_PPO_ERR_CUBLAS, "cuBLAS lacks %s", name);                         \
+    }
+    SYM(create, "cublasCreate_v2")
+    SYM(destroy, "cublasDestroy_v2")
+    SYM(set_stream, "cublasSetStream_v2")
+    SYM(set_workspace, "cublasSetWorkspace_v2")
+    SYM(gemm_ex, "cublasGemmEx")
+    SYM(status_string, "cublasGetStatusString")
+#undef SYM
+    return 0;
+}
+
+static int blas_fail(cublasStatus st, const char *what) {
+    return fail(CRAFTAX_PPO_ERR_CUBLAS, "%s: cuBLAS status %d (%s)", what, st,
+                g_blas.status_string ? g_blas.status_string(st) : "?");
+}
+
+/* ---- the trainer ---------------------------------------------------------------------- */
+/* Parameter blocks (offsets in floats, each 64-float aligned for the GEMMs). */
+enum { P_W0, P_B0, P_WI, P_BI, P_WH, P_BHN, P_W1, P_B1, P_W2, P_B2, P_W3, P_B3, P_W4, P_B4, P_W5, P_B5, P_W6, P_B6,
+       P_COUNT };
+
+/* Device scalars of the optimiser, written and read by kernels only. */
+typedef struct {
+    int64_t counters[4]; /* iteration, adam count, key splits, spare */
+    double sumsq;        /* of the current gradients */
+    float grad_norm;
+    float clip_scale;    /* multiplier of the gradients (1 or max_norm / norm, as optax) */
+    float lr;
+    float bc1, bc2;      /* 1 - b1^count, 1 - b2^count */
+    float adv_mean, adv_std;
+    uint32_t env_key[2];
+    uint32_t sub_key[2];
+    int32_t nnz_overflow;
+} Scalars;
+
+struct CraftaxPPO {
+    CraftaxPPOConfig c;
+    int N, T, D, A, E, H, B, R, M;
+    int64_t P;
+    int64_t off[P_COUNT];
+    int64_t rows_[P_COUNT], cols_[P_COUNT];
+    /* env */
+    void *env_states, *env_scratch;
+    CraftaxParams env_params;
+    int has_env;
+    /* cuda */
+    cudaStream_t stream;
+    cublasHandle blas;
+    void *workspace;
+    size_t workspace_bytes;
+    cudaGraph_t graph;
+    cudaGraphExec_t graph_exec;
+    int iterations_run;
+    cudaEvent_t ev0, ev1;
+    float last_ms;
+    /* all device memory, one list, freed together */
+    void *allocs[96];
+    int num_allocs;
+    /* parameters and optimiser */
+    float *params, *grads, *mu, *nu;
+    Scalars *scal;
+    double *sumsq_part;
+    int sumsq_blocks;
+    double *losses; /* [epochs * minibatches, NUM_LOSS_STATS] */
+    /* rollout storage */
+    float *obs;     /* [T + 1, N, D] */
+    uint8_t *dones; /* [T + 1, N] */
+    int32_t *actions;
+    float *logp, *values, *rewards, *adv, *targets, *h0, *hstate, *ret_acc;
+    int32_t *len_acc;
+    uint32_t *env_keys;
+    int32_t *done_list;
+    uint8_t *terminated, *truncated, *final_ach;
+    float *ep_return;
+    int32_t *ep_length;
+    uint32_t *ep_ach;
+    /* rollout step activations (B = N rows) */
+    float *s_pre, *s_xi, *s_hp, *s_hh, *s_a1, *s_a2, *s_logits, *s_c1, *s_c2;
+    /* minibatch (R = T * B rows; replay uses T * N rows, hence sized for the larger) */
+    int32_t *perm;      /* [N] of the current epoch */
+    uint64_t *sort_keys, *sort_keys_out;
+    void *sort_temp;
+    size_t sort_temp_bytes;
+    int32_t *mb_index;  /* [N]: the env of each minibatch column (host-given for checks) */
+    float *x;           /* [Rmax, D] */
+    uint8_t *m_dones;   /* [Rmax] */
+    int32_t *m_actions;
+    float *m_logp, *m_values, *m_adv, *m_targets, *m_h0;
+    float *emb, *xi, *hps, *rs, *zs, *ns, *hns, *hs, *hh, *a1, *a2, *logits, *c1, *c2, *value;
+    float *dlogits, *dvalue, *da2, *da1, *dy, *dxi, *dhh, *dhp, *demb, *ones;
+    double *row_terms; /* [Rmax, 5] */
+    float *replay;     /* [2, T, N] */
+    int Rmax;
+};
+
+const char *craftax_ppo_last_error(void) { return g_error; }
+
+int craftax_ppo_set_cublas_path(const char *path) {
+    if (!path) {
+        g_blas_path[0] = 0;
+        return 0;
+    }
+    if (strlen(path) >= sizeof(g_blas_path)) return fail(CRAFTAX_PPO_ERR_ARGUMENT, "cuBLAS path too long");
+    snprintf(g_blas_path, sizeof(g_blas_path), "%s", path);
+    return 0;
+}
+
+/* ---- kernels --------------------------------------------------------------------------- */
+static __device__ __forceinline__ float sigmoidf_np(float x) { return 0.5f * (tanhf(0.5f * x) + 1.0f); }
+
+static __device__ __forceinline__ int64_t gtid() { return (int64_t)blockIdx.x * blockDim.x + threadIdx.x; }
+
+static unsigned blocks_for(int64_t n, int tpb = TPB) { return (unsigned)((n + tpb - 1) / tpb); }
+
+/* pre[r, :] += bias; relu where asked (numpy: a @ W + b, then maximum(pre, 0)). */
+__global__ void bias_act_kernel(float *y, const float *bias, int64_t rows, int cols, int relu) {
+    const int64_t i = gtid();
+    if (i >= rows * cols) return;
+    float v = y[i] + bias[i % cols];
+    if (relu) v = v > 0.0f ? v : 0.0f;
+    y[i] = v;
+}
+
+/* hp = where(keep, 0, h) for rows of B envs. */
+__global__ void reset_hidden_kernel(float *hp, const float *h, const uint8_t *keep, int B, int H) {
+    const int64_t i = gtid();
+    if (i >= (int64_t)B * H) return;
+    hp[i] = keep[i / H] ? 0.0f : h[i];
+}
+
+/* The GRU cell (flax GRUCell as numpy_ppo.forward writes it); xi is the raw GEMM output
+ * (bias bi added here, before hh, as numpy's (emb @ Wi + bi) + hh). Optional caches. */
+__global__ void gru_cell_kernel(const float *xi, const float *bi, const float *hh, const float *bhn, const float *hp,
+                                float *h_out, float *r_out, float *z_out, float *n_out, float *hn_out, int B, int H) {
+    const int64_t i = gtid();
+    if (i >= (int64_t)B * H) return;
+    const int64_t b = i / H;
+    const int j = (int)(i % H);
+    const float *x = xi + b * 3 * H;
+    const float *g = hh + b * 3 * H;
+    const float xr = x[j] + bi[j], xz = x[H + j] + bi[H + j], xn = x[2 * H + j] + bi[2 * H + j];
+    const float r = sigmoidf_np(xr + g[j]);
+    const float z = sigmoidf_np(xz + g[H + j]);
+    const float hn = g[2 * H + j] + bhn[j];
+    const float n = tanhf(xn + r * hn);
+    const float h = (1.0f - z) * n + z * hp[i];
+    h_out[i] = h;
+    if (r_out) {
+        r_out[i] = r;
+        z_out[i] = z;
+        n_out[i] = n;
+        hn_out[i] = hn;
+    }
+}
+
+static __device__ void log_softmax_row(const float *l, int A, float *m_out, float *lse_out) {
+    float m = l[0];
+    for (int a = 1; a < A; a++) m = fmaxf(m, l[a]);
+    float s = 0.0f;
+    for (int a = 0; a < A; a++) s += expf(l[a] - m);
+    *m_out = m;
+    *lse_out = logf(s);
+}
+
+static __device__ CraftaxKey policy_key(uint64_t seed, int64_t iteration) {
+    const CraftaxKey base = {{(uint32_t)seed ^ 0x5050u, (uint32_t)(seed >> 32) ^ 0x4F52u}};
+    CraftaxKey k;
+    craftax_threefry2x32(base, (uint32_t)((uint64_t)iteration >> 32), (uint32_t)iteration, k.k);
+    return k;
+}
+
+/* Categorical sample by inverse CDF in double (numpy_ppo.sample_actions), uniform from
+ * threefry(policy_key(seed, iteration); hi = step, lo = env): the env's own key stream is
+ * never touched. Stores action and its log-prob. */
+__global__ void sample_kernel(const float *logits, int N, int A, int t, uint64_t seed, const Scalars *sc,
+                              int32_t *actions, float *logp) {
+    const int64_t i = gtid();
+    if (i >= N) return;
+    const float *l = logits + i * A;
+    float m, lse;
+    log_softmax_row(l, A, &m, &lse);
+    uint32_t bits[2];
+    craftax_threefry2x32(policy_key(seed, sc->counters[0]), (uint32_t)t, (uint32_t)i, bits);
+    const double u01 = ((double)(bits[0] >> 5) * 67108864.0 + (double)(bits[1] >> 6)) * (1.0 / 9007199254740992.0);
+    double total = 0.0;
+    for (int a = 0; a < A; a++) total += exp((double)((l[a] - m) - lse));
+    const double u = u01 * total;
+    double cdf = 0.0;
+    int act = 0;
+    for (int a = 0; a < A; a++) {
+        cdf += exp((double)((l[a] - m) - lse));
+        if (cdf < u) act = a + 1;
+    }
+    if (act > A - 1) act = A - 1;
+    actions[i] = act;
+    logp[i] = (l[act] - m) - lse;
+}
+
+/* env._key, sub = split(env._key); the step's keys = split(sub, N) (CudaCraftaxEnv.step). */
+__global__ void env_key_advance_kernel(Scalars *sc) {
+    const CraftaxKey k = {{sc->env_key[0], sc->env_key[1]}};
+    const CraftaxKey a = craftax_split_at(k, 0), b = craftax_split_at(k, 1);
+    sc->env_key[0] = a.k[0];
+    sc->env_key[1] = a.k[1];
+    sc->sub_key[0] = b.k[0];
+    sc->sub_key[1] = b.k[1];
+    sc->counters[2] += 1;
+}
+
+__global__ void env_key_split_kernel(const Scalars *sc, int N, uint32_t *keys) {
+    const int64_t i = gtid();
+    if (i >= N) return;
+    const CraftaxKey sub = {{sc->sub_key[0], sc->sub_key[1]}};
+    const CraftaxKey k = craftax_split_at(sub, (uint32_t)i);
+    keys[2 * i] = k.k[0];
+    keys[2 * i + 1] = k.k[1];
+}
+
+/* CudaCraftaxEnv.step's episode bookkeeping, logged per (step, env) for the host. */
+__global__ void track_kernel(const float *rewards, const uint8_t *dones, const uint8_t *final_ach, int N,
+                             float *ret_acc, int32_t *len_acc, float *ep_return, int32_t *ep_length, uint32_t *ep_ach) {
+    const int64_t i = gtid();
+    if (i >= N) return;
+    const int done = dones[i] != 0;
+    const float ret = ret_acc[i] + rewards[i];
+    const int32_t len = len_acc[i] + 1;
+    ep_return[i] = done ? ret : 0.0f;
+    ep_length[i] = done ? len : 0;
+    ret_acc[i] = done ? 0.0f : ret;
+    len_acc[i] = done ? 0 : len;
+    uint32_t w[ACH_WORDS] = {0, 0, 0};
+    if (done)
+        for (int k = 0; k < NUM_ACH; k++)
+            if (final_ach[i * NUM_ACH + k]) w[k >> 5] |= 1u << (k & 31);
+    for (int k = 0; k < ACH_WORDS; k++) ep_ach[i * ACH_WORDS + k] = w[k];
+}
+
+/* numpy_ppo.gae, one thread per env. dones[t] = reset flag of step t's input; dones[T],
+ * values[T]: last_done and the bootstrap value. */
+__global__ void gae_kernel(const float *rewards, const float *values, const uint8_t *dones, int T, int N, float gamma,
+                           float lam, float *adv, float *targets) {
+    const int64_t i = gtid();
+    if (i >= N) return;
+    float g = 0.0f;
+    float next_value = values[(int64_t)T * N + i];
+    float next_done = dones[(int64_t)T * N + i] ? 1.0f : 0.0f;
+    const float gl = gamma * lam;
+    for (int t = T - 1; t >= 0; t--) {
+        const int64_t k = (int64_t)t * N + i;
+        const float nd = 1.0f - next_done;
+        const float delta = rewards[k] + gamma * next_value * nd - values[k];
+        g = delta + gl * nd * g;
+        adv[k] = g;
+        targets[k] = g + values[k];
+        next_value = values[k];
+        next_done = dones[k] ? 1.0f : 0.0f;
+    }
+}
+
+/* Random sort keys of an epoch's permutation: (threefry bits << 32) | env. */
+__global__ void perm_keys_kernel(uint64_t seed, const Scalars *sc, int hi, int N, uint64_t *keys) {
+    const int64_t i = gtid();
+    if (i >= N) return;
+    uint32_t bits[2];
+    craftax_threefry2x32(policy_key(seed, sc->counters[0]), (uint32_t)hi, (uint32_t)i, bits);
+    keys[i] = ((uint64_t)(bits[0] ^ bits[1]) << 32) | (uint32_t)i;
+}
+
+__global__ void perm_from_keys_kernel(const uint64_t *keys, int N, int32_t *perm) {
+    const int64_t i = gtid();
+    if (i >= N) return;
+    perm[i] = (int32_t)(keys[i] & 0xFFFFFFFFu);
+}
+
+/* Minibatch gather: row r = t * B + b of the minibatch is (step t, env index[b]). */
+__global__ void gather_obs_kernel(const float *obs, const int32_t *index, int T, int N, int B, int64_t D, float *x) {
+    const int64_t r = blockIdx.x;
+    const int t = (int)(r / B), b = (int)(r % B);
+    const float *src = obs + ((int64_t)t * N + index[b]) * D;
+    float *dst = x + r * D;
+    if ((D & 3) == 0) {
+        const float4 *s4 = (const float4 *)src;
+        float4 *d4 = (float4 *)dst;
+        for (int64_t k = threadIdx.x; k < D / 4; k += blockDim.x) d4[k] = s4[k];
+    } else {
+        for (int64_t k = threadIdx.x; k < D; k += blockDim.x) dst[k] = src[k];
+    }
+}
+
+__global__ void gather_rows_kernel(const int32_t *index, int T, int N, int B, int H, const uint8_t *dones,
+                                   const int32_t *actions, const float *logp, const float *values, const float *adv,
+                                   const float *targets, const float *h0, uint8_t *m_dones, int32_t *m_actions,
+                                   float *m_logp, float *m_values, float *m_adv, float *m_targets, float *m_h0) {
+    const int64_t r = gtid();
+    if (r < (int64_t)T * B) {
+        const int t = (int)(r / B), b = (int)(r % B);
+        const int64_t k = (int64_t)t * N + index[b];
+        m_dones[r] = dones[k];
+        m_actions[r] = actions[k];
+        m_logp[r] = logp[k];
+        m_values[r] = values[k];
+        m_adv[r] = adv[k];
+        m_targets[r] = targets[k];
+    }
+    if (r < (int64_t)B * H) {
+        const int b = (int)(r / H), j = (int)(r % H);
+        m_h0[r] = h0[(int64_t)index[b] * H + j];
+    }
+}
+
+/* Mean and population std of the minibatch advantages (numpy: gae.mean(), gae.std()),
+ * accumulated in double, one block. */
+__global__ void adv_stats_kernel(const float *adv, int64_t R, Scalars *sc) {
+    __shared__ double sh[TPB];
+    double s = 0.0;
+    for (int64_t i = threadIdx.x; i < R; i += blockDim.x) s += adv[i];
+    sh[threadIdx.x] = s;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w >>= 1) {
+        if ((int)threadIdx.x < w) sh[threadIdx.x] += sh[threadIdx.x + w];
+        __syncthreads();
+    }
+    const float mean = (float)(sh[0] / (double)R);
+    __syncthreads();
+    double v = 0.0;
+    for (int64_t i = threadIdx.x; i < R; i += blockDim.x) {
+        const double d = (double)(adv[i] - mean);
+        v += d * d;
+    }
+    sh[threadIdx.x] = v;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w >>= 1) {
+        if ((int)threadIdx.x < w) sh[threadIdx.x] += sh[threadIdx.x + w];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        sc->adv_mean = mean;
+        sc->adv_std = (float)sqrt(sh[0] / (double)R);
+    }
+}
+
+/* numpy_ppo.ppo_loss per row: the five per-row terms (in double, summed later) and the
+ * gradients dloss/dlogits, dloss/dvalue. */
+__global__ void ppo_loss_kernel(const float *logits, const float *value, const int32_t *actions, const float *old_logp,
+                                const float *old_values, const float *adv, const float *targets, int64_t R, int A,
+                                float eps, float vf_coef, float ent_coef, const Scalars *sc, float *dlogits,
+                                float *dvalue, double *terms) {
+    const int64_t r = gtid();
+    if (r >= R) return;
+    const float *l = logits + r * A;
+    float m, lse;
+    log_softmax_row(l, A, &m, &lse);
+    const int act = actions[r];
+    const float lp = (l[act] - m) - lse;
+    float ent = 0.0f;
+    for (int a = 0; a < A; a++) {
+        const float la = (l[a] - m) - lse;
+        ent += expf(la) * la;
+    }
+    ent = -ent;
+    const float v = value[r], ov = old_values[r], tg = targets[r];
+    const float dv = v - ov;
+    const float vc = ov + fminf(fmaxf(dv, -eps), eps);
+    const float vl = (v - tg) * (v - tg);
+    const float vlc = (vc - tg) * (vc - tg);
+    const float ratio = expf(lp - old_logp[r]);
+    const float gae = (adv[r] - sc->adv_mean) / (sc->adv_std + 1e-8f);
+    const float ratio_c = fminf(fmaxf(ratio, 1.0f - eps), 1.0f + eps);
+    const float l1 = ratio * gae, l2 = ratio_c * gae;
+    double *tr = terms + r * 5;
+    tr[0] = -(double)fminf(l1, l2);
+    tr[1] = (double)fmaxf(vl, vlc);
+    tr[2] = (double)ent;
+    tr[3] = (double)((ratio - 1.0f) - logf(ratio));
+    tr[4] = fabsf(ratio - 1.0f) > eps ? 1.0 : 0.0;
+    const float Nf = (float)R;
+    const float inside_v = fabsf(dv) < eps ? 1.0f : 0.0f;
+    const float g_un = 2.0f * (v - tg);
+    const float g_cl = 2.0f * (vc - tg) * inside_v;
+    const float w_un = vl > vlc ? 1.0f : (vl == vlc ? 0.5f : 0.0f);
+    dvalue[r] = vf_coef * 0.5f / Nf * (w_un * g_un + (1.0f - w_un) * g_cl);
+    const float inside_r = (ratio > 1.0f - eps && ratio < 1.0f + eps) ? 1.0f : 0.0f;
+    const float w1 = l1 < l2 ? 1.0f : (l1 == l2 ? 0.5f : 0.0f);
+    const float dratio = -(w1 * gae + (1.0f - w1) * gae * inside_r) / Nf;
+    const float dlogp = dratio * ratio;
+    const float ec = ent_coef / Nf;
+    float *dl = dlogits + r * A;
+    for (int a = 0; a < A; a++) {
+        const float la = (l[a] - m) - lse;
+        const float p = expf(la);
+        dl[a] = dlogp * ((a == act ? 1.0f : 0.0f) - p) + ec * p * (la + ent);
+    }
+}
+
+/* Log-prob of the stored action (sample_kernel's formula) and value, per row. */
+__global__ void replay_kernel(const float *logits, const float *value, const int32_t *actions, int64_t R, int A,
+                              float *out) {
+    const int64_t r = gtid();
+    if (r >= R) return;
+    const float *l = logits + r * A;
+    float m, lse;
+    log_softmax_row(l, A, &m, &lse);
+    out[r] = (l[actions[r]] - m) - lse;
+    out[R + r] = value[r];
+}
+
+/* The minibatch's loss statistics from the per-row terms, in a fixed order (one block). */
+__global__ void loss_reduce_kernel(const double *terms, int64_t R, float vf_coef, float ent_coef, double *out) {
+    __shared__ double sh[5][TPB];
+    double s[5] = {0, 0, 0, 0, 0};
+    for (int64_t i = threadIdx.x; i < R; i += blockDim.x)
+        for (int k = 0; k < 5; k++) s[k] += terms[i * 5 + k];
+    for (int k = 0; k < 5; k++) sh[k][threadIdx.x] = s[k];
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w >>= 1) {
+        if ((int)threadIdx.x < w)
+            for (int k = 0; k < 5; k++) sh[k][threadIdx.x] += sh[k][threadIdx.x + w];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        const double actor = sh[0][0] / R, value_loss = 0.5 * sh[1][0] / R, entropy = sh[2][0] / R;
+        out[0] = actor + (double)vf_coef * value_loss - (double)ent_coef * entropy;
+        out[1] = value_loss;
+        out[2] = actor;
+        out[3] = entropy;
+        out[4] = sh[3][0] / R;
+        out[5] = sh[4][0] / R;
+    }
+}
+
+/* d *= (a > 0): the relu mask of a layer whose output a is. */
+__global__ void relu_mask_kernel(float *d, const float *a, int64_t n) {
+    const int64_t i = gtid();
+    if (i >= n) return;
+    d[i] = a[i] > 0.0f ? d[i] : 0.0f;
+}
+
+/* One step of numpy_ppo.backward's GRU loop (t descending). dhp holds, on entry, the dhp
+ * of step t+1 (dh_next before the keep mask); on exit dh * z, to which the caller's GEMM
+ * adds dhh[t] @ Wh^T. */
+__global__ void gru_backward_kernel(const float *dy, float *dhp, const uint8_t *keep_next, int has_next,
+                                    const float *hp, const float *r_, const float *z_, const float *n_,
+                                    const float *hn_, float *dxi, float *dhh, int B, int H) {
+    const int64_t i = gtid();
+    if (i >= (int64_t)B * H) return;
+    const int64_t b = i / H;
+    const int j = (int)(i % H);
+    float dh = dy[i];
+    if (has_next && !keep_next[b]) dh = dh + dhp[i];
+    const float r = r_[i], z = z_[i], n = n_[i], hn = hn_[i];
+    const float dn = dh * (1.0f - z);
+    const float dz = dh * (hp[i] - n);
+    const float da_n = dn * (1.0f - n * n);
+    const float da_r = (da_n * hn) * r * (1.0f - r);
+    const float da_z = dz * z * (1.0f - z);
+    float *x = dxi + b * 3 * H;
+    float *g = dhh + b * 3 * H;
+    x[j] = da_r;
+    x[H + j] = da_z;
+    x[2 * H + j] = da_n;
+    g[j] = da_r;
+    g[H + j] = da_z;
+    g[2 * H + j] = da_n * r;
+    dhp[i] = dh * z;
+}
+
+__global__ void sumsq_kernel(const float *g, int64_t n, double *part) {
+    __shared__ double sh[TPB];
+    double s = 0.0;
+    for (int64_t i = gtid(); i < n; i += (int64_t)gridDim.x * blockDim.x) s += (double)g[i] * (double)g[i];
+    sh[threadIdx.x] = s;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w >>= 1) {
+        if ((int)threadIdx.x < w) sh[threadIdx.x] += sh[threadIdx.x + w];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) part[blockIdx.x] = sh[0];
+}
+
+/* Global norm, clip factor (optax clip_by_global_norm), learning rate (linear_schedule of
+ * the count before this step) and Adam's bias corrections; count += 1. One thread. */
+__global__ void optimizer_scalars_kernel(const double *part, int parts, Scalars *sc, float max_norm, double lr0,
+                                         int anneal, int64_t steps_per_update, int64_t num_updates, double *stats) {
+    double s = 0.0;
+    for (int i = 0; i < parts; i++) s += part[i];
+    const float norm = (float)sqrt(s);
+    sc->sumsq = s;
+    sc->grad_norm = norm;
+    sc->clip_scale = norm < max_norm ? 1.0f : 0.0f; /* 0 marks "divide": see adam_kernel */
+    const int64_t count = sc->counters[1];
+    const double lr = anneal ? lr0 * (1.0 - (double)(count / steps_per_update) / (double)num_updates) : lr0;
+    sc->lr = (float)lr;
+    const int64_t c1 = count + 1;
+    sc->bc1 = 1.0f - powf(0.9f, (float)c1);
+    sc->bc2 = 1.0f - powf(0.999f, (float)c1);
+    sc->counters[1] = c1;
+    if (stats) {
+        stats[6] = (double)norm;
+        stats[7] = lr;
+    }
+}
+
+/* clip_by_global_norm then numpy_ppo.adam_update, elementwise. */
+__global__ void adam_kernel(float *p, const float *g, float *mu, float *nu, int64_t n, const Scalars *sc,
+                            float max_norm) {
+    const int64_t i = gtid();
+    if (i >= n) return;
+    float gi = g[i];
+    if (sc->clip_scale == 0.0f) gi = (gi / sc->grad_norm) * max_norm;
+    float m = mu[i] * 0.9f;
+    m = m + (1.0f - 0.9f) * gi;
+    float v = nu[i] * 0.999f;
+    v = v + (1.0f - 0.999f) * (gi * gi);
+    mu[i] = m;
+    nu[i] = v;
+    const float mh = m / sc->bc1, vh = v / sc->bc2;
+    const float upd = mh / (sqrtf(vh) + 1e-5f);
+    p[i] = p[i] + (-sc->lr) * upd;
+}
+
+__global__ void advance_iteration_kernel(Scalars *sc) { sc->counters[0] += 1; }
+
+__global__ void fill_kernel(float *p, float v, int64_t n) {
+    const int64_t i = gtid();
+    if (i < n) p[i] = v;
+}
+
+__global__ void copy_column_kernel(const float *src, float *dst, int64_t n) {
+    const int64_t i = gtid();
+    if (i < n) dst[i] = src[i];
+}
+
+/* ---- host helpers ---------------------------------------------------------------------- */
+static int check_launch(CraftaxPPO *t, const char *what) {
+    cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) return cuda_fail(err, what);
+    if (t->c.debug) {
+        err = cudaStreamSynchronize(t->stream);
+        if (err != cudaSuccess) return cuda_fail(err, what);
+    }
+    return 0;
+}
+#define LAUNCH(t, what) TRY(check_launch(t, what))
+
+/* Row-major C[M, N] = op(A)[M, K] @ op(B)[K, N] + beta C; lda/ldb/ldc: row lengths of the
+ * arrays as stored. Column-major cuBLAS sees each stored array transposed, so it computes
+ * C^T = op(B)^T op(A)^T with the transpose flags passed through unchanged. */
+static int gemm(CraftaxPPO *t, int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+                float beta, float *C, int ldc, const char *what) {
+    const float one = 1.0f;
+    cublasStatus st = g_blas.gemm_ex(t->blas, tb ? OP_T : OP_N, ta ? OP_T : OP_N, N, M, K, &one, B, R_32F, ldb, A,
+                                     R_32F, lda, &beta, C, R_32F, ldc,
+                                     t->c.tf32 ? COMPUTE_32F_FAST_TF32 : COMPUTE_32F, GEMM_DEFAULT);
+    if (st != 0) return blas_fail(st, what);
+    if (t->c.debug) {
+        cudaError_t err = cudaStreamSynchronize(t->stream);
+        if (err != cudaSuccess) return cuda_fail(err, what);
+    }
+    return 0;
+}
+
+/* bias gradient = column sums, as ones[1, R] @ d[R, N] (deterministic, one GEMM). */
+static int colsum(CraftaxPPO *t, int R, int N, const float *d, int ldd, float *out, const char *what) {
+    return gemm(t, 0, 0, 1, N, R, t->ones, R, d, ldd, 0.0f, out, N, what);
+}
+
+static int dalloc(CraftaxPPO *t, void **p, size_t bytes, const char *what) {
+    *p = NULL;
+    if (t->num_allocs >= (int)(sizeof(t->allocs) / sizeof(t->allocs[0])))
+        return fail(CRAFTAX_PPO_ERR_CUDA, "internal: too many allocations");
+    cudaError_t err = cudaMalloc(p, bytes ? bytes : 16);
+    if (err != cudaSuccess) {
+        *p = NULL;
+        cudaGetLastError();
+        if (err == cudaErrorMemoryAllocation) {
+            size_t free_b = 0, total_b = 0;
+            cudaMemGetInfo(&free_b, &total_b);
+            return fail(CRAFTAX_PPO_ERR_NO_MEMORY,
+                        "out of GPU memory allocating %s (%.1f MiB; %.1f MiB free of %.1f MiB): use fewer envs, "
+                        "steps or a smaller model",
+                        what, bytes / 1048576.0, free_b / 1048576.0, total_b / 1048576.0);
+        }
+        return cuda_fail(err, what);
+    }
+    t->allocs[t->num_allocs++] = *p;
+    return 0;
+}
+#define ALLOC(t, ptr, bytes) TRY(dalloc(t, (void **)&(ptr), (size_t)(bytes), #ptr))
+
+/* ---- forward / backward --------------------------------------------------------------- */
+/* Heads (numpy_ppo.forward's actor and critic MLPs) over `rows` rows of y [rows, H]. */
+static int heads_forward(CraftaxPPO *t, int rows, const float *y, float *a1, float *a2, float *logits, float *c1,
+                         float *c2, float *value) {
+    const int E = t->E, H = t->H, A = t->A;
+    const float *p = t->params;
+    TRY(gemm(t, 0, 0, rows, E, H, y, H, p + t->off[P_W1], E, 0.0f, a1, E, "actor Dense_1"));
+    bias_act_kernel<<<blocks_for((int64_t)rows * E), TPB, 0, t->stream>>>(a1, p + t->off[P_B1], rows, E, 1);
+    LAUNCH(t, "bias_act");
+    TRY(gemm(t, 0, 0, rows, E, E, a1, E, p + t->off[P_W2], E, 0.0f, a2, E, "actor Dense_2"));
+    bias_act_kernel<<<blocks_for((int64_t)rows * E), TPB, 0, t->stream>>>(a2, p + t->off[P_B2], rows, E, 1);
+    LAUNCH(t, "bias_act");
+    TRY(gemm(t, 0, 0, rows, A, E, a2, E, p + t->off[P_W3], A, 0.0f, logits, A, "actor Dense_3"));
+    bias_act_kernel<<<blocks_for((int64_t)rows * A), TPB, 0, t->stream>>>(logits, p + t->off[P_B3], rows, A, 0);
+    LAUNCH(t, "bias_act");
+    TRY(gemm(t, 0, 0, rows, E, H, y, H, p + t->off[P_W4], E, 0.0f, c1, E, "critic Dense_4"));
+    bias_act_kernel<<<blocks_for((int64_t)rows * E), TPB, 0, t->stream>>>(c1, p + t->off[P_B4], rows, E, 1);
+    LAUNCH(t, "bias_act");
+    TRY(gemm(t, 0, 0, rows, E, E, c1, E, p + t->off[P_W5], E, 0.0f, c2, E, "critic Dense_5"));
+    bias_act_kernel<<<blocks_for((int64_t)rows * E), TPB, 0, t->stream>>>(c2, p + t->off[P_B5], rows, E, 1);
+    LAUNCH(t, "bias_act");
+    TRY(gemm(t, 0, 0, rows, 1, E, c2, E, p + t->off[P_W6], 1, 0.0f, value, 1, "critic Dense_6"));
+    bias_act_kernel<<<blocks_for(rows), TPB, 0, t->stream>>>(value, p + t->off[P_B6], rows, 1, 0);
+    LAUNCH(t, "bias_act");
+    return 0;
+}
+
+/* Encoder: emb[rows, E] = relu(x[rows, D] @ W0 + b0). */
+static int encode(CraftaxPPO *t, int rows, const float *x, float *emb) {
+    const int E = t->E, D = t->D;
+    TRY(gemm(t, 0, 0, rows, E, D, x, D, t->params + t->off[P_W0], E, 0.0f, emb, E, "Dense_0"));
+    bias_act_kernel<<<blocks_for((int64_t)rows * E), TPB, 0, t->stream>>>(emb, t->params + t->off[P_B0], rows, E, 1);
+    LAUNCH(t, "bias_act(Dense_0)");
+    return 0;
+}
+
+/* numpy_ppo.forward over a segment of T steps of Bc columns (rows r = t * Bc + b), from
+ * m_h0 with keep flags m_dones; caches everything backward needs. */
+static int segment_forward(CraftaxPPO *t, int Bc) {
+    const int T = t->T, H = t->H, E = t->E;
+    const int R = T * Bc;
+    const float *p = t->params;
+    TRY(encode(t, R, t->x, t->emb));
+    TRY(gemm(t, 0, 0, R, 3 * H, E, t->emb, E, p + t->off[P_WI], 3 * H, 0.0f, t->xi, 3 * H, "GRU input"));
+    for (int s = 0; s < T; s++) {
+        const int64_t o = (int64_t)s * Bc * H;
+        const float *h_prev = s == 0 ? t->m_h0 : t->hs + o - (int64_t)Bc * H;
+        reset_hidden_kernel<<<blocks_for((int64_t)Bc * H), TPB, 0, t->stream>>>(t->hps + o, h_prev,
+                                                                                t->m_dones + (int64_t)s * Bc, Bc, H);
+        LAUNCH(t, "reset_hidden");
+        TRY(gemm(t, 0, 0, Bc, 3 * H, H, t->hps + o, H, p + t->off[P_WH], 3 * H, 0.0f, t->hh, 3 * H, "GRU hidden"));
+        gru_cell_kernel<<<blocks_for((int64_t)Bc * H), TPB, 0, t->stream>>>(
+            t->xi + (int64_t)s * Bc * 3 * H, p + t->off[P_BI], t->hh, p + t->off[P_BHN], t->hps + o, t->hs + o,
+            t->rs + o, t->zs + o, t->ns + o, t->hns + o, Bc, H);
+        LAUNCH(t, "gru_cell");
+    }
+    return heads_forward(t, R, t->hs, t->a1, t->a2, t->logits, t->c1, t->c2, t->value);
+}
+
+/* numpy_ppo.backward: gradients of every parameter into t->grads. */
+static int segment_backward(CraftaxPPO *t, int Bc) {
+    const int T = t->T, H = t->H, E = t->E, A = t->A, D = t->D;
+    const int R = T * Bc;
+    const float *p = t->params;
+    float *g = t->grads;
+    /* actor head */
+    TRY(gemm(t, 1, 0, E, A, R, t->a2, E, t->dlogits, A, 0.0f, g + t->off[P_W3], A, "dW3"));
+    TRY(colsum(t, R, A, t->dlogits, A, g + t->off[P_B3], "db3"));
+    TRY(gemm(t, 0, 1, R, E, A, t->dlogits, A, p + t->off[P_W3], A, 0.0f, t->da2, E, "da2"));
+    relu_mask_kernel<<<blocks_for((int64_t)R * E), TPB, 0, t->stream>>>(t->da2, t->a2, (int64_t)R * E);
+    LAUNCH(t, "relu_mask");
+    TRY(gemm(t, 1, 0, E, E, R, t->a1, E, t->da2, E, 0.0f, g + t->off[P_W2], E, "dW2"));
+    TRY(colsum(t, R, E, t->da2, E, g + t->off[P_B2], "db2"));
+    TRY(gemm(t, 0, 1, R, E, E, t->da2, E, p + t->off[P_W2], E, 0.0f, t->da1, E, "da1"));
+    relu_mask_kernel<<<blocks_for((int64_t)R * E), TPB, 0, t->stream>>>(t->da1, t->a1, (int64_t)R * E);
+    LAUNCH(t, "relu_mask");
+    TRY(gemm(t, 1, 0, H, E, R, t->hs, H, t->da1, E, 0.0f, g + t->off[P_W1], E, "dW1"));
+    TRY(colsum(t, R, E, t->da1, E, g + t->off[P_B1], "db1"));
+    TRY(gemm(t, 0, 1, R, H, E, t->da1, E, p + t->off[P_W1], E, 0.0f, t->dy, H, "dy actor"));
+    /* critic head */
+    TRY(gemm(t, 1, 0, E, 1, R, t->c2, E, t->dvalue, 1, 0.0f, g + t->off[P_W6], 1, "dW6"));
+    TRY(colsum(t, R, 1, t->dvalue, 1, g + t->off[P_B6], "db6"));
+    TRY(gemm(t, 0, 1, R, E, 1, t->dvalue, 1, p + t->off[P_W6], 1, 0.0f, t->da2, E, "dc2"));
+    relu_mask_kernel<<<blocks_for((int64_t)R * E), TPB, 0, t->stream>>>(t->da2, t->c2, (int64_t)R * E);
+    LAUNCH(t, "relu_mask");
+    TRY(gemm(t, 1, 0, E, E, R, t->c1, E, t->da2, E, 0.0f, g + t->off[P_W5], E, "dW5"));
+    TRY(colsum(t, R, E, t->da2, E, g + t->off[P_B5], "db5"));
+    TRY(gemm(t, 0, 1, R, E, E, t->da2, E, p + t->off[P_W5], E, 0.0f, t->da1, E, "dc1"));
+    relu_mask_kernel<<<blocks_for((int64_t)R * E), TPB, 0, t->stream>>>(t->da1, t->c1, (int64_t)R * E);
+    LAUNCH(t, "relu_mask");
+    TRY(gemm(t, 1, 0, H, E, R, t->hs, H, t->da1, E, 0.0f, g + t->off[P_W4], E, "dW4"));
+    TRY(colsum(t, R, E, t->da1, E, g + t->off[P_B4], "db4"));
+    TRY(gemm(t, 0, 1, R, H, E, t->da1, E, p + t->off[P_W4], E, 1.0f, t->dy, H, "dy critic"));
+    /* GRU, BPTT over the segment (h0 is a constant) */
+    for (int s = T - 1; s >= 0; s--) {
+        const int64_t o = (int64_t)s * Bc * H;
+        gru_backward_kernel<<<blocks_for((int64_t)Bc * H), TPB, 0, t->stream>>>(
+            t->dy + o, t->dhp, t->m_dones + (int64_t)(s + 1) * Bc, s < T - 1, t->hps + o, t->rs + o, t->zs + o,
+            t->ns + o, t->hns + o, t->dxi + (int64_t)s * Bc * 3 * H, t->dhh + (int64_t)s * Bc * 3 * H, Bc, H);
+        LAUNCH(t, "gru_backward");
+        if (s > 0)
+            TRY(gemm(t, 0, 1, Bc, H, 3 * H, t->dhh + (int64_t)s * Bc * 3 * H, 3 * H, p + t->off[P_WH], 3 * H, 1.0f,
+                     t->dhp, H, "dhp"));
+    }
+    TRY(gemm(t, 1, 0, H, 3 * H, R, t->hps, H, t->dhh, 3 * H, 0.0f, g + t->off[P_WH], 3 * H, "dWh"));
+    TRY(colsum(t, R, H, t->dhh + 2 * H, 3 * H, g + t->off[P_BHN], "dbhn"));
+    TRY(gemm(t, 1, 0, E, 3 * H, R, t->emb, E, t->dxi, 3 * H, 0.0f, g + t->off[P_WI], 3 * H, "dWi"));
+    TRY(colsum(t, R, 3 * H, t->dxi, 3 * H, g + t->off[P_BI], "dbi"));
+    TRY(gemm(t, 0, 1, R, E, 3 * H, t->dxi, 3 * H, p + t->off[P_WI], 3 * H, 0.0f, t->demb, E, "demb"));
+    relu_mask_kernel<<<blocks_for((int64_t)R * E), TPB, 0, t->stream>>>(t->demb, t->emb, (int64_t)R * E);
+    LAUNCH(t, "relu_mask");
+    TRY(gemm(t, 1, 0, D, E, R, t->x, D, t->demb, E, 0.0f, g + t->off[P_W0], E, "dW0"));
+    TRY(colsum(t, R, E, t->demb, E, g + t->off[P_B0], "db0"));
+    return 0;
+}
+
+/* Gather the minibatch of envs `index` (device, Bc entries) from the rollout storage. */
+static int gather_minibatch(CraftaxPPO *t, const int32_t *index, int Bc) {
+    const int R = t->T * Bc;
+    gather_obs_kernel<<<R, 256, 0, t->stream>>>(t->obs, index, t->T, t->N, Bc, t->D, t->x);
+    LAUNCH(t, "gather_obs");
+    const int64_t n = (int64_t)R > (int64_t)Bc * t->H ? (int64_t)R : (int64_t)Bc * t->H;
+    gather_rows_kernel<<<blocks_for(n), TPB, 0, t->stream>>>(index, t->T, t->N, Bc, t->H, t->dones, t->actions,
+                                                            t->logp, t->values, t->adv, t->targets, t->h0, t->m_dones,
+                                                            t->m_actions, t->m_logp, t->m_values, t->m_adv,
+                                                            t->m_targets, t->m_h0);
+    LAUNCH(t, "gather_rows");
+    return 0;
+}
+
+/* ppo_loss on the gathered minibatch: forward, loss terms, backward; stats row `stats`. */
+static int loss_and_grads(CraftaxPPO *t, int Bc, double *stats) {
+    const int R = t->T * Bc;
+    TRY(segment_forward(t, Bc));
+    adv_stats_kernel<<<1, TPB, 0, t->stream>>>(t->m_adv, R, t->scal);
+    LAUNCH(t, "adv_stats");
+    ppo_loss_kernel<<<blocks_for(R), TPB, 0, t->stream>>>(t->logits, t->value, t->m_actions, t->m_logp, t->m_values,
+                                                          t->m_adv, t->m_targets, R, t->A, t->c.clip_eps,
+                                                          t->c.vf_coef, t->c.ent_coef, t->scal, t->dlogits, t->dvalue,
+                                                          t->row_terms);
+    LAUNCH(t, "ppo_loss");
+    loss_reduce_kernel<<<1, TPB, 0, t->stream>>>(t->row_terms, R, t->c.vf_coef, t->c.ent_coef, stats);
+    LAUNCH(t, "loss_reduce");
+    return segment_backward(t, Bc);
+}
+
+/* Global norm + optimiser scalars (stats[6], stats[7]: grad norm and lr). */
+static int grad_norm(CraftaxPPO *t, double *stats) {
+    sumsq_kernel<<<t->sumsq_blocks, TPB, 0, t->stream>>>(t->grads, t->P, t->sumsq_part);
+    LAUNCH(t, "sumsq");
+    const int64_t per_update = (int64_t)t->c.num_minibatches * t->c.update_epochs;
+    optimizer_scalars_kernel<<<1, 1, 0, t->stream>>>(t->sumsq_part, t->sumsq_blocks, t->scal, t->c.max_grad_norm,
+                                                     (double)t->c.lr, t->c.anneal_lr, per_update,
+                                                     t->c.num_updates, stats);
+    LAUNCH(t, "optimizer_scalars");
+    return 0;
+}
+
+static int adam_step(CraftaxPPO *t) {
+    adam_kernel<<<blocks_for(t->P), TPB, 0, t->stream>>>(t->params, t->grads, t->mu, t->nu, t->P, t->scal,
+                                                         t->c.max_grad_norm);
+    LAUNCH(t, "adam");
+    return 0;
+}
+
+/* ---- rollout --------------------------------------------------------------------------- */
+/* The policy at one step over all N envs: obs slot s, keep flags dones[s], state hstate. */
+static int policy_step(CraftaxPPO *t, int s, int sample) {
+    /* the bootstrap step (sample = 0) must leave hstate alone: its new state goes to s_hp,
+     * which gru_cell reads and writes element by element in the same thread */
+    float *h_out = sample ? t->hstate : t->s_hp;
+    const int N = t->N, H = t->H, E = t->E, D = t->D;
+    const float *p = t->params;
+    TRY(encode(t, N, t->obs + (int64_t)s * N * D, t->s_pre));
+    TRY(gemm(t, 0, 0, N, 3 * H, E, t->s_pre, E, p + t->off[P_WI], 3 * H, 0.0f, t->s_xi, 3 * H, "GRU input (step)"));
+    reset_hidden_kernel<<<blocks_for((int64_t)N * H), TPB, 0, t->stream>>>(t->s_hp, t->hstate,
+                                                                           t->dones + (int64_t)s * N, N, H);
+    LAUNCH(t, "reset_hidden(step)");
+    TRY(gemm(t, 0, 0, N, 3 * H, H, t->s_hp, H, p + t->off[P_WH], 3 * H, 0.0f, t->s_hh, 3 * H, "GRU hidden (step)"));
+    gru_cell_kernel<<<blocks_for((int64_t)N * H), TPB, 0, t->stream>>>(t->s_xi, p + t->off[P_BI], t->s_hh,
+                                                                       p + t->off[P_BHN], t->s_hp, h_out, NULL,
+                                                                       NULL, NULL, NULL, N, H);
+    LAUNCH(t, "gru_cell(step)");
+    TRY(heads_forward(t, N, h_out, t->s_a1, t->s_a2, t->s_logits, t->s_c1, t->s_c2, t->values + (int64_t)s * N));
+    if (sample) {
+        sample_kernel<<<blocks_for(N), TPB, 0, t->stream>>>(t->s_logits, N, t->A, s, t->c.seed, t->scal,
+                                                            t->actions + (int64_t)s * N, t->logp + (int64_t)s * N);
+        LAUNCH(t, "sample");
+    }
+    return 0;
+}
+
+static int enqueue_rollout(CraftaxPPO *t) {
+    const int N = t->N, T = t->T, H = t->H;
+    const int64_t D = t->D;
+    /* the current obs / last_done live in slot T between iterations */
+    CUDA_TRY(cudaMemcpyAsync(t->obs, t->obs + (int64_t)T * N * D, (size_t)N * D * sizeof(float),
+                             cudaMemcpyDeviceToDevice, t->stream), "copy obs slot");
+    CUDA_TRY(cudaMemcpyAsync(t->dones, t->dones + (int64_t)T * N, (size_t)N, cudaMemcpyDeviceToDevice, t->stream),
+             "copy dones slot");
+    CUDA_TRY(cudaMemcpyAsync(t->h0, t->hstate, (size_t)N * H * sizeof(float), cudaMemcpyDeviceToDevice, t->stream),
+             "copy h0");
+    for (int s = 0; s < T; s++) {
+        TRY(policy_step(t, s, 1));
+        env_key_advance_kernel<<<1, 1, 0, t->stream>>>(t->scal);
+        LAUNCH(t, "env_key_advance");
+        env_key_split_kernel<<<blocks_for(N), TPB, 0, t->stream>>>(t->scal, N, t->env_keys);
+        LAUNCH(t, "env_key_split");
+        int rc = craftax_cuda_step_autoreset_stream(
+            t->env_states, t->actions + (int64_t)s * N, t->env_keys, N, &t->env_params, t->obs + (int64_t)(s + 1) * N * D,
+            t->rewards + (int64_t)s * N, t->dones + (int64_t)(s + 1) * N, t->terminated, t->truncated, t->final_ach,
+            t->env_scratch, t->done_list, (uintptr_t)t->stream);
+        if (rc != 0) return fail(CRAFTAX_PPO_ERR_CUDA, "env step: %s (code %d)", craftax_cuda_last_error(), rc);
+        LAUNCH(t, "env step");
+        track_kernel<<<blocks_for(N), TPB, 0, t->stream>>>(
+            t->rewards + (int64_t)s * N, t->dones + (int64_t)(s + 1) * N, t->final_ach, N, t->ret_acc, t->len_acc,
+            t->ep_return + (int64_t)s * N, t->ep_length + (int64_t)s * N, t->ep_ach + (int64_t)s * N * ACH_WORDS);
+        LAUNCH(t, "track");
+    }
+    /* bootstrap value of the final obs (values slot T) */
+    TRY(policy_step(t, T, 0));
+    gae_kernel<<<blocks_for(N), TPB, 0, t->stream>>>(t->rewards, t->values, t->dones, T, N, t->c.gamma,
+                                                     t->c.gae_lambda, t->adv, t->targets);
+    LAUNCH(t, "gae");
+    return 0;
+}
+
+static int enqueue_update(CraftaxPPO *t) {
+    const int N = t->N, B = t->B, M = t->M;
+    for (int e = 0; e < t->c.update_epochs; e++) {
+        perm_keys_kernel<<<blocks_for(N), TPB, 0, t->stream>>>(t->c.seed, t->scal, t->T + e, N, t->sort_keys);
+        LAUNCH(t, "perm_keys");
+        size_t bytes = t->sort_temp_bytes;
+        cudaError_t err = cub::DeviceRadixSort::SortKeys(t->sort_temp, bytes, t->sort_keys, t->sort_keys_out, N, 0, 64,
+                                                         t->stream);
+        if (err != cudaSuccess) return cuda_fail(err, "permutation sort");
+        LAUNCH(t, "permutation sort");
+        perm_from_keys_kernel<<<blocks_for(N), TPB, 0, t->stream>>>(t->sort_keys_out, N, t->perm);
+        LAUNCH(t, "perm_from_keys");
+        for (int m = 0; m < M; m++) {
+            double *stats = t->losses + (int64_t)(e * M + m) * CRAFTAX_PPO_NUM_LOSS_STATS;
+            TRY(gather_minibatch(t, t->perm + (int64_t)m * B, B));
+            TRY(loss_and_grads(t, B, stats));
+            TRY(grad_norm(t, stats));
+            TRY(adam_step(t));
+        }
+    }
+    return 0;
+}
+
+static int enqueue_iteration(CraftaxPPO *t) {
+    TRY(enqueue_rollout(t));
+    TRY(enqueue_update(t));
+    advance_iteration_kernel<<<1, 1, 0, t->stream>>>(t->scal);
+    LAUNCH(t, "advance_iteration");
+    return 0;
+}
+
+static int sync(CraftaxPPO *t, const char *what) {
+    CUDA_TRY(cudaStreamSynchronize(t->stream), what);
+    return 0;
+}
+
+/* ---- API ------------------------------------------------------------------------------- */
+static const struct {
+    const char *name;
+    int block;
+    int kind; /* 0: whole block; 1..3: gate column slice k-1 of a 3H-wide block */
+} TENSORS[] = {
+    {"params/Dense_0/bias", P_B0, 0},
+    {"params/Dense_0/kernel", P_W0, 0},
+    {"params/Dense_1/bias", P_B1, 0},
+    {"params/Dense_1/kernel", P_W1, 0},
+    {"params/Dense_2/bias", P_B2, 0},
+    {"params/Dense_2/kernel", P_W2, 0},
+    {"params/Dense_3/bias", P_B3, 0},
+    {"params/Dense_3/kernel", P_W3, 0},
+    {"params/Dense_4/bias", P_B4, 0},
+    {"params/Dense_4/kernel", P_W4, 0},
+    {"params/Dense_5/bias", P_B5, 0},
+    {"params/Dense_5/kernel", P_W5, 0},
+    {"params/Dense_6/bias", P_B6, 0},
+    {"params/Dense_6/kernel", P_W6, 0},
+    {"params/ScannedRNN_0/GRUCell_0/hn/bias", P_BHN, 0},
+    {"params/ScannedRNN_0/GRUCell_0/hn/kernel", P_WH, 3},
+    {"params/ScannedRNN_0/GRUCell_0/hr/kernel", P_WH, 1},
+    {"params/ScannedRNN_0/GRUCell_0/hz/kernel", P_WH, 2},
+    {"params/ScannedRNN_0/GRUCell_0/in/bias", P_BI, 3},
+    {"params/ScannedRNN_0/GRUCell_0/in/kernel", P_WI, 3},
+    {"params/ScannedRNN_0/GRUCell_0/ir/bias", P_BI, 1},
+    {"params/ScannedRNN_0/GRUCell_0/ir/kernel", P_WI, 1},
+    {"params/ScannedRNN_0/GRUCell_0/iz/bias", P_BI, 2},
+    {"params/ScannedRNN_0/GRUCell_0/iz/kernel", P_WI, 2},
+};
+#define NUM_TENSORS ((int)(sizeof(TENSORS) / sizeof(TENSORS[0])))
+
+int craftax_ppo_num_tensors(void) { return NUM_TENSORS; }
+
+int craftax_ppo_param_info(const CraftaxPPO *t, int i, char *name, int name_size, int64_t *rows, int64_t *cols,
+                           int64_t *offset, int64_t *ld) {
+    if (!t || !name || !rows || !cols || !offset || !ld) return fail(CRAFTAX_PPO_ERR_NULL, "param_info: NULL");
+    if (i < 0 || i >= NUM_TENSORS) return fail(CRAFTAX_PPO_ERR_ARGUMENT, "param_info: index %d", i);
+    snprintf(name, (size_t)name_size, "%s", TENSORS[i].name);
+    const int b = TENSORS[i].block, k = TENSORS[i].kind;
+    *rows = t->rows_[b];
+    *ld = t->cols_[b];
+    *cols = k ? t->cols_[b] / 3 : t->cols_[b];
+    *offset = t->off[b] + (k ? (int64_t)(k - 1) * (t->cols_[b] / 3) : 0);
+    return 0;
+}
+
+int64_t craftax_ppo_num_params(const CraftaxPPO *t) { return t ? t->P : 0; }
+
+static int buffer_ptr(CraftaxPPO *t, int which, void **ptr, size_t *bytes) {
+    const size_t N = t->N, T = t->T, D = t->D, H = t->H, P = t->P;
+    const size_t f = sizeof(float);
+    switch (which) {
+    case CRAFTAX_PPO_BUF_PARAMS: *ptr = t->params; *bytes = P * f; return 0;
+    case CRAFTAX_PPO_BUF_GRADS: *ptr = t->grads; *bytes = P * f; return 0;
+    case CRAFTAX_PPO_BUF_ADAM_MU: *ptr = t->mu; *bytes = P * f; return 0;
+    case CRAFTAX_PPO_BUF_ADAM_NU: *ptr = t->nu; *bytes = P * f; return 0;
+    case CRAFTAX_PPO_BUF_COUNTERS: *ptr = (char *)t->scal + offsetof(Scalars, counters); *bytes = 4 * sizeof(int64_t); return 0;
+    case CRAFTAX_PPO_BUF_HSTATE: *ptr = t->hstate; *bytes = N * H * f; return 0;
+    case CRAFTAX_PPO_BUF_LAST_DONE: *ptr = t->dones + T * N; *bytes = N; return 0;
+    case CRAFTAX_PPO_BUF_ENV_KEY: *ptr = (char *)t->scal + offsetof(Scalars, env_key); *bytes = 2 * sizeof(uint32_t); return 0;
+    case CRAFTAX_PPO_BUF_RET_ACC: *ptr = t->ret_acc; *bytes = N * f; return 0;
+    case CRAFTAX_PPO_BUF_LEN_ACC: *ptr = t->len_acc; *bytes = N * sizeof(int32_t); return 0;
+    case CRAFTAX_PPO_BUF_OBS: *ptr = t->obs; *bytes = (T + 1) * N * D * f; return 0;
+    case CRAFTAX_PPO_BUF_DONES: *ptr = t->dones; *bytes = (T + 1) * N; return 0;
+    case CRAFTAX_PPO_BUF_ACTIONS: *ptr = t->actions; *bytes = T * N * sizeof(int32_t); return 0;
+    case CRAFTAX_PPO_BUF_LOGP: *ptr = t->logp; *bytes = T * N * f; return 0;
+    case CRAFTAX_PPO_BUF_VALUES: *ptr = t->values; *bytes = (T + 1) * N * f; return 0;
+    case CRAFTAX_PPO_BUF_REWARDS: *ptr = t->rewards; *bytes = T * N * f; return 0;
+    case CRAFTAX_PPO_BUF_ADVANTAGES: *ptr = t->adv; *bytes = T * N * f; return 0;
+    case CRAFTAX_PPO_BUF_TARGETS: *ptr = t->targets; *bytes = T * N * f; return 0;
+    case CRAFTAX_PPO_BUF_H0: *ptr = t->h0; *bytes = N * H * f; return 0;
+    case CRAFTAX_PPO_BUF_EPISODES: *ptr = t->ep_return; *bytes = T * N * (2 + ACH_WORDS) * 4; return 0;
+    case CRAFTAX_PPO_BUF_LOSSES:
+        *ptr = t->losses;
+        *bytes = (size_t)t->c.update_epochs * t->M * CRAFTAX_PPO_NUM_LOSS_STATS * sizeof(double);
+        return 0;
+    case CRAFTAX_PPO_BUF_REPLAY: *ptr = t->replay; *bytes = 2 * T * N * f; return 0;
+    case CRAFTAX_PPO_BUF_CUR_OBS: *ptr = t->obs + T * N * D; *bytes = N * D * f; return 0;
+    default: return fail(CRAFTAX_PPO_ERR_ARGUMENT, "unknown buffer %d", which);
+    }
+}
+
+size_t craftax_ppo_buffer_bytes(const CraftaxPPO *t, int which) {
+    void *p = NULL;
+    size_t bytes = 0;
+    if (!t || buffer_ptr((CraftaxPPO *)t, which, &p, &bytes) != 0) return 0;
+    return bytes;
+}
+
+int craftax_ppo_read(CraftaxPPO *t, int which, void *host, size_t bytes) {
+    if (!t || !host) return fail(CRAFTAX_PPO_ERR_NULL, "read: NULL");
+    void *p = NULL;
+    size_t n = 0;
+    TRY(buffer_ptr(t, which, &p, &n));
+    if (bytes != n) return fail(CRAFTAX_PPO_ERR_ARGUMENT, "read buffer %d: %zu bytes given, %zu expected", which, bytes, n);
+    CUDA_TRY(cudaStreamSynchronize(t->stream), "read: synchronize");
+    CUDA_TRY(cudaMemcpy(host, p, n, cudaMemcpyDeviceToHost), "read: copy");
+    return 0;
+}
+
+int craftax_ppo_write(CraftaxPPO *t, int which, const void *host, size_t bytes) {
+    if (!t || !host) return fail(CRAFTAX_PPO_ERR_NULL, "write: NULL");
+    void *p = NULL;
+    size_t n = 0;
+    TRY(buffer_ptr(t, which, &p, &n));
+    if (bytes != n) return fail(CRAFTAX_PPO_ERR_ARGUMENT, "write buffer %d: %zu bytes given, %zu expected", which, bytes, n);
+    CUDA_TRY(cudaStreamSynchronize(t->stream), "write: synchronize");
+    CUDA_TRY(cudaMemcpy(p, host, n, cudaMemcpyHostToDevice), "write: copy");
+    return 0;
+}
+
+static int validate(const CraftaxPPOConfig *c) {
+#define POS(f)                                                                          \
+    if (c->f < 1) return fail(CRAFTAX_PPO_ERR_CONFIG, #f " must be >= 1, got %lld", (long long)c->f);
+    POS(num_envs) POS(num_steps) POS(obs_size) POS(num_actions) POS(width) POS(hidden) POS(update_epochs)
+    POS(num_minibatches) POS(num_updates)
+#undef POS
+    if (c->num_envs % c->num_minibatches)
+        return fail(CRAFTAX_PPO_ERR_CONFIG, "num_minibatches (%d) must divide num_envs (%d)", c->num_minibatches,
+                    c->num_envs);
+    if (!(c->lr > 0) || !(c->gamma >= 0 && c->gamma <= 1) || !(c->gae_lambda >= 0 && c->gae_lambda <= 1) ||
+        !(c->clip_eps > 0) || !(c->ent_coef >= 0) || !(c->vf_coef >= 0) || !(c->max_grad_norm > 0))
+        return fail(CRAFTAX_PPO_ERR_CONFIG, "a loss/optimiser coefficient is out of range or not finite");
+    if (c->encoder != CRAFTAX_PPO_ENCODER_DENSE)
+        return fail(CRAFTAX_PPO_ERR_CONFIG, "encoder %d: only CRAFTAX_PPO_ENCODER_DENSE (0) is built so far",
+                    c->encoder);
+    /* int GEMM dimensions: rows of the replay (T * N) and the largest product */
+    if ((int64_t)c->num_steps * c->num_envs > (1LL << 30) || (int64_t)c->num_envs * c->obs_size > (1LL << 40))
+        return fail(CRAFTAX_PPO_ERR_CONFIG, "num_steps * num_envs too large");
+    return 0;
+}
+
+static void release(CraftaxPPO *t) {
+    if (!t) return;
+    if (t->stream) cudaStreamSynchronize(t->stream);
+    if (t->graph_exec) cudaGraphExecDestroy(t->graph_exec);
+    if (t->graph) cudaGraphDestroy(t->graph);
+    if (t->blas && g_blas.destroy) g_blas.destroy(t->blas);
+    for (int i = 0; i < t->num_allocs; i++) cudaFree(t->allocs[i]);
+    if (t->ev0) cudaEventDestroy(t->ev0);
+    if (t->ev1) cudaEventDestroy(t->ev1);
+    if (t->stream) cudaStreamDestroy(t->stream);
+    free(t);
+}
+
+static int create(const CraftaxPPOConfig *config, void *env_states, void *env_scratch, const void *env_params,
+                  size_t env_params_size, CraftaxPPO *t) {
+    t->c = *config;
+    const CraftaxPPOConfig *c = &t->c;
+    t->N = c->num_envs;
+    t->T = c->num_steps;
+    t->D = c->obs_size;
+    t->A = c->num_actions;
+    t->E = c->width;
+    t->H = c->hidden;
+    t->M = c->num_minibatches;
+    t->B = t->N / t->M;
+    t->R = t->T * t->B;
+    t->Rmax = t->T * t->N; /* replay runs all envs as one minibatch */
+    if (env_states || env_scratch) {
+        if (!env_states || !env_scratch || !env_params)
+            return fail(CRAFTAX_PPO_ERR_NULL, "env_states, env_scratch and env_params go together");
+        if (env_params_size != sizeof(CraftaxParams))
+            return fail(CRAFTAX_PPO_ERR_ARGUMENT, "env params size %zu != sizeof(CraftaxParams) %zu", env_params_size,
+                        sizeof(CraftaxParams));
+        if (t->D != craftax_cuda_obs_size())
+            return fail(CRAFTAX_PPO_ERR_CONFIG, "obs_size %d != the env's %d", t->D, craftax_cuda_obs_size());
+        memcpy(&t->env_params, env_params, sizeof(CraftaxParams));
+        t->env_states = env_states;
+        t->env_scratch = env_scratch;
+        t->has_env = 1;
+    }
+    TRY(load_cublas());
+    CUDA_TRY(cudaStreamCreateWithFlags(&t->stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    CUDA_TRY(cudaEventCreate(&t->ev0), "cudaEventCreate");
+    CUDA_TRY(cudaEventCreate(&t->ev1), "cudaEventCreate");
+    cublasStatus st = g_blas.create(&t->blas);
+    if (st != 0) {
+        t->blas = NULL;
+        return blas_fail(st, "cublasCreate");
+    }
+    st = g_blas.set_stream(t->blas, t->stream);
+    if (st != 0) return blas_fail(st, "cublasSetStream");
+    /* own workspace: graph capture must not make cuBLAS allocate, and a fixed workspace keeps
+     * its kernels' choice (and so the results) stable */
+    t->workspace_bytes = 64u << 20;
+    ALLOC(t, t->workspace, t->workspace_bytes);
+    st = g_blas.set_workspace(t->blas, t->workspace, t->workspace_bytes);
+    if (st != 0) return blas_fail(st, "cublasSetWorkspace");
+
+    /* parameter layout */
+    const int64_t D = t->D, E = t->E, H = t->H, A = t->A;
+    const int64_t shapes[P_COUNT][2] = {{D, E}, {1, E}, {E, 3 * H}, {1, 3 * H}, {H, 3 * H}, {1, H},
+                                        {H, E}, {1, E}, {E, E},     {1, E},     {E, A},     {1, A},
+                                        {H, E}, {1, E}, {E, E},     {1, E},     {E, 1},     {1, 1}};
+    int64_t off = 0;
+    for (int b = 0; b < P_COUNT; b++) {
+        t->off[b] = off;
+        t->rows_[b] = shapes[b][0];
+        t->cols_[b] = shapes[b][1];
+        off += (shapes[b][0] * shapes[b][1] + 63) / 64 * 64;
+    }
+    t->P = off;
+    const size_t f = sizeof(float);
+    const size_t N = t->N, T = t->T, R = t->Rmax, Bn = t->N;
+    ALLOC(t, t->params, t->P * f);
+    ALLOC(t, t->grads, t->P * f);
+    ALLOC(t, t->mu, t->P * f);
+    ALLOC(t, t->nu, t->P * f);
+    ALLOC(t, t->scal, sizeof(Scalars));
+    t->sumsq_blocks = 264;
+    ALLOC(t, t->sumsq_part, t->sumsq_blocks * sizeof(double));
+    ALLOC(t, t->losses, (size_t)c->update_epochs * t->M * CRAFTAX_PPO_NUM_LOSS_STATS * sizeof(double));
+    ALLOC(t, t->obs, (T + 1) * N * D * f);
+    ALLOC(t, t->dones, (T + 1) * N);
+    ALLOC(t, t->actions, T * N * 4);
+    ALLOC(t, t->logp, T * N * f);
+    ALLOC(t, t->values, (T + 1) * N * f);
+    ALLOC(t, t->rewards, T * N * f);
+    ALLOC(t, t->adv, T * N * f);
+    ALLOC(t, t->targets, T * N * f);
+    ALLOC(t, t->h0, N * H * f);
+    ALLOC(t, t->hstate, N * H * f);
+    ALLOC(t, t->ret_acc, N * f);
+    ALLOC(t, t->len_acc, N * 4);
+    ALLOC(t, t->env_keys, N * 2 * 4);
+    ALLOC(t, t->done_list, (N + 1) * 4);
+    ALLOC(t, t->terminated, N);
+    ALLOC(t, t->truncated, N);
+    ALLOC(t, t->final_ach, N * NUM_ACH);
+    /* episode log: ep_return, ep_length, ep_ach contiguous (one read) */
+    ALLOC(t, t->ep_return, T * N * (2 + ACH_WORDS) * 4);
+    t->ep_length = (int32_t *)(t->ep_return + T * N);
+    t->ep_ach = (uint32_t *)(t->ep_length + T * N);
+    ALLOC(t, t->s_pre, N * E * f);
+    ALLOC(t, t->s_xi, N * 3 * H * f);
+    ALLOC(t, t->s_hp, N * H * f);
+    ALLOC(t, t->s_hh, N * 3 * H * f);
+    ALLOC(t, t->s_a1, N * E * f);
+    ALLOC(t, t->s_a2, N * E * f);
+    ALLOC(t, t->s_logits, N * A * f);
+    ALLOC(t, t->s_c1, N * (E > H ? E : H) * f);
+    ALLOC(t, t->s_c2, N * E * f);
+    ALLOC(t, t->perm, N * 4);
+    ALLOC(t, t->sort_keys, N * 8);
+    ALLOC(t, t->sort_keys_out, N * 8);
+    t->sort_temp_bytes = 0;
+    {
+        cudaError_t err = cub::DeviceRadixSort::SortKeys((void *)NULL, t->sort_temp_bytes, t->sort_keys,
+                                                         t->sort_keys_out, (int)N, 0, 64, t->stream);
+        if (err != cudaSuccess) return cuda_fail(err, "sort temp size");
+    }
+    ALLOC(t, t->sort_temp, t->sort_temp_bytes);
+    ALLOC(t, t->mb_index, N * 4);
+    ALLOC(t, t->x, R * D * f);
+    ALLOC(t, t->m_dones, R + Bn);
+    ALLOC(t, t->m_actions, R * 4);
+    ALLOC(t, t->m_logp, R * f);
+    ALLOC(t, t->m_values, R * f);
+    ALLOC(t, t->m_adv, R * f);
+    ALLOC(t, t->m_targets, R * f);
+    ALLOC(t, t->m_h0, Bn * H * f);
+    ALLOC(t, t->emb, R * E * f);
+    ALLOC(t, t->xi, R * 3 * H * f);
+    ALLOC(t, t->hps, R * H * f);
+    ALLOC(t, t->rs, R * H * f);
+    ALLOC(t, t->zs, R * H * f);
+    ALLOC(t, t->ns, R * H * f);
+    ALLOC(t, t->hns, R * H * f);
+    ALLOC(t, t->hs, R * H * f);
+    ALLOC(t, t->hh, Bn * 3 * H * f);
+    ALLOC(t, t->a1, R * E * f);
+    ALLOC(t, t->a2, R * E * f);
+    ALLOC(t, t->logits, R * A * f);
+    ALLOC(t, t->c1, R * E * f);
+    ALLOC(t, t->c2, R * E * f);
+    ALLOC(t, t->value, R * f);
+    ALLOC(t, t->dlogits, R * A * f);
+    ALLOC(t, t->dvalue, R * f);
+    ALLOC(t, t->da2, R * E * f);
+    ALLOC(t, t->da1, R * E * f);
+    ALLOC(t, t->dy, R * H * f);
+    ALLOC(t, t->dxi, R * 3 * H * f);
+    ALLOC(t, t->dhh, R * 3 * H * f);
+    ALLOC(t, t->dhp, Bn * H * f);
+    ALLOC(t, t->demb, R * E * f);
+    ALLOC(t, t->ones, R * f);
+    ALLOC(t, t->row_terms, R * 5 * sizeof(double));
+    ALLOC(t, t->replay, 2 * T * N * f);
+    /* zero everything the first iteration reads before writing */
+    CUDA_TRY(cudaMemsetAsync(t->params, 0, t->P * f, t->stream), "memset");
+    CUDA_TRY(cudaMemsetAsync(t->grads, 0, t->P * f, t->stream), "memset");
+    CUDA_TRY(cudaMemsetAsync(t->mu, 0, t->P * f, t->stream), "memset");
+    CUDA_TRY(cudaMemsetAsync(t->nu, 0, t->P * f, t->stream), "memset");
+    CUDA_TRY(cudaMemsetAsync(t->scal, 0, sizeof(Scalars), t->stream), "memset");
+    CUDA_TRY(cudaMemsetAsync(t->losses, 0, (size_t)c->update_epochs * t->M * CRAFTAX_PPO_NUM_LOSS_STATS * 8, t->stream),
+             "memset");
+    CUDA_TRY(cudaMemsetAsync(t->obs, 0, (T + 1) * N * D * f, t->stream), "memset");
+    CUDA_TRY(cudaMemsetAsync(t->dones, 0, (T + 1) * N, t->stream), "memset");
+    CUDA_TRY(cudaMemsetAsync(t->actions, 0, T * N * 4, t->stream), "memset");
+    CUDA_TRY(cudaMemsetAsync(t->logp, 0, T * N * f, t->stream), "memset");
+    CUDA_TRY(cudaMemsetAsync(t->values, 0, (T + 1) * N * f, t->stream), "memset");
+    CUDA_TRY(cudaMemsetAsync(t->rewards, 0, T * N * f, t->stream), "memset");
+    CUDA_TRY(cudaMemsetAsync(t->adv, 0, T * N * f, t->stream), "memset");
+    CUDA_TRY(cudaMemsetAsync(t->targets, 0, T * N * f, t->stream), "memset");
+    CUDA_TRY(cudaMemsetAsync(t->h0, 0, N * H * f, t->stream), "memset");
+    CUDA_TRY(cudaMemsetAsync(t->hstate, 0, N * H * f, t->stream), "memset");
+    CUDA_TRY(cudaMemsetAsync(t->ret_acc, 0, N * f, t->stream), "memset");
+    CUDA_TRY(cudaMemsetAsync(t->len_acc, 0, N * 4, t->stream), "memset");
+    CUDA_TRY(cudaMemsetAsync(t->ep_return, 0, T * N * (2 + ACH_WORDS) * 4, t->stream), "memset");
+    fill_kernel<<<blocks_for(R), TPB, 0, t->stream>>>(t->ones, 1.0f, (int64_t)R);
+    LAUNCH(t, "fill ones");
+    return sync(t, "create");
+}
+
+int craftax_ppo_create(const CraftaxPPOConfig *config, void *env_states, void *env_scratch, const void *env_params,
+                       size_t env_params_size, CraftaxPPO **out) {
+    if (!config || !out) return fail(CRAFTAX_PPO_ERR_NULL, "create: NULL config or out");
+    *out = NULL;
+    TRY(validate(config));
+    CraftaxPPO *t = (CraftaxPPO *)calloc(1, sizeof(CraftaxPPO));
+    if (!t) return fail(CRAFTAX_PPO_ERR_NO_MEMORY, "create: host out of memory");
+    int rc = create(config, env_states, env_scratch, env_params, env_params_size, t);
+    if (rc != 0) {
+        char saved[sizeof(g_error)];
+        memcpy(saved, g_error, sizeof(saved));
+        release(t);
+        cudaGetLastError();
+        memcpy(g_error, saved, sizeof(saved));
+        return rc;
+    }
+    *out = t;
+    return 0;
+}
+
+void craftax_ppo_destroy(CraftaxPPO *t) { release(t); }
+
+int craftax_ppo_begin(CraftaxPPO *t, const uint32_t *env_key) {
+    if (!t || !env_key) return fail(CRAFTAX_PPO_ERR_NULL, "begin: NULL");
+    if (!t->has_env) return fail(CRAFTAX_PPO_ERR_NO_ENV, "begin: this trainer has no env");
+    const size_t N = t->N, T = t->T, D = t->D, H = t->H;
+    TRY(sync(t, "begin"));
+    int rc = craftax_cuda_observe(t->env_states, (int64_t)N, t->obs + T * N * D);
+    if (rc != 0) return fail(CRAFTAX_PPO_ERR_CUDA, "begin: observe: %s", craftax_cuda_last_error());
+    CUDA_TRY(cudaMemset(t->dones + T * N, 0, N), "begin: memset");
+    CUDA_TRY(cudaMemset(t->hstate, 0, N * H * sizeof(float)), "begin: memset");
+    CUDA_TRY(cudaMemset(t->ret_acc, 0, N * sizeof(float)), "begin: memset");
+    CUDA_TRY(cudaMemset(t->len_acc, 0, N * sizeof(int32_t)), "begin: memset");
+    CUDA_TRY(cudaMemcpy((char *)t->scal + offsetof(Scalars, env_key), env_key, 2 * sizeof(uint32_t), cudaMemcpyHostToDevice), "begin: key");
+    CUDA_TRY(cudaDeviceSynchronize(), "begin");
+    return 0;
+}
+
+int craftax_ppo_iterate(CraftaxPPO *t) {
+    if (!t) return fail(CRAFTAX_PPO_ERR_NULL, "iterate: NULL");
+    if (!t->has_env) return fail(CRAFTAX_PPO_ERR_NO_ENV, "iterate: this trainer has no env");
+    CUDA_TRY(cudaEventRecord(t->ev0, t->stream), "event");
+    /* the first iteration runs eagerly: cuBLAS picks and loads its kernels outside capture */
+    if (t->c.use_graph && !t->c.debug && t->iterations_run > 0) {
+        if (!t->graph_exec) {
+            CUDA_TRY(cudaStreamBeginCapture(t->stream, cudaStreamCaptureModeThreadLocal), "begin capture");
+            int rc = enqueue_iteration(t);
+            cudaGraph_t graph = NULL;
+            cudaError_t err = cudaStreamEndCapture(t->stream, &graph);
+            if (rc != 0) {
+                if (graph) cudaGraphDestroy(graph);
+                cudaGetLastError();
+                return rc;
+            }
+            if (err != cudaSuccess) return cuda_fail(err, "end capture");
+            t->graph = graph;
+            err = cudaGraphInstantiate(&t->graph_exec, graph, 0);
+            if (err != cudaSuccess) {
+                t->graph_exec = NULL;
+                return cuda_fail(err, "graph instantiate");
+            }
+        }
+        CUDA_TRY(cudaGraphLaunch(t->graph_exec, t->stream), "graph launch");
+    } else {
+        TRY(enqueue_iteration(t));
+    }
+    CUDA_TRY(cudaEventRecord(t->ev1, t->stream), "event");
+    TRY(sync(t, "iterate"));
+    cudaEventElapsedTime(&t->last_ms, t->ev0, t->ev1);
+    t->iterations_run++;
+    return 0;
+}
+
+int craftax_ppo_rollout(CraftaxPPO *t) {
+    if (!t) return fail(CRAFTAX_PPO_ERR_NULL, "rollout: NULL");
+    if (!t->has_env) return fail(CRAFTAX_PPO_ERR_NO_ENV, "rollout: this trainer has no env");
+    TRY(enqueue_rollout(t));
+    advance_iteration_kernel<<<1, 1, 0, t->stream>>>(t->scal);
+    LAUNCH(t, "advance_iteration");
+    return sync(t, "rollout");
+}
+
+int craftax_ppo_replay(CraftaxPPO *t) {
+    if (!t) return fail(CRAFTAX_PPO_ERR_NULL, "replay: NULL");
+    const int N = t->N, T = t->T;
+    int32_t *idx = (int32_t *)malloc((size_t)N * 4);
+    if (!idx) return fail(CRAFTAX_PPO_ERR_NO_MEMORY, "replay: host memory");
+    for (int i = 0; i < N; i++) idx[i] = i;
+    cudaError_t err = cudaMemcpy(t->mb_index, idx, (size_t)N * 4, cudaMemcpyHostToDevice);
+    free(idx);
+    if (err != cudaSuccess) return cuda_fail(err, "replay: copy index");
+    TRY(gather_minibatch(t, t->mb_index, N));
+    TRY(segment_forward(t, N));
+    replay_kernel<<<blocks_for((int64_t)T * N), TPB, 0, t->stream>>>(t->logits, t->value, t->m_actions,
+                                                                     (int64_t)T * N, t->A, t->replay);
+    LAUNCH(t, "replay");
+    TRY(sync(t, "replay"));
+    return 0;
+}
+
+int craftax_ppo_gae(CraftaxPPO *t) {
+    if (!t) return fail(CRAFTAX_PPO_ERR_NULL, "gae: NULL");
+    gae_kernel<<<blocks_for(t->N), TPB, 0, t->stream>>>(t->rewards, t->values, t->dones, t->T, t->N, t->c.gamma,
+                                                        t->c.gae_lambda, t->adv, t->targets);
+    LAUNCH(t, "gae");
+    return sync(t, "gae");
+}
+
+int craftax_ppo_loss_grads(CraftaxPPO *t, const int32_t *env_index, double *out_stats) {
+    if (!t || !env_index) return fail(CRAFTAX_PPO_ERR_NULL, "loss_grads: NULL");
+    for (int b = 0; b < t->B; b++)
+        if (env_index[b] < 0 || env_index[b] >= t->N)
+            return fail(CRAFTAX_PPO_ERR_ARGUMENT, "loss_grads: env index %d out of range", env_index[b]);
+    CUDA_TRY(cudaMemcpy(t->mb_index, env_index, (size_t)t->B * 4, cudaMemcpyHostToDevice), "loss_grads: index");
+    double *stats = t->losses; /* row 0 */
+    TRY(gather_minibatch(t, t->mb_index, t->B));
+    TRY(loss_and_grads(t, t->B, stats));
+    sumsq_kernel<<<t->sumsq_blocks, TPB, 0, t->stream>>>(t->grads, t->P, t->sumsq_part);
+    LAUNCH(t, "sumsq");
+    TRY(sync(t, "loss_grads"));
+    if (out_stats) {
+        double host[CRAFTAX_PPO_NUM_LOSS_STATS];
+        CUDA_TRY(cudaMemcpy(host, stats, sizeof(host), cudaMemcpyDeviceToHost), "loss_grads: stats");
+        double *part = (double *)malloc(t->sumsq_blocks * sizeof(double));
+        if (!part) return fail(CRAFTAX_PPO_ERR_NO_MEMORY, "host memory");
+        cudaError_t err = cudaMemcpy(part, t->sumsq_part, t->sumsq_blocks * sizeof(double), cudaMemcpyDeviceToHost);
+        double s = 0;
+        for (int i = 0; i < t->sumsq_blocks; i++) s += part[i];
+        free(part);
+        if (err != cudaSuccess) return cuda_fail(err, "loss_grads: norm");
+        Scalars sc;
+        CUDA_TRY(cudaMemcpy(&sc, t->scal, sizeof(sc), cudaMemcpyDeviceToHost), "loss_grads: scalars");
+        const int64_t per_update = (int64_t)t->c.num_minibatches * t->c.update_epochs;
+        host[6] = sqrt(s);
+        host[7] = t->c.anneal_lr ? t->c.lr * (1.0 - (double)(sc.counters[1] / per_update) / (double)t->c.num_updates)
+                                 : t->c.lr;
+        memcpy(out_stats, host, sizeof(host));
+    }
+    return 0;
+}
+
+int craftax_ppo_apply_grads(CraftaxPPO *t) {
+    if (!t) return fail(CRAFTAX_PPO_ERR_NULL, "apply_grads: NULL");
+    TRY(grad_norm(t, NULL));
+    TRY(adam_step(t));
+    return sync(t, "apply_grads");
+}
+
+int64_t craftax_ppo_nnz_overflow(CraftaxPPO *t) {
+    if (!t) return -1;
+    Scalars sc;
+    if (cudaMemcpy(&sc, t->scal, sizeof(sc), cudaMemcpyDeviceToHost) != cudaSuccess) return -1;
+    return sc.nnz_overflow;
+}
+
+float craftax_ppo_last_iterate_ms(const CraftaxPPO *t) { return t ? t->last_ms : 0.0f; }

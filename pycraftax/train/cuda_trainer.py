@@ -1,0 +1,402 @@
+"""GPU PPO-RNN trainer: the CUDA env + the CUDA trainer of cuda/ppo_cuda.cu.
+
+Same TrainConfig, metrics lines, checkpoints (with "backend": "cuda" in their meta), resume,
+plot and progress as the CPU trainer (trainer.py, whose pieces it reuses); the model, loss,
+GAE, clipping and Adam are numpy_ppo.py's, run on the GPU. Weights stay on the device; one
+iteration (rollout + GAE + update) is one CUDA graph launch, after which only the episode log
+and the per-minibatch loss statistics are copied back for the metrics line.
+
+    from pycraftax.train import TrainConfig
+    from pycraftax.train.cuda_trainer import CudaTrainer
+    trainer = CudaTrainer(TrainConfig.paper(total_timesteps=50_000_000), out_dir="runs/gpu")
+    trainer.run()
+
+Differences from the CPU trainer, by design: policy sampling and minibatch permutations use
+threefry of (seed, iteration, step/epoch, env) on the device instead of numpy's Generator, so
+the two trainers agree on the env's key stream but not on sampled actions. TF32 GEMMs by
+default (tf32=False for exact fp32).
+
+The low-level handle (PPO) is also what conformance/test_cuda_trainer.py checks against
+numpy_ppo: set/get parameters by flax name, loss and gradients on a minibatch, GAE, Adam.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import sys
+import numpy as np
+
+from pycraftax.achievements import NUM_ACHIEVEMENTS
+from pycraftax.train import numpy_ppo as npp
+from pycraftax.train.trainer import WINDOW, Trainer, TrainConfig, _now  # noqa: F401  (WINDOW re-exported)
+
+ERR_NULL, ERR_CONFIG, ERR_NO_MEMORY, ERR_ARGUMENT, ERR_CUDA, ERR_CUBLAS, ERR_NO_ENV = -1, -2, -3, -4, -5, -6, -7
+ENCODER_DENSE, ENCODER_SPARSE = 0, 1
+(BUF_PARAMS, BUF_GRADS, BUF_ADAM_MU, BUF_ADAM_NU, BUF_COUNTERS, BUF_HSTATE, BUF_LAST_DONE, BUF_ENV_KEY, BUF_RET_ACC,
+ BUF_LEN_ACC, BUF_OBS, BUF_DONES, BUF_ACTIONS, BUF_LOGP, BUF_VALUES, BUF_REWARDS, BUF_ADVANTAGES, BUF_TARGETS, BUF_H0,
+ BUF_EPISODES, BUF_LOSSES, BUF_REPLAY, BUF_CUR_OBS) = range(23)
+LOSS_STATS = ("total_loss", "value_loss", "actor_loss", "entropy", "approx_kl", "clip_frac", "grad_norm", "lr")
+ACH_WORDS = 3
+
+_FFI = None
+_LIB = None
+
+
+def find_cublas() -> str | None:
+    """libcublas.so.13: $PYCRAFTAX_CUBLAS, else the nvidia-cublas wheel (PyTorch's CUDA 13
+    dependency, nvidia/cu13/lib or nvidia/cublas/lib) on sys.path, else the toolkit's."""
+    env = os.environ.get("PYCRAFTAX_CUBLAS")
+    if env:
+        return env
+    patterns = ("nvidia/cu13/lib/libcublas.so.13", "nvidia/cublas/lib/libcublas.so.13", "torch/lib/libcublas.so.13")
+    for entry in sys.path:
+        for pat in patterns:
+            hits = sorted(glob.glob(os.path.join(entry or ".", pat)))
+            if hits:
+                return hits[0]
+    for d in ("/usr/local/cuda/lib64", "/usr/local/cuda-13.0/lib64", "/usr/lib/x86_64-linux-gnu"):
+        p = os.path.join(d, "libcublas.so.13")
+        if os.path.exists(p):
+            return p
+    return None
+
+
+def load():
+    """(ffi, lib) of the trainer API, on the CUDA env's library (loads and initialises it)."""
+    global _FFI, _LIB
+    if _LIB is not None:
+        return _FFI, _LIB
+    from cffi import FFI
+
+    from pycraftax import cuda_env
+    from pycraftax._cdef import cdef_declarations
+
+    env_lib = cuda_env.load()  # RuntimeError with the reason when there is no GPU
+    header = cuda_env._find("ppo_cuda.h", cuda_env.header_dirs(env_lib.path))
+    if header is None:
+        raise RuntimeError("pycraftax CUDA trainer: cuda/ppo_cuda.h not found")
+    ffi = FFI()
+    ffi.cdef(cdef_declarations(header.read_text()))
+    lib = ffi.dlopen(str(env_lib.path))
+    try:
+        lib.craftax_ppo_last_error
+    except AttributeError as exc:
+        raise RuntimeError(f"{env_lib.path} has no trainer (rebuild it: make -C cuda)") from exc
+    path = find_cublas()
+    import ctypes
+
+    try:
+        ctypes.CDLL(path or "libcublas.so.13")
+    except OSError as exc:
+        raise RuntimeError(f"pycraftax CUDA trainer: cuBLAS not found ({exc}); install nvidia-cublas "
+                           "(PyTorch's CUDA 13 wheels bring it) or set PYCRAFTAX_CUBLAS") from exc
+    if path:
+        lib.craftax_ppo_set_cublas_path(path.encode())
+    _FFI, _LIB = ffi, lib
+    return ffi, lib
+
+
+def available() -> bool:
+    try:
+        load()
+        return True
+    except (RuntimeError, OSError):
+        return False
+
+
+def unavailable_reason() -> str | None:
+    try:
+        load()
+        return None
+    except (RuntimeError, OSError) as exc:
+        return str(exc)
+
+
+def _check(ffi, lib, code: int, what: str) -> None:
+    if code == 0:
+        return
+    message = f"{what} failed: {ffi.string(lib.craftax_ppo_last_error()).decode()}"
+    if code == ERR_NO_MEMORY:
+        raise MemoryError(message)
+    if code in (ERR_CONFIG, ERR_ARGUMENT, ERR_NULL):
+        raise ValueError(message)
+    raise RuntimeError(message)
+
+
+class PPO:
+    """One CUDA trainer handle (cuda/ppo_cuda.h). `env`: a CudaCraftaxEnv to roll out in, or
+    None for a loss/gradient/optimiser-only handle (checks)."""
+
+    def __init__(self, config: TrainConfig, env=None, *, obs_size: int = 8268, num_actions: int = 43,
+                 tf32: bool = True, use_graph: bool = True, debug: bool = False, encoder: int = ENCODER_DENSE,
+                 max_nnz: int = 1024):
+        config.validate()
+        self.ffi, self.lib = load()
+        ffi, lib = self.ffi, self.lib
+        self.config = config
+        c = ffi.new("CraftaxPPOConfig *")
+        c.num_envs, c.num_steps, c.obs_size, c.num_actions = config.num_envs, config.num_steps, obs_size, num_actions
+        c.width, c.hidden = config.width, config.hidden
+        c.update_epochs, c.num_minibatches, c.num_updates = config.update_epochs, config.num_minibatches, \
+            config.num_updates
+        c.lr, c.anneal_lr, c.gamma, c.gae_lambda = config.lr, int(config.anneal_lr), config.gamma, config.gae_lambda
+        c.clip_eps, c.ent_coef, c.vf_coef, c.max_grad_norm = config.clip_eps, config.ent_coef, config.vf_coef, \
+            config.max_grad_norm
+        c.seed, c.tf32, c.encoder, c.max_nnz = config.seed, int(tf32), encoder, max_nnz
+        c.use_graph, c.debug = int(use_graph), int(debug)
+        if config.dtype != "float32":
+            raise ValueError("the CUDA trainer runs float32 only (dtype='float32')")
+        self.N, self.T, self.D, self.A, self.H = config.num_envs, config.num_steps, obs_size, num_actions, config.hidden
+        out = ffi.new("CraftaxPPO **")
+        if env is not None:
+            states = ffi.cast("void *", env._buffers["states"].ptr)
+            scratch = ffi.cast("void *", env._buffers["scratch"].ptr)
+            # env._params belongs to the env's own FFI instance: pass its address
+            params = ffi.cast("void *", int(env._lib.ffi.cast("uintptr_t", env._params)))
+            psize = env._lib.ffi.sizeof("CraftaxParams")
+        else:
+            states = scratch = params = ffi.NULL
+            psize = 0
+        _check(ffi, lib, lib.craftax_ppo_create(c, states, scratch, params, psize, out), "craftax_ppo_create")
+        self._h = out[0]
+        self.env = env
+        self.num_params = int(lib.craftax_ppo_num_params(self._h))
+        self.layout = {}
+        name = ffi.new("char[128]")
+        rows, cols, off, ld = (ffi.new("int64_t *") for _ in range(4))
+        for i in range(lib.craftax_ppo_num_tensors()):
+            self._check(lib.craftax_ppo_param_info(self._h, i, name, 128, rows, cols, off, ld), "param_info")
+            self.layout[ffi.string(name).decode()] = (int(rows[0]), int(cols[0]), int(off[0]), int(ld[0]))
+        self.model_config = npp.ModelConfig(obs_size=obs_size, num_actions=num_actions, width=config.width,
+                                            hidden=config.hidden)
+
+    def _check(self, code: int, what: str) -> None:
+        _check(self.ffi, self.lib, code, what)
+
+    def close(self) -> None:
+        if getattr(self, "_h", None) is not None:
+            self.lib.craftax_ppo_destroy(self._h)
+            self._h = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    # -- raw buffers
+    def read(self, which: int, dtype, shape=None) -> np.ndarray:
+        n = int(self.lib.craftax_ppo_buffer_bytes(self._h, which))
+        out = np.empty(n // np.dtype(dtype).itemsize, dtype)
+        self._check(self.lib.craftax_ppo_read(self._h, which, self.ffi.from_buffer(out), out.nbytes), f"read {which}")
+        return out.reshape(shape) if shape is not None else out
+
+    def write(self, which: int, array) -> None:
+        array = np.ascontiguousarray(array)
+        self._check(self.lib.craftax_ppo_write(self._h, which, self.ffi.from_buffer(array), array.nbytes),
+                    f"write {which}")
+
+    # -- parameters by flax name
+    def _to_flat(self, tensors: dict) -> np.ndarray:
+        flat = self.read(BUF_PARAMS, np.float32)  # keeps the padding as it is
+        for name, (rows, cols, off, ld) in self.layout.items():
+            view = flat[off:off + rows * ld].reshape(rows, ld)[:, :cols]
+            if name not in tensors:
+                raise ValueError(f"missing parameter {name}")
+            view[...] = np.asarray(tensors[name], np.float32).reshape(rows, cols)
+        return flat
+
+    def _from_flat(self, flat: np.ndarray) -> dict:
+        shapes = npp.param_shapes(self.model_config)
+        out = {}
+        for name, (rows, cols, off, ld) in self.layout.items():
+            out[name] = flat[off:off + rows * ld].reshape(rows, ld)[:, :cols].reshape(shapes[name]).copy()
+        return {k: out[k] for k in shapes}
+
+    def set_tensors(self, which: int, tensors: dict) -> None:
+        npp.check_params(tensors, self.model_config)
+        self.write(which, self._to_flat(tensors))
+
+    def get_tensors(self, which: int) -> dict:
+        return self._from_flat(self.read(which, np.float32))
+
+    def set_params(self, params: dict) -> None:
+        self.set_tensors(BUF_PARAMS, params)
+
+    def get_params(self) -> dict:
+        return self.get_tensors(BUF_PARAMS)
+
+    def get_grads(self) -> dict:
+        return self.get_tensors(BUF_GRADS)
+
+    # -- operations
+    def begin(self, env_key) -> None:
+        key = np.ascontiguousarray(env_key, np.uint32)
+        self._check(self.lib.craftax_ppo_begin(self._h, self.ffi.cast("uint32_t *", self.ffi.from_buffer(key))),
+                    "begin")
+
+    def iterate(self) -> None:
+        self._check(self.lib.craftax_ppo_iterate(self._h), "iterate")
+
+    def rollout(self) -> None:
+        self._check(self.lib.craftax_ppo_rollout(self._h), "rollout")
+
+    def replay(self) -> tuple[np.ndarray, np.ndarray]:
+        self._check(self.lib.craftax_ppo_replay(self._h), "replay")
+        r = self.read(BUF_REPLAY, np.float32, (2, self.T, self.N))
+        return r[0], r[1]
+
+    def gae(self) -> None:
+        self._check(self.lib.craftax_ppo_gae(self._h), "gae")
+
+    def loss_grads(self, env_index) -> dict:
+        idx = np.ascontiguousarray(env_index, np.int32)
+        B = self.N // self.config.num_minibatches
+        if idx.shape != (B,):
+            raise ValueError(f"env_index must have shape ({B},), got {idx.shape}")
+        stats = self.ffi.new("double[8]")
+        self._check(self.lib.craftax_ppo_loss_grads(self._h, self.ffi.cast("int32_t *", self.ffi.from_buffer(idx)),
+                                                    stats), "loss_grads")
+        return {k: float(stats[i]) for i, k in enumerate(LOSS_STATS)}
+
+    def apply_grads(self) -> None:
+        self._check(self.lib.craftax_ppo_apply_grads(self._h), "apply_grads")
+
+    def set_batch(self, batch: dict) -> None:
+        """Write a rollout batch in numpy_ppo.ppo_loss's layout (obs [T, N, D], dones [T, N],
+        actions, values, log_probs, advantages, targets [T, N], h0 [N, H]) into the rollout
+        buffers (obs/dones slot T and values slot T are left zero)."""
+        T, N, D = self.T, self.N, self.D
+        obs = np.zeros((T + 1, N, D), np.float32)
+        obs[:T] = batch["obs"]
+        dones = np.zeros((T + 1, N), np.uint8)
+        dones[:T] = batch["dones"]
+        values = np.zeros((T + 1, N), np.float32)
+        values[:T] = batch["values"]
+        self.write(BUF_OBS, obs)
+        self.write(BUF_DONES, dones)
+        self.write(BUF_VALUES, values)
+        self.write(BUF_ACTIONS, np.asarray(batch["actions"], np.int32))
+        self.write(BUF_LOGP, np.asarray(batch["log_probs"], np.float32))
+        self.write(BUF_ADVANTAGES, np.asarray(batch["advantages"], np.float32))
+        self.write(BUF_TARGETS, np.asarray(batch["targets"], np.float32))
+        self.write(BUF_H0, np.asarray(batch["h0"], np.float32))
+
+    @property
+    def counters(self) -> np.ndarray:
+        return self.read(BUF_COUNTERS, np.int64)
+
+    @property
+    def last_iterate_ms(self) -> float:
+        return float(self.lib.craftax_ppo_last_iterate_ms(self._h))
+
+    def episodes(self) -> list[tuple[float, int, np.ndarray]]:
+        """Episodes that ended in the last rollout, in (step, env) order, as trainer.py's
+        (return, length, achievements bool [67])."""
+        T, N = self.T, self.N
+        raw = self.read(BUF_EPISODES, np.uint32)
+        ret = raw[:T * N].view(np.float32)
+        length = raw[T * N:2 * T * N].view(np.int32)
+        bits = raw[2 * T * N:].reshape(T * N, ACH_WORDS)
+        out = []
+        ks = np.arange(NUM_ACHIEVEMENTS)
+        for k in np.flatnonzero(length > 0):
+            ach = ((bits[k, ks >> 5] >> (ks & 31).astype(np.uint32)) & 1).astype(bool)
+            out.append((float(ret[k]), int(length[k]), ach))
+        return out
+
+    def losses(self) -> dict:
+        rows = self.read(BUF_LOSSES, np.float64).reshape(-1, len(LOSS_STATS))
+        return {k: float(v) for k, v in zip(LOSS_STATS, rows.mean(0))}
+
+
+class CudaTrainer(Trainer):
+    """Trainer's interface (run, step, checkpoints, resume, plot) on the GPU."""
+
+    BACKEND = "cuda"
+    TITLE = "PPO-RNN (CUDA)"
+
+    def __init__(self, config: TrainConfig, out_dir: str | None = None, *, _restore: dict | None = None,
+                 tf32: bool = True, use_graph: bool = True, debug: bool = False):
+        config.validate()
+        import pycraftax
+        from pycraftax.env import NUM_ACTIONS, OBS_SIZE
+
+        self.config = c = config
+        self.out_dir = out_dir
+        self.dtype = np.dtype(np.float32)
+        self.model_config = npp.ModelConfig(obs_size=OBS_SIZE, num_actions=NUM_ACTIONS, width=c.width, hidden=c.hidden)
+        from collections import deque
+
+        self.window_returns, self.window_lengths, self.window_ach = deque(maxlen=WINDOW), deque(maxlen=WINDOW), \
+            deque(maxlen=WINDOW)
+        self.history = []
+        self.env = pycraftax.make("Craftax-Symbolic-v1", num_envs=c.num_envs, backend="cuda", seed=c.seed)
+        self.ppo = PPO(c, self.env, obs_size=OBS_SIZE, num_actions=NUM_ACTIONS, tf32=tf32, use_graph=use_graph,
+                       debug=debug)
+        if _restore is None:
+            self.env.reset()
+            self.ppo.begin(self.env._key)
+            self.ppo.set_params(npp.init_params(self.model_config, seed=c.seed, dtype=np.float32))
+            self.update = 0
+        else:
+            self._load_state(_restore)
+
+    @property
+    def params(self) -> dict:
+        return self.ppo.get_params()
+
+    def step(self) -> dict:
+        t0 = _now()
+        self.ppo.iterate()
+        t1 = _now()
+        m = self._record(self.ppo.episodes(), self.ppo.losses(), t0, t1, None)
+        m["iteration_s"] = t1 - t0
+        m["device_ms"] = self.ppo.last_iterate_ms
+        return m
+
+    def state_arrays(self) -> dict[str, np.ndarray]:
+        import json
+
+        from pycraftax.train.trainer import CHECKPOINT_VERSION
+
+        p = self.ppo
+        arrays = self._common_arrays(p.get_params(), p.get_tensors(BUF_ADAM_MU), p.get_tensors(BUF_ADAM_NU))
+        arrays["envkey"] = p.read(BUF_ENV_KEY, np.uint32)
+        arrays["env_episode_return"] = p.read(BUF_RET_ACC, np.float32)
+        arrays["env_episode_length"] = p.read(BUF_LEN_ACC, np.int32)
+        arrays["obs"] = p.read(BUF_CUR_OBS, np.float32, (self.config.num_envs, -1))
+        arrays["last_done"] = p.read(BUF_LAST_DONE, np.uint8).astype(bool)
+        arrays["hstate"] = p.read(BUF_HSTATE, np.float32, (self.config.num_envs, -1))
+        arrays["counters"] = p.counters
+        meta = dict(version=CHECKPOINT_VERSION, backend=self.BACKEND, config=self.config.to_dict(),
+                    update=self.update, history=self.history)
+        arrays["meta"] = np.array(json.dumps(meta))
+        return arrays
+
+    def _load_state(self, data: dict) -> None:
+        self._load_common(data)
+        p = self.ppo
+        key = np.asarray(data["envkey"], np.uint32)
+        self.env._key = key.copy()
+        p.begin(key)
+        params = {k: data[k] for k in npp.param_shapes(self.model_config)}
+        p.set_params(params)
+        p.set_tensors(BUF_ADAM_MU, {k: data[f"opt/mu/{k}"] for k in params})
+        p.set_tensors(BUF_ADAM_NU, {k: data[f"opt/nu/{k}"] for k in params})
+        p.write(BUF_RET_ACC, np.asarray(data["env_episode_return"], np.float32))
+        p.write(BUF_LEN_ACC, np.asarray(data["env_episode_length"], np.int32))
+        p.write(BUF_CUR_OBS, np.asarray(data["obs"], np.float32))
+        p.write(BUF_LAST_DONE, np.asarray(data["last_done"], np.uint8))
+        p.write(BUF_HSTATE, np.asarray(data["hstate"], np.float32))
+        p.write(BUF_COUNTERS, np.asarray(data["counters"], np.int64))
+
+    def close(self) -> None:
+        self.ppo.close()
+        self.env.close()
+
+
+def default_backend() -> str:
+    """"cuda" where the GPU trainer can run (GPU, CUDA library, cuBLAS), else "c"."""
+    return "cuda" if available() else "c"
