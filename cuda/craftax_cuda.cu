@@ -98,19 +98,26 @@ __global__ void key_split_kernel(CraftaxKey key, int64_t num, uint32_t *out) {
     out[2 * i + 1] = k.k[1];
 }
 
+/* v3: world generation and obs rendering run a warp per env (LANES lanes, the `lane, lanes`
+ * loops of the rules header); `i` is the warp's env, uniform across its lanes. */
+#define LANES CRAFTAX_WARP_LANES
+static unsigned grid_for_warps(int64_t n) { return (unsigned)((n * LANES + THREADS - 1) / THREADS); }
+
 __global__ void reset_kernel(CraftaxState *states, const uint32_t *keys, int64_t num_envs, const CraftaxParams params,
                              float *obs, CraftaxCudaScratch *scratch) {
-    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int64_t i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / LANES;
+    const int lane = (int)(threadIdx.x % LANES);
     if (i >= num_envs) return;
     const CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
-    craftax_reset_env(key, &params, &states[i], &scratch[i].worldgen);
-    if (obs) craftax_render_symbolic(&states[i], obs + i * CRAFTAX_OBS_SIZE, 1);
+    craftax_reset_env_lanes(key, &params, &states[i], &scratch[i].worldgen, lane, LANES);
+    if (obs) craftax_render_symbolic_lanes(&states[i], obs + i * CRAFTAX_OBS_SIZE, 1, lane, LANES);
 }
 
 __global__ void observe_kernel(const CraftaxState *states, int64_t num_envs, float *obs) {
-    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int64_t i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / LANES;
+    const int lane = (int)(threadIdx.x % LANES);
     if (i >= num_envs) return;
-    craftax_render_symbolic(&states[i], obs + i * CRAFTAX_OBS_SIZE, 0);
+    craftax_render_symbolic_lanes(&states[i], obs + i * CRAFTAX_OBS_SIZE, 0, lane, LANES);
 }
 
 /* Sets *bad to 1 when any action is outside [0, CRAFTAX_NUM_ACTIONS). */
@@ -127,29 +134,30 @@ __global__ void step_kernel(CraftaxState *states, const int32_t *actions, const 
     if (i >= num_envs) return;
     const CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
     uint8_t done;
-    const float r = craftax_step_env_scratch(&states[i], key, actions[i], &params,
-                                             obs ? obs + i * CRAFTAX_OBS_SIZE : NULL, &done, &scratch[i].spawn);
+    (void)obs; /* v3: observe_kernel renders the obs after this kernel (step_env's last act) */
+    const float r = craftax_step_env_scratch(&states[i], key, actions[i], &params, NULL, &done, &scratch[i].spawn);
     if (rewards) rewards[i] = r;
     if (dones) dones[i] = done;
 }
 
 /* Auto-reset, kernel A: the step part of craftax_step_autoreset_one for envs
- * [base, base + n); the done ones are appended to done_list[base ...] through *done_count
- * (in any order: each env's reset depends on that env alone). */
+ * [base, base + n) without its obs (craftax_autoreset_step_only); done_flags[i] says
+ * whether env i is done, and the done ones are appended to done_list[base ...] through
+ * *done_count (in any order: each env's reset depends on that env alone). */
 __global__ void autoreset_step_kernel(CraftaxState *states, const int32_t *actions, const uint32_t *keys,
-                                      int64_t base, int64_t n, const CraftaxParams params, float *obs,
-                                      float *rewards, uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
+                                      int64_t base, int64_t n, const CraftaxParams params, float *rewards,
+                                      uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
                                       uint8_t *final_achievements, CraftaxCudaScratch *scratch, int32_t *done_list,
-                                      int32_t *done_count) {
+                                      int32_t *done_count, uint8_t *done_flags) {
     const int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= n) return;
     const int64_t i = base + j;
     const CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
     uint8_t done, term;
     uint8_t *ach = final_achievements ? final_achievements + i * CRAFTAX_NUM_ACHIEVEMENTS : NULL;
-    const float r = craftax_autoreset_step_part(&states[i], key, actions[i], &params,
-                                                obs ? obs + i * CRAFTAX_OBS_SIZE : NULL, &done, &term, ach,
+    const float r = craftax_autoreset_step_only(&states[i], key, actions[i], &params, &done, &term, ach,
                                                 &scratch[i].spawn);
+    done_flags[i] = done;
     if (rewards) rewards[i] = r;
     if (dones) dones[i] = done;
     if (terminated) terminated[i] = (uint8_t)(done && term);
@@ -158,17 +166,31 @@ __global__ void autoreset_step_kernel(CraftaxState *states, const int32_t *actio
     if (done) done_list[base + atomicAdd(done_count, 1)] = (int32_t)i;
 }
 
+/* Auto-reset, kernel O (a warp per env): the step part's tail (obs, light level) of the
+ * not-done envs in [base, base + n). */
+__global__ void autoreset_observe_kernel(CraftaxState *states, int64_t base, int64_t n, const CraftaxParams params,
+                                         float *obs, const uint8_t *done_flags) {
+    const int64_t j = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / LANES;
+    const int lane = (int)(threadIdx.x % LANES);
+    if (j >= n) return;
+    const int64_t i = base + j;
+    if (done_flags[i]) return;
+    craftax_autoreset_observe_part_lanes(&states[i], &params, obs ? obs + i * CRAFTAX_OBS_SIZE : NULL, lane, LANES);
+}
+
 /* Auto-reset, kernel B: the reset part for the *done_count envs listed at done_list[base ...],
- * densely packed (grid-stride over the list). */
+ * a warp per env, densely packed (warp-stride over the list). */
 __global__ void autoreset_reset_kernel(CraftaxState *states, const uint32_t *keys, int64_t base,
                                        const CraftaxParams params, float *obs, CraftaxCudaScratch *scratch,
                                        const int32_t *done_list, const int32_t *done_count) {
     const int64_t count = *done_count;
-    for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < count; j += (int64_t)gridDim.x * blockDim.x) {
+    const int lane = (int)(threadIdx.x % LANES);
+    const int64_t warps = (int64_t)gridDim.x * blockDim.x / LANES;
+    for (int64_t j = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / LANES; j < count; j += warps) {
         const int64_t i = done_list[base + j];
         const CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
-        craftax_autoreset_reset_part(&states[i], key, &params, obs ? obs + i * CRAFTAX_OBS_SIZE : NULL,
-                                     &scratch[i].worldgen);
+        craftax_autoreset_reset_part_lanes(&states[i], key, &params, obs ? obs + i * CRAFTAX_OBS_SIZE : NULL,
+                                           &scratch[i].worldgen, lane, LANES);
     }
 }
 
@@ -215,7 +237,8 @@ static int ensure_scratch_locked(int64_t num_envs) {
 /* Auto-reset bookkeeping, kept by the library: the done list (one int32 per env), the
  * per-chunk counters, the reset stream and the chunk events. */
 static std::mutex g_autoreset_mutex;
-static int32_t *g_done_list = NULL; /* [g_done_list_envs + MAX_CHUNKS]: the list, then the counters */
+static int32_t *g_done_list = NULL; /* [g_done_list_envs + MAX_CHUNKS]: the list, then the counters, */
+static uint8_t *g_done_flags = NULL; /* then [g_done_list_envs] done flags (v3) */
 static int64_t g_done_list_envs = 0;
 static cudaStream_t g_reset_stream = NULL;
 static cudaEvent_t g_chunk_events[MAX_CHUNKS];
@@ -240,12 +263,13 @@ static int ensure_autoreset_locked(int64_t num_envs) {
     g_done_list = NULL;
     g_done_list_envs = 0;
     void *p = NULL;
-    cudaError_t err = cudaMalloc(&p, (size_t)(num_envs + MAX_CHUNKS) * sizeof(int32_t));
+    cudaError_t err = cudaMalloc(&p, (size_t)(num_envs + MAX_CHUNKS) * sizeof(int32_t) + (size_t)num_envs);
     if (err != cudaSuccess) {
         cudaGetLastError();
         return record(err, "cudaMalloc(done list)");
     }
     g_done_list = (int32_t *)p;
+    g_done_flags = (uint8_t *)(g_done_list + num_envs + MAX_CHUNKS);
     g_done_list_envs = num_envs;
     return 0;
 }
@@ -292,6 +316,7 @@ int craftax_cuda_init(int device) {
     step_kernel<<<1, THREADS>>>(NULL, NULL, NULL, 0, params, NULL, NULL, NULL, NULL);
     autoreset_step_kernel<<<1, THREADS>>>(NULL, NULL, NULL, 0, 0, params, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
                                           NULL, NULL);
+    autoreset_observe_kernel<<<1, THREADS>>>(NULL, 0, 0, params, NULL, NULL);
     {
         int zero_count = 0, *d_count = NULL;
         CUDA_TRY(cudaMalloc(&d_count, sizeof(int)), "cudaMalloc(warm-up)");
@@ -411,6 +436,7 @@ void craftax_cuda_release_scratch(void) {
     g_scratch_envs = 0;
     if (g_done_list) cudaFree(g_done_list); /* compute-sanitizer's leak check found it kept */
     g_done_list = NULL;
+    g_done_flags = NULL;
     g_done_list_envs = 0;
 }
 
@@ -429,7 +455,7 @@ int craftax_cuda_reset_with_keys_scratch(void *states, const uint32_t *keys, int
     if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
     if (params->day_length <= 0) return CRAFTAX_ERR_ARGUMENT;
     if (num_envs == 0) return 0;
-    reset_kernel<<<grid_for(num_envs), THREADS>>>((CraftaxState *)states, keys, num_envs, *params, obs,
+    reset_kernel<<<grid_for_warps(num_envs), THREADS>>>((CraftaxState *)states, keys, num_envs, *params, obs,
                                                   (CraftaxCudaScratch *)scratch);
     return finish_launch("reset");
 }
@@ -449,7 +475,7 @@ int craftax_cuda_observe(const void *states, int64_t num_envs, float *obs) {
     if (!states || !obs) return CRAFTAX_ERR_NULL;
     if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
     if (num_envs == 0) return 0;
-    observe_kernel<<<grid_for(num_envs), THREADS>>>((const CraftaxState *)states, num_envs, obs);
+    observe_kernel<<<grid_for_warps(num_envs), THREADS>>>((const CraftaxState *)states, num_envs, obs);
     return finish_launch("observe");
 }
 
@@ -464,6 +490,7 @@ int craftax_cuda_step_with_keys_scratch(void *states, const int32_t *actions, co
     if (rc) return rc;
     step_kernel<<<grid_for(num_envs), THREADS>>>((CraftaxState *)states, actions, keys, num_envs, *params, obs,
                                                  rewards, dones, (CraftaxCudaScratch *)scratch);
+    if (obs) observe_kernel<<<grid_for_warps(num_envs), THREADS>>>((const CraftaxState *)states, num_envs, obs);
     return finish_launch("step_with_keys");
 }
 
@@ -513,13 +540,16 @@ int craftax_cuda_step_autoreset_scratch(void *states, const int32_t *actions, co
         const int64_t base = c * per_chunk;
         if (base >= num_envs) break;
         const int64_t n = num_envs - base < per_chunk ? num_envs - base : per_chunk;
-        autoreset_step_kernel<<<grid_for(n), THREADS>>>((CraftaxState *)states, actions, keys, base, n, *params, obs,
+        autoreset_step_kernel<<<grid_for(n), THREADS>>>((CraftaxState *)states, actions, keys, base, n, *params,
                                                         rewards, dones, terminated, truncated, final_achievements,
-                                                        scr, g_done_list, counts + c);
+                                                        scr, g_done_list, counts + c, g_done_flags);
         CUDA_TRY(cudaGetLastError(), "step_autoreset (step part)");
         CUDA_TRY(cudaEventRecord(g_chunk_events[c], 0), "cudaEventRecord");
         CUDA_TRY(cudaStreamWaitEvent(g_reset_stream, g_chunk_events[c], 0), "cudaStreamWaitEvent");
-        int64_t blocks = (n + RESET_THREADS - 1) / RESET_THREADS;
+        autoreset_observe_kernel<<<grid_for_warps(n), THREADS>>>((CraftaxState *)states, base, n, *params, obs,
+                                                                 g_done_flags);
+        CUDA_TRY(cudaGetLastError(), "step_autoreset (obs part)");
+        int64_t blocks = (n * LANES + RESET_THREADS - 1) / RESET_THREADS;
         const int64_t max_blocks = (int64_t)(g_num_sms > 0 ? g_num_sms : 132) * 16;
         if (blocks > max_blocks) blocks = max_blocks;
         autoreset_reset_kernel<<<(unsigned)blocks, RESET_THREADS, 0, g_reset_stream>>>(
