@@ -274,17 +274,21 @@ static int ensure_autoreset_locked(int64_t num_envs) {
     return 0;
 }
 
+/* The action check's flag lives on the device for the library's lifetime (v3: v2 allocated
+ * and freed it every step, and cudaFree synchronizes the whole device). */
+static std::mutex g_check_mutex;
+static int *g_bad_action = NULL;
+
 static int check_actions_device(const int32_t *actions, int64_t num_envs) {
-    int *bad = NULL;
+    std::lock_guard<std::mutex> lock(g_check_mutex);
     int host_bad = 0;
-    CUDA_TRY(cudaMalloc(&bad, sizeof(int)), "cudaMalloc(action check)");
-    cudaError_t err = cudaMemsetAsync(bad, 0, sizeof(int), 0);
+    if (!g_bad_action) CUDA_TRY(cudaMalloc(&g_bad_action, sizeof(int)), "cudaMalloc(action check)");
+    cudaError_t err = cudaMemsetAsync(g_bad_action, 0, sizeof(int), 0);
     if (err == cudaSuccess) {
-        check_actions_kernel<<<grid_for(num_envs), THREADS>>>(actions, num_envs, bad);
+        check_actions_kernel<<<grid_for(num_envs), THREADS>>>(actions, num_envs, g_bad_action);
         err = cudaGetLastError();
     }
-    if (err == cudaSuccess) err = cudaMemcpy(&host_bad, bad, sizeof(int), cudaMemcpyDeviceToHost);
-    cudaFree(bad);
+    if (err == cudaSuccess) err = cudaMemcpy(&host_bad, g_bad_action, sizeof(int), cudaMemcpyDeviceToHost);
     if (err != cudaSuccess) return record(err, "action check");
     return host_bad ? CRAFTAX_ERR_ARGUMENT : 0;
 }
@@ -437,6 +441,11 @@ void craftax_cuda_release_scratch(void) {
     if (g_done_list) cudaFree(g_done_list); /* compute-sanitizer's leak check found it kept */
     g_done_list = NULL;
     g_done_flags = NULL;
+    {
+        std::lock_guard<std::mutex> check_lock(g_check_mutex);
+        if (g_bad_action) cudaFree(g_bad_action);
+        g_bad_action = NULL;
+    }
     g_done_list_envs = 0;
 }
 

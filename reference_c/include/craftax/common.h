@@ -45,6 +45,14 @@ static inline CRAFTAX_HD float craftax_clip_f32(float x, float lo, float hi) {
     return x > hi ? hi : x;
 }
 
+static inline CRAFTAX_HD int craftax_popc32(uint32_t x) {
+#ifdef __CUDA_ARCH__
+    return __popc(x);
+#else
+    return __builtin_popcount(x);
+#endif
+}
+
 /* Cooperative passes. World generation's per-cell loops take (lane, lanes): the threads
  * that share one env each handle cells lane, lane + lanes, ...; every cell's expression is
  * the same whoever computes it, so results are bit-identical. The C build calls them with
