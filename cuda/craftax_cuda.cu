@@ -6,9 +6,12 @@
  * table are shared with C). Per-env scratch in global memory (CraftaxCudaScratch) holds
  * world generation's arrays in reset kernels and spawn_mobs' arrays in step kernels, so the
  * step kernels' stack frames stay about 1 KB (v1: 43.5 KB, ~10 GB of local-memory reserve).
- * v2 auto-reset: kernel A runs craftax_autoreset_step_part for every env and appends the
- * done ones to a list (atomic counter); kernel B runs craftax_autoreset_reset_part over
- * that list only, densely packed, so no warp idles behind one env's world generation.
+ * v2 auto-reset: kernel A steps every env and appends the done ones to a list (atomic
+ * counter); kernel B runs craftax_autoreset_reset_part over that list only, densely packed,
+ * so no warp idles behind one env's world generation.
+ * v3: world generation and obs rendering run a warp per env (the `lane, lanes` loops of the
+ * rules header): kernel A (craftax_autoreset_step_only) no longer renders, kernel O renders
+ * the not-done envs' obs, kernel B generates a world per warp. See cuda/NOTES.md.
  *
  * Build (cuda/Makefile, or cuda/build.sh):
  *   nvcc -O3 -fmad=false -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
