@@ -16,6 +16,13 @@
 
 static inline CRAFTAX_HD float craftax_noise_interpolant(float t) { return t * t * t * (t * (t * 6.0f - 15.0f) + 10.0f); }
 
+/* One ramp, sum(dstack((x, y)) * g, 2), as XLA's multiply_reduce_fusion kernels compute it:
+ * the reduction starts from 0 and LLVM contracts each step into an FMA, so the result is
+ * fma(y, gy, fma(x, gx, 0)) (the inner fma is the rounded product, -0 becoming +0). */
+static inline CRAFTAX_HD float craftax_noise_ramp(float x, float gx, float y, float gy) {
+    return fmaf(y, gy, x * gx + 0.0f);
+}
+
 /* generate_perlin_noise_2d(key, (48,48), (res0,res1), override_angles). `angles01`, when
  * not NULL, replaces the uniform draw ((res0+1)*(res1+1) values; upstream multiplies the
  * override by 2*pi just as it does the draw). */
@@ -51,11 +58,10 @@ static inline CRAFTAX_HD void craftax_perlin_noise(CraftaxKey key, int res0, int
             float *row = &out[i][cj * d1];
             for (int j = 0; j < d1; j++) {
                 const float gy = gy_of[j], t1 = t1_of[j];
-                /* sum(dstack(...) * g, 2): products, then a two-term reduction (not fused). */
-                const float n00 = gx * g00x + gy * g00y;
-                const float n10 = (gx - 1.0f) * g10x + gy * g10y;
-                const float n01 = gx * g01x + (gy - 1.0f) * g01y;
-                const float n11 = (gx - 1.0f) * g11x + (gy - 1.0f) * g11y;
+                const float n00 = craftax_noise_ramp(gx, g00x, gy, g00y);
+                const float n10 = craftax_noise_ramp(gx - 1.0f, g10x, gy, g10y);
+                const float n01 = craftax_noise_ramp(gx, g01x, gy - 1.0f, g01y);
+                const float n11 = craftax_noise_ramp(gx - 1.0f, g11x, gy - 1.0f, g11y);
                 /* The three lerps as XLA:CPU's reset_env kernels fuse them (found by testing
                  * the fusion variants against 7,504 upstream worlds, CONFORMANCE.md). */
                 const float n0 = fmaf(t0, n10, n00 * (1.0f - t0));

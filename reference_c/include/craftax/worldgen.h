@@ -85,19 +85,22 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
     const CraftaxKey tree_key = rng;
 
     /* Branch-free pass (vectorises): the water and mountain fields. */
-    const float water_strength = (float)cfg->water_strength, mountain_strength = (float)cfg->mountain_strength;
+    /* `proximity / strength` by a config constant: XLA folds the division into a multiply by
+     * the float reciprocal (0.2f, 1/17f, 0.1f), which rounds differently near the centre. */
+    const float water_inv_strength = 1.0f / (float)cfg->water_strength;
+    const float mountain_inv_strength = 1.0f / (float)cfg->mountain_strength;
     for (int i = 0; i < CRAFTAX_N; i++) {
         for (int j = 0; j < CRAFTAX_N; j++) {
             const int32_t dx = i - centre, dy = j - centre;
             const float proximity = sqrtf((float)(dx * dx + dy * dy));
-            const float prox_water = craftax_clip_f32(proximity / water_strength, 0.0f, cfg->water_max);
-            const float prox_mountain = craftax_clip_f32(proximity / mountain_strength, 0.0f, cfg->mountain_max);
+            const float prox_water = craftax_clip_f32(proximity * water_inv_strength, 0.0f, cfg->water_max);
+            const float prox_mountain = craftax_clip_f32(proximity * mountain_inv_strength, 0.0f, cfg->mountain_max);
             /* How XLA fused the normalisation into these fields was measured (see
              * CONFORMANCE.md): water = (fma(L, sqrt2, -min) * inv + prox) - 1 (but fused for
              * the sand test) and mountain = fma(fma(L, sqrt2, -min), inv, 0.05) + prox - 1. */
             const float water_d = fmaf(w->water[i][j], CRAFTAX_SQRT2_F, -water_min);
             const float mountain_d = fmaf(w->mountain[i][j], CRAFTAX_SQRT2_F, -mountain_min);
-            w->water[i][j] = (water_d * water_inv_range + prox_water) - 1.0f;
+            w->water[i][j] = fmaf(water_d, water_inv_range, prox_water) - 1.0f;
             /* The sand test's kernel fuses the normalising multiply into the + prox. */
             w->mask_b[i * CRAFTAX_N + j] =
                 (uint8_t)(fmaf(water_d, water_inv_range, prox_water) - 1.0f > cfg->sand_threshold);
