@@ -114,7 +114,8 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
             const float prox_water = craftax_clip_f32(proximity * water_inv_strength, 0.0f, cfg->water_max);
             const float prox_mountain = craftax_clip_f32(proximity * mountain_inv_strength, 0.0f, cfg->mountain_max);
             w->water[i][j] = craftax_water_field(w->water[i][j], water_min, water_inv_range, prox_water);
-            w->mountain[i][j] = craftax_mountain_field(w->mountain[i][j], mountain_min, mountain_inv_range, prox_mountain);
+            w->mountain[i][j] =
+                craftax_mountain_field(w->mountain[i][j], mountain_min, mountain_inv_range, prox_mountain);
             if (glows) {
                 const float mountain = craftax_mountain_field(mountain_glow[i][j], mountain_min, mountain_inv_range,
                                                               prox_mountain);
