@@ -68,8 +68,7 @@ def check_batch(keys: np.ndarray, upstream_params=None, context: str = "", **par
 
 def test_world_keys_default_params():
     """The bulk check: WORLD_KEYS keys of a deterministic stream, default params."""
-    known = {tuple(k) for k in KNOWN_DIVERGENT_KEYS.tolist()}
-    keys = np.array([k for k in key_stream(WORLD_KEYS).tolist() if tuple(k) not in known], dtype=np.uint32)
+    keys = key_stream(WORLD_KEYS)
     start = time.perf_counter()
     for b in range(0, len(keys), BATCH):
         batch = keys[b : b + BATCH]
@@ -84,8 +83,6 @@ def test_world_keys_default_params():
 @given(keys=raw_key_batches(min_size=BATCH, max_size=BATCH))
 @example(keys=np.array([[0, i] for i in range(BATCH)], dtype=np.uint32))
 def test_hypothesis_keys(keys):
-    known = {tuple(k) for k in KNOWN_DIVERGENT_KEYS.tolist()}
-    keys = np.array([k for k in keys.tolist() if tuple(k) not in known], dtype=np.uint32).reshape(-1, 2)
     check_batch(keys, context="Hypothesis keys")
 
 
@@ -169,30 +166,20 @@ def test_fractal_noise_angles(which):
 
 
 # -- pinned regressions ---------------------------------------------------------------------
-# Keys where the C world once differed from upstream, fixed by reproducing how XLA fuses the
-# noise normalisation into the water field (CONFORMANCE.md, "Float recipes").
+# Keys where the C world once differed from upstream, each by one tile at a noise threshold
+# (or its lava glow), fixed by reproducing how each XLA kernel that reads a noise field
+# contracts its multiply-adds (noise.h, worldgen.h, CONFORMANCE.md "Float recipes").
 FIXED_KEYS = np.array(
     [
         [3555534479, 3626646536],  # overworld (27, 24): SAND; the water noise maximum rounds to 1.0000001
         [206, 3233811059],  # overworld (24, 28): PATH, and up_ladders[0]
         [1258649, 41732],  # overworld (20, 0): GRASS; fixed by the n1 lerp fusion
         [1842025847, 2486099511],  # overworld (10, 30): GRASS; fixed by the sand test's fused water
-    ],
-    dtype=np.uint32,
-)
-
-# Known divergence (CONFORMANCE.md): one tile per world flips at a noise threshold for about
-# 1 world in 2,400 (4 of 9,504 measured), because XLA recomputes the noise fields inside
-# several kernels and fuses their multiply-adds differently in some of them. strict=True: a
-# fix makes these pass and the marker must go. The random-key tests leave these keys to
-# this test.
-KNOWN_DIVERGENT_KEYS = np.array(
-    [
-        [86103, 52026],  # troll mines (25, 41): expected STONE (4), C PATH (7)
-        [4064231828, 517961425],  # overworld (5, 4): expected SAND (13), C WATER (3)
-        [1253031255, 3784255215],  # overworld (28, 24): expected PATH (7), C STONE (4)
-        [93851977, 2473007084],  # overworld (28, 25): expected WATER (3), C SAND (13); thorough stream
-        [4294967295, 3276],  # gnomish mines (38, 30): a lava tile, so light_map differs too; thorough Hypothesis
+        [86103, 52026],  # troll mines (25, 41): STONE; fixed by the fused ramps
+        [4064231828, 517961425],  # overworld (5, 4): SAND; fixed by the sea test's fused water
+        [1253031255, 3784255215],  # overworld (28, 24): PATH; fixed by the fused ramps
+        [93851977, 2473007084],  # overworld (28, 25): WATER; fixed by proximity * 0.2f (not / 5)
+        [4294967295, 3276],  # gnomish mines light_map around (39, 29): the lava glow kernel's own lerps
     ],
     dtype=np.uint32,
 )
@@ -200,9 +187,3 @@ KNOWN_DIVERGENT_KEYS = np.array(
 
 def test_fixed_regression_keys():
     check_batch(FIXED_KEYS, context="fixed regression keys")
-
-
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="known divergence: a noise-fusion difference flips one tile")
-@pytest.mark.parametrize("index", range(len(KNOWN_DIVERGENT_KEYS)))
-def test_known_divergent_keys(index):
-    check_batch(KNOWN_DIVERGENT_KEYS[index : index + 1], context="known divergent key")

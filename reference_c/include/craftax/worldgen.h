@@ -74,6 +74,18 @@ static inline CRAFTAX_HD int32_t craftax_dynamic_slice_start(int32_t start, int3
     return craftax_min_i32(craftax_max_i32(start, 0), size - window);
 }
 
+/* water = noise + proximity - 1, as the map kernel computes it from the Perlin blend L:
+ * fma(L, sqrt2, -min) (noise.h), then the normalising multiply fused with the + proximity. */
+static inline CRAFTAX_HD float craftax_water_field(float blend, float min, float inv_range, float proximity) {
+    return fmaf(fmaf(blend, CRAFTAX_SQRT2_F, -min), inv_range, proximity) - 1.0f;
+}
+
+/* mountain = noise + 0.05 + proximity - 1, as every kernel that reads it computes it: the
+ * normalising multiply fused with the + 0.05, then the unfused + proximity and - 1. */
+static inline CRAFTAX_HD float craftax_mountain_field(float blend, float min, float inv_range, float proximity) {
+    return fmaf(fmaf(blend, CRAFTAX_SQRT2_F, -min), inv_range, 0.05f) + proximity - 1.0f;
+}
+
 /* generate_smoothworld for one config; writes level `level` of the state. */
 /* Lanes (common.h): per-cell passes are shared cell by cell (c = lane, lane + lanes, ...);
  * single writes (a chosen cell, the spawn) are made by every lane with the same value and
@@ -87,52 +99,61 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
     const int centre = CRAFTAX_N / 2;
     CraftaxKey sub;
 
+    /* The lava glow's kernel blends mountain and tree noise its own way (noise.h); `p` and
+     * `cumsum` are free until the ores, so they hold those two fields meanwhile. */
+    const int glows = cfg->lava == BLOCK_LAVA;
+    float(*mountain_glow)[CRAFTAX_N] = glows ? (float(*)[CRAFTAX_N])w->p : 0;
+    float(*tree_glow)[CRAFTAX_N] = glows ? (float(*)[CRAFTAX_N])w->cumsum : 0;
+
     float water_min, water_inv_range, mountain_min, mountain_inv_range;
     craftax_split2(rng, &rng, &sub);
     craftax_lanes_sync(lanes); /* the previous floor's lanes are done with the scratch */
-    craftax_fractal_noise_parts_lanes(sub, 3, 3, params->has_angles[0] ? params->angles_water : 0, w->water,
-                                       &water_min, &water_inv_range, w->grad_x, w->grad_y, lane, lanes);
+    craftax_fractal_noise_parts_lanes(sub, 3, 3, params->has_angles[0] ? params->angles_water : 0, w->water, 0,
+                                      &water_min, &water_inv_range, w->grad_x, w->grad_y, lane, lanes);
     craftax_split2(rng, &rng, &sub); /* unused by upstream */
     craftax_split2(rng, &rng, &sub);
     craftax_fractal_noise_parts_lanes(sub, 3, 3, params->has_angles[1] ? params->angles_mountain : 0, w->mountain,
-                                       &mountain_min, &mountain_inv_range, w->grad_x, w->grad_y, lane, lanes);
+                                      mountain_glow, &mountain_min, &mountain_inv_range, w->grad_x, w->grad_y, lane,
+                                      lanes);
     craftax_split2(rng, &rng, &sub);
-    craftax_fractal_noise_lanes(sub, 6, 24, params->has_angles[2] ? params->angles_path : 0, w->path_x, w->grad_x,
+    craftax_fractal_noise_lanes(sub, 6, 24, params->has_angles[2] ? params->angles_path : 0, w->path_x, 0, w->grad_x,
                                 w->grad_y, lane, lanes);
     craftax_split2(rng, &rng, &sub); /* unused by upstream */
     craftax_split2(rng, &rng, &sub);
-    craftax_fractal_noise_lanes(sub, 12, 12, params->has_angles[3] ? params->angles_tree : 0, w->tree_noise, w->grad_x,
-                                w->grad_y, lane, lanes);
+    craftax_fractal_noise_lanes(sub, 12, 12, params->has_angles[3] ? params->angles_tree : 0, w->tree_noise, tree_glow,
+                                w->grad_x, w->grad_y, lane, lanes);
     /* The tree field draws from the carry key itself, which is then split again. */
     const CraftaxKey tree_key = rng;
 
-    /* Branch-free pass (vectorises): the water and mountain fields. */
-    const float water_strength = (float)cfg->water_strength, mountain_strength = (float)cfg->mountain_strength;
+    /* `proximity / strength` by a config constant: XLA folds the division into a multiply by
+     * the float reciprocal (0.2f, 1/17f, 0.1f), which rounds differently near the centre. */
+    const float water_inv_strength = 1.0f / (float)cfg->water_strength;
+    const float mountain_inv_strength = 1.0f / (float)cfg->mountain_strength;
+    /* Branch-free pass (vectorises): the water and mountain fields, and the lava glow mask. */
     for (int c = lane; c < CRAFTAX_CELLS; c += lanes) {
         const int i = c / CRAFTAX_N, j = c % CRAFTAX_N;
         {
             const int32_t dx = i - centre, dy = j - centre;
             const float proximity = sqrtf((float)(dx * dx + dy * dy));
-            const float prox_water = craftax_clip_f32(proximity / water_strength, 0.0f, cfg->water_max);
-            const float prox_mountain = craftax_clip_f32(proximity / mountain_strength, 0.0f, cfg->mountain_max);
-            /* How XLA fused the normalisation into these fields was measured (see
-             * CONFORMANCE.md): water = (fma(L, sqrt2, -min) * inv + prox) - 1 (but fused for
-             * the sand test) and mountain = fma(fma(L, sqrt2, -min), inv, 0.05) + prox - 1. */
-            const float water_d = fmaf(w->water[i][j], CRAFTAX_SQRT2_F, -water_min);
-            const float mountain_d = fmaf(w->mountain[i][j], CRAFTAX_SQRT2_F, -mountain_min);
-            w->water[i][j] = (water_d * water_inv_range + prox_water) - 1.0f;
-            /* The sand test's kernel fuses the normalising multiply into the + prox. */
-            w->mask_b[i * CRAFTAX_N + j] =
-                (uint8_t)(fmaf(water_d, water_inv_range, prox_water) - 1.0f > cfg->sand_threshold);
-            w->mountain[i][j] = fmaf(mountain_d, mountain_inv_range, 0.05f) + prox_mountain - 1.0f;
+            const float prox_water = craftax_clip_f32(proximity * water_inv_strength, 0.0f, cfg->water_max);
+            const float prox_mountain = craftax_clip_f32(proximity * mountain_inv_strength, 0.0f, cfg->mountain_max);
+            w->water[i][j] = craftax_water_field(w->water[i][j], water_min, water_inv_range, prox_water);
+            w->mountain[i][j] =
+                craftax_mountain_field(w->mountain[i][j], mountain_min, mountain_inv_range, prox_mountain);
+            if (glows) {
+                const float mountain = craftax_mountain_field(mountain_glow[i][j], mountain_min, mountain_inv_range,
+                                                              prox_mountain);
+                w->mask_a[i * CRAFTAX_N + j] = (uint8_t)(mountain > 0.85f && tree_glow[i][j] > 0.7f);
+            }
         }
     }
+    /* The map kernel (broadcast_select_fusion): one value of each field serves all its tests. */
     for (int c = lane; c < CRAFTAX_CELLS; c += lanes) {
         const int i = c / CRAFTAX_N, j = c % CRAFTAX_N;
         {
             const float water = w->water[i][j], mountain = w->mountain[i][j];
             uint8_t block = water > cfg->water_threshold ? cfg->sea_block : cfg->default_block;
-            if (w->mask_b[i * CRAFTAX_N + j] && block != cfg->sea_block) block = cfg->coast_block;
+            if (water > cfg->sand_threshold && block != cfg->sea_block) block = cfg->coast_block;
             if (mountain > 0.7f) block = cfg->mountain_block;
             if (mountain > 0.7f && w->path_x[i][j] > 0.8f) block = cfg->path_block;
             if (mountain > 0.7f && w->path_x[j][i] > 0.8f) block = cfg->path_block;
@@ -163,16 +184,10 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
     }
 
     uint8_t *flat = &map[0][0];
-    uint8_t *mask = w->mask_a;
     for (int c = lane; c < CRAFTAX_CELLS; c += lanes) {
         const int i = c / CRAFTAX_N, j = c % CRAFTAX_N;
-        {
-            const int lava = w->mountain[i][j] > 0.85f && w->tree_noise[i][j] > 0.7f;
-            mask[i * CRAFTAX_N + j] = (uint8_t)lava;
-            if (lava) map[i][j] = cfg->lava;
-        }
+        if (w->mountain[i][j] > 0.85f && w->tree_noise[i][j] > 0.7f) map[i][j] = cfg->lava;
     }
-    const uint8_t *lava_mask = mask;
     uint8_t *cell_mask = w->mask_b;
 
     /* always_diamond: one STONE cell (chosen even when the flag is off) becomes DIAMOND. */
@@ -219,8 +234,10 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
     }
     craftax_lanes_sync(lanes);
 
-    /* Lava glows: light += convolve2d_same(lava, [[.2,.7,.2],[.7,1,.7],[.2,.7,.2]]). */
-    if (cfg->lava == BLOCK_LAVA) {
+    /* Lava glows: light += convolve2d_same(lava, [[.2,.7,.2],[.7,1,.7],[.2,.7,.2]]), with
+     * the glow kernel's own lava mask (mask_a, above), which can differ from the lava tiles. */
+    if (glows) {
+        const uint8_t *lava_mask = w->mask_a;
         const float kernel[3][3] = {{0.2f, 0.7f, 0.2f}, {0.7f, 1.0f, 0.7f}, {0.2f, 0.7f, 0.2f}};
         for (int c = lane; c < CRAFTAX_CELLS; c += lanes) {
             const int i = c / CRAFTAX_N, j = c % CRAFTAX_N;
