@@ -128,10 +128,27 @@ def conformance_cuda(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def bench(session: nox.Session) -> None:
-    """Benchmarks against upstream craftax on this machine; JSON to bench/results/."""
+    """Benchmarks, JSON to bench/results/: the C reference against upstream craftax on this
+    CPU; where a GPU is usable also the CUDA env sweep and the CUDA trainer, and upstream on
+    the GPU when this JAX sees one. Then bench/REPORT.md."""
     session.install("-e", ".[jax]")
     session.run("python", "bench/worldgen.py", *session.posargs)
     session.run("python", "bench/step.py", *session.posargs)
+    stamp = session.run("python", "-c", "import time; print(time.strftime('%Y-%m-%dT%H%M%SZ', time.gmtime()))",
+                        silent=True).strip()
+    gpu = session.run("python", "-c", "import pycraftax; print(pycraftax.cuda_available())", silent=True).strip()
+    if gpu == "True":
+        session.run("python", "cuda/bench_step.py", "--out", f"bench/results/cuda-step-{stamp}.json")
+        session.run("python", "cuda/bench_trainer.py", "--out", f"bench/results/trainer-{stamp}.json")
+        jax_gpu = session.run("python", "-c", "import jax; print(jax.default_backend())", silent=True).strip()
+        if jax_gpu == "gpu":
+            session.run("python", "bench/upstream_jax.py", "--out", f"bench/results/upstream-gpu-{stamp}.json")
+        else:
+            session.log("upstream on the GPU not measured: this JAX has no GPU backend (the [jax] extra pins "
+                        "the CPU build; install jax[cuda13] beside craftax to measure it)")
+    else:
+        session.log("no usable GPU: CUDA env and trainer benchmarks not run")
+    session.run("python", "bench/report.py")
 
 
 @nox.session(default=False, python=False)

@@ -150,7 +150,8 @@ def main() -> None:
         "library": str(lib.path),
         "build": "nvcc -O3 -fmad=false -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 "
                  "-cudart static (cuda/Makefile); one thread per env, AoS CraftaxState in global memory; "
-                 "v2: auto-reset split (step kernel, done list, dense reset kernel on a second stream, chunked)",
+                 "v2: auto-reset split (step kernel, done list, dense reset kernel on a second stream, chunked); "
+                 "v3: warp per env for world generation and obs, spawn_mobs without per-cell arrays",
         "env": "Craftax-Symbolic-v1, default EnvParams, random actions, same-step auto-reset (env.step)",
         "gpu_free_after_init_bytes": free,
         "gpu_total_bytes": total,

@@ -96,7 +96,8 @@ int craftax_cuda_step_autoreset_scratch(void *states, const int32_t *actions, co
 /* The auto-reset step enqueued on `stream` (a cudaStream_t) without synchronising, action
  * check or chunking, for callers that launch it inside their own stream work or CUDA graph
  * (the trainer, cuda/ppo_cuda.cu): actions must be valid; done_list is caller-owned device
- * memory of num_envs + 1 int32 (the list and its counter). Same results as the call above. */
+ * memory of num_envs + 1 int32 (the list and its counter); dones is required (it also
+ * carries the done flags between the step, obs and reset kernels). Same results as the call above. */
 int craftax_cuda_step_autoreset_stream(void *states, const int32_t *actions, const uint32_t *keys,
                                        int64_t num_envs, const CraftaxParams *params, float *obs, float *rewards,
                                        uint8_t *dones, uint8_t *terminated, uint8_t *truncated,

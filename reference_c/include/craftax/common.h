@@ -45,4 +45,91 @@ static inline CRAFTAX_HD float craftax_clip_f32(float x, float lo, float hi) {
     return x > hi ? hi : x;
 }
 
+static inline CRAFTAX_HD int craftax_popc32(uint32_t x) {
+#ifdef __CUDA_ARCH__
+    return __popc(x);
+#else
+    return __builtin_popcount(x);
+#endif
+}
+
+/* Cooperative passes. World generation's per-cell loops take (lane, lanes): the threads
+ * that share one env each handle cells lane, lane + lanes, ...; every cell's expression is
+ * the same whoever computes it, so results are bit-identical. The C build calls them with
+ * (0, 1), where the helpers below vanish; the CUDA build with a whole warp per env
+ * (lanes = 32, all 32 lanes calling; lanes = 1 from a lone thread also works).
+ * craftax_lanes_sync orders the lanes' memory accesses between dependent passes. */
+#define CRAFTAX_WARP_LANES 32
+
+static inline CRAFTAX_HD void craftax_lanes_sync(int lanes) {
+#ifdef __CUDA_ARCH__
+    if (lanes > 1) __syncwarp();
+#else
+    (void)lanes;
+#endif
+}
+
+/* Minimum / maximum over the lanes with the comparison `y < x ? y : x` (exact; ties of
+ * -0 and +0 may pick either, callers normalise the sign). */
+static inline CRAFTAX_HD float craftax_lanes_min_f32(float x, int lanes) {
+#ifdef __CUDA_ARCH__
+    for (int o = lanes / 2; o > 0; o /= 2) {
+        const float y = __shfl_xor_sync(0xffffffffu, x, o);
+        x = y < x ? y : x;
+    }
+#else
+    (void)lanes;
+#endif
+    return x;
+}
+static inline CRAFTAX_HD float craftax_lanes_max_f32(float x, int lanes) {
+#ifdef __CUDA_ARCH__
+    for (int o = lanes / 2; o > 0; o /= 2) {
+        const float y = __shfl_xor_sync(0xffffffffu, x, o);
+        x = y > x ? y : x;
+    }
+#else
+    (void)lanes;
+#endif
+    return x;
+}
+static inline CRAFTAX_HD int32_t craftax_lanes_sum_i32(int32_t x, int lanes) {
+#ifdef __CUDA_ARCH__
+    for (int o = lanes / 2; o > 0; o /= 2) x += __shfl_xor_sync(0xffffffffu, x, o);
+#else
+    (void)lanes;
+#endif
+    return x;
+}
+
+/* Inclusive prefix count of `flag` over lanes 0..lane; *total = count over all lanes. */
+static inline CRAFTAX_HD int32_t craftax_lanes_prefix_count(int flag, int lane, int lanes, int32_t *total) {
+#ifdef __CUDA_ARCH__
+    if (lanes > 1) {
+        const unsigned bits = __ballot_sync(0xffffffffu, flag);
+        *total = __popc(bits);
+        return __popc(bits & (0xffffffffu >> (31 - lane)));
+    }
+#endif
+    (void)lane;
+    (void)lanes;
+    *total = flag != 0;
+    return flag != 0;
+}
+
+/* memset(dst, 0, bytes) shared by the lanes (4-byte stores where aligned). */
+static inline CRAFTAX_HD void craftax_lanes_zero(void *dst, size_t bytes, int lane, int lanes) {
+    if (lanes == 1) {
+        memset(dst, 0, bytes);
+        return;
+    }
+    if (((uintptr_t)dst & 3u) == 0 && (bytes & 3u) == 0) {
+        uint32_t *w = (uint32_t *)dst;
+        for (size_t i = (size_t)lane; i < bytes / 4; i += (size_t)lanes) w[i] = 0u;
+    } else {
+        uint8_t *b = (uint8_t *)dst;
+        for (size_t i = (size_t)lane; i < bytes; i += (size_t)lanes) b[i] = 0u;
+    }
+}
+
 #endif

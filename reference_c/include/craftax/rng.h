@@ -79,8 +79,11 @@ static inline CRAFTAX_HD float craftax_uniform(CraftaxKey key, uint32_t index) {
 
 /* jax.random.uniform(key, (n,)) into out: a branch-free loop that compilers vectorise,
  * cheaper than drawing a few hundred elements one by one. */
+static inline CRAFTAX_HD void craftax_uniform_field_lanes(CraftaxKey key, int n, float *out, int lane, int lanes) {
+    for (int i = lane; i < n; i += lanes) out[i] = craftax_uniform(key, (uint32_t)i);
+}
 static inline CRAFTAX_HD void craftax_uniform_field(CraftaxKey key, int n, float *out) {
-    for (int i = 0; i < n; i++) out[i] = craftax_uniform(key, (uint32_t)i);
+    craftax_uniform_field_lanes(key, n, out, 0, 1);
 }
 
 /* jax.random.randint's per-element formula, given the two split keys of `key`. */
@@ -105,23 +108,29 @@ static inline CRAFTAX_HD int32_t craftax_randint(CraftaxKey key, uint32_t index,
 /* Cumulative sum as XLA:CPU computes jnp.cumsum of a float32 vector: a blocked scan of
  * base 16. Within a block of 16 the prefix is sequential; the block totals are scanned
  * the same way; each block then adds the inclusive scan of the totals before it.
- * Supports n <= 16 * 16 * 16, which covers every call of the game (n <= 4096). */
-static inline CRAFTAX_HD void craftax_cumsum_f32(const float *x, int n, float *out) {
-    float acc = 0.0f;
-    for (int i = 0; i < n; i++) {
-        acc = (i % 16 == 0) ? x[i] : acc + x[i];
-        out[i] = acc;
+ * Supports n <= 16 * 16 * 16, which covers every call of the game (n <= 4096).
+ * Lanes (common.h) take blocks of 16 in turn; `block_prefix` (256 floats) is shared by
+ * them, and the small second level runs on lane 0. */
+static inline CRAFTAX_HD void craftax_cumsum_f32_lanes(const float *x, int n, float *out, float *block_prefix,
+                                                       int lane, int lanes) {
+    const int num_blocks = (n + 15) / 16;
+    for (int blk = lane; blk < num_blocks; blk += lanes) {
+        const int end = blk * 16 + 16 < n ? blk * 16 + 16 : n;
+        float acc = 0.0f;
+        for (int i = blk * 16; i < end; i++) {
+            acc = (i % 16 == 0) ? x[i] : acc + x[i];
+            out[i] = acc;
+        }
     }
     if (n <= 16) return;
-    const int num_blocks = (n + 15) / 16;
-    float block_prefix[256];
-    for (int b = 0; b < num_blocks; b++) {
-        int last = b * 16 + 15 < n ? b * 16 + 15 : n - 1;
-        block_prefix[b] = out[last];
-    }
-    /* Second level (<= 256 totals): blocked again, each group of 16 sequential, then
-     * the (at most 16) group totals sequentially. */
-    {
+    craftax_lanes_sync(lanes);
+    if (lane == 0) {
+        for (int b = 0; b < num_blocks; b++) {
+            int last = b * 16 + 15 < n ? b * 16 + 15 : n - 1;
+            block_prefix[b] = out[last];
+        }
+        /* Second level (<= 256 totals): blocked again, each group of 16 sequential, then
+         * the (at most 16) group totals sequentially. */
         float group_total_prefix[16];
         float acc2 = 0.0f;
         for (int b = 0; b < num_blocks; b++) {
@@ -137,7 +146,12 @@ static inline CRAFTAX_HD void craftax_cumsum_f32(const float *x, int n, float *o
         }
         for (int b = 16; b < num_blocks; b++) block_prefix[b] += group_total_prefix[b / 16 - 1];
     }
-    for (int i = 16; i < n; i++) out[i] += block_prefix[i / 16 - 1];
+    craftax_lanes_sync(lanes);
+    for (int i = 16 + lane; i < n; i += lanes) out[i] += block_prefix[i / 16 - 1];
+}
+static inline CRAFTAX_HD void craftax_cumsum_f32(const float *x, int n, float *out) {
+    float block_prefix[256];
+    craftax_cumsum_f32_lanes(x, n, out, block_prefix, 0, 1);
 }
 
 /* Key of IEEE total order after jax's _canonicalize_float_for_sort (-0 -> 0, NaN -> +NaN). */

@@ -128,9 +128,11 @@ static inline CRAFTAX_HD float craftax_light_level_autoreset(int32_t timestep, i
  * final_achievements (when not NULL) receives the achievements of the stepped state.
  * When not done, the obs (when not NULL) is rendered and the state's light level is set as
  * the auto-reset env leaves it; when done, the state must go through the reset part (with
- * the same key) before it is used again. Returns the reward. */
-static inline CRAFTAX_HD float craftax_autoreset_step_part(CraftaxState *state, CraftaxKey key, int32_t action,
-                                                           const CraftaxParams *params, float *obs, uint8_t *done,
+ * the same key) before it is used again. Returns the reward. craftax_autoreset_step_only is
+ * this part without its not-done tail (craftax_autoreset_observe_part_lanes), for a batched
+ * caller that renders the obs separately. */
+static inline CRAFTAX_HD float craftax_autoreset_step_only(CraftaxState *state, CraftaxKey key, int32_t action,
+                                                           const CraftaxParams *params, uint8_t *done,
                                                            uint8_t *terminated, uint8_t *final_achievements,
                                                            CraftaxSpawnScratch *spawn) {
     CraftaxKey key_step, key_reset;
@@ -139,23 +141,40 @@ static inline CRAFTAX_HD float craftax_autoreset_step_part(CraftaxState *state, 
     *done = (uint8_t)craftax_is_game_over(state, params);
     *terminated = (uint8_t)(state->player_health <= 0.0f || craftax_has_beaten_boss(state));
     if (final_achievements) memcpy(final_achievements, state->achievements, CRAFTAX_NUM_ACHIEVEMENTS);
-    if (!*done) {
-        /* the obs sees step_env's (fused) light level, the returned state the unfused one */
-        if (obs) craftax_render_symbolic(state, obs, 0);
-        state->light_level = craftax_light_level_autoreset(state->timestep, params->day_length);
-    }
+    return reward;
+}
+/* The step part's tail for a not-done env (lanes: common.h). */
+static inline CRAFTAX_HD void craftax_autoreset_observe_part_lanes(CraftaxState *state, const CraftaxParams *params,
+                                                                   float *obs, int lane, int lanes) {
+    /* the obs sees step_env's (fused) light level, the returned state the unfused one */
+    if (obs) craftax_render_symbolic_lanes(state, obs, 0, lane, lanes);
+    if (lane == 0) state->light_level = craftax_light_level_autoreset(state->timestep, params->day_length);
+}
+static inline CRAFTAX_HD float craftax_autoreset_step_part(CraftaxState *state, CraftaxKey key, int32_t action,
+                                                           const CraftaxParams *params, float *obs, uint8_t *done,
+                                                           uint8_t *terminated, uint8_t *final_achievements,
+                                                           CraftaxSpawnScratch *spawn) {
+    const float reward =
+        craftax_autoreset_step_only(state, key, action, params, done, terminated, final_achievements, spawn);
+    if (!*done) craftax_autoreset_observe_part_lanes(state, params, obs, 0, 1);
     return reward;
 }
 
 /* Reset part, for an env whose step part said done, with the same key: the state and obs
  * (when not NULL) become reset_env(key_reset). `scratch` is world-gen scratch space. */
+static inline CRAFTAX_HD void craftax_autoreset_reset_part_lanes(CraftaxState *state, CraftaxKey key,
+                                                                 const CraftaxParams *params, float *obs,
+                                                                 CraftaxWorldGenScratch *scratch, int lane,
+                                                                 int lanes) {
+    CraftaxKey key_step, key_reset;
+    craftax_split2(key, &key_step, &key_reset);
+    craftax_reset_env_lanes(key_reset, params, state, scratch, lane, lanes);
+    if (obs) craftax_render_symbolic_lanes(state, obs, 1, lane, lanes);
+}
 static inline CRAFTAX_HD void craftax_autoreset_reset_part(CraftaxState *state, CraftaxKey key,
                                                            const CraftaxParams *params, float *obs,
                                                            CraftaxWorldGenScratch *scratch) {
-    CraftaxKey key_step, key_reset;
-    craftax_split2(key, &key_step, &key_reset);
-    craftax_reset_env(key_reset, params, state, scratch);
-    if (obs) craftax_render_symbolic(state, obs, 1);
+    craftax_autoreset_reset_part_lanes(state, key, params, obs, scratch, 0, 1);
 }
 
 /* CraftaxSymbolicEnv.step (auto-reset) of one env: key_step, key_reset = split(key);

@@ -342,18 +342,51 @@ static inline CRAFTAX_HD void craftax_update_mobs(CraftaxState *state, CraftaxKe
 
 /* ---- spawn_mobs ---------------------------------------------------------------------- */
 
-/* choice(key, arange(48*48), shape=(1,), p=mask/sum(mask)) -> (idx // 48, idx % 48). */
-/* p and cumsum: caller-provided space for 48*48 floats each (kept out of the stack frame
- * of GPU kernels). */
-static inline CRAFTAX_HD void craftax_sw_choose_cell(CraftaxKey key, const uint8_t *mask, int32_t out[2], float *p,
-                                                     float *cumsum) {
-    const int n = CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE;
-    int32_t count = 0;
-    for (int j = 0; j < n; j++) count += mask[j];
-    const float total = (float)count;
-    for (int j = 0; j < n; j++) p[j] = (float)mask[j] / total;
-    craftax_cumsum_f32(p, n, cumsum);
-    int32_t idx = craftax_choice_from_cumsum(key, 0, cumsum, n);
+/* choice(key, arange(48*48), shape=(1,), p=cand/sum(cand)) -> (idx // 48, idx % 48), with
+ * the candidate cells as bits (bit j % 32 of bits[j / 32]; count of them > 0) instead of
+ * 2304-float arrays. Every p[j] is 0 or q = 1/count, so the blocked cumulative sum of
+ * rng.h (craftax_cumsum_f32) is known without building it: inside a block of 16, the value
+ * at j is t[k] = (((0 + q) + q) + ...) with k the candidates of the block up to j (adding a
+ * 0 changes nothing); the block totals t[k_b] then go through the same second level, which
+ * is craftax_cumsum_f32 of those 144 totals; and value(j) = t[k] (+ that scan at block
+ * b - 1 for j >= 16). searchsorted then evaluates value() where it looks: bit-identical to
+ * building the arrays (v3; v2 built p and cumsum in 2304-float scratch arrays). */
+#define CRAFTAX_SW_CELLS (CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE)
+#define CRAFTAX_SW_BLOCKS (CRAFTAX_SW_CELLS / 16)
+static inline CRAFTAX_HD float craftax_sw_cumsum_at(const uint32_t *bits, const float *t, const float *block_scan,
+                                                    int j) {
+    const int b = j >> 4;
+    const uint32_t block = (bits[b >> 1] >> ((b & 1) * 16)) & 0xFFFFu;
+    const float first = t[craftax_popc32(block & (0xFFFFu >> (15 - (j & 15))))];
+    return j < 16 ? first : first + block_scan[b - 1];
+}
+static inline CRAFTAX_HD void craftax_sw_choose_cell_bits(CraftaxKey key, const uint32_t *bits, int32_t count,
+                                                          int32_t out[2]) {
+    const int n = CRAFTAX_SW_CELLS;
+    const float q = (float)1 / (float)count; /* p[j] = (float)mask[j] / total */
+    float t[17];
+    t[0] = 0.0f;
+    for (int k = 1; k <= 16; k++) t[k] = t[k - 1] + q;
+    float block_scan[CRAFTAX_SW_BLOCKS];
+    for (int b = 0; b < CRAFTAX_SW_BLOCKS; b++)
+        block_scan[b] = t[craftax_popc32((bits[b >> 1] >> ((b & 1) * 16)) & 0xFFFFu)];
+    craftax_cumsum_f32(block_scan, CRAFTAX_SW_BLOCKS, block_scan); /* in place: reads index i before writing it */
+    /* craftax_choice_from_cumsum / craftax_searchsorted_left (rng.h) over value(j). */
+    const float r = craftax_sw_cumsum_at(bits, t, block_scan, n - 1) * (1.0f - craftax_uniform(key, 0));
+    uint32_t low = 0, high = (uint32_t)n;
+    int levels = 0;
+    while ((1 << levels) < n + 1) levels++;
+    const int32_t rq = craftax_total_order_key(r);
+    for (int it = 0; it < levels; it++) {
+        uint32_t mid = low + (high - low) / 2;
+        uint32_t read = mid < (uint32_t)n ? mid : (uint32_t)n - 1;
+        int go_left = rq <= craftax_total_order_key(craftax_sw_cumsum_at(bits, t, block_scan, (int)read));
+        if (go_left)
+            high = mid;
+        else
+            low = mid;
+    }
+    const int32_t idx = (int32_t)high < n ? (int32_t)high : n - 1;
     out[0] = idx / CRAFTAX_MAP_SIZE;
     out[1] = idx % CRAFTAX_MAP_SIZE;
 }
@@ -382,13 +415,6 @@ static inline CRAFTAX_HD int craftax_sw_first_free(const uint8_t *mask, int n) {
         craftax_sw_map_write(s->mob_map[L_], np_[0], np_[1], v_);                                               \
     } while (0)
 
-/* within[j] = in_range[j] (distance < mob_despawn_distance) and no mob at cell j. */
-static inline CRAFTAX_HD void craftax_sw_free_cells_in_range(const CraftaxState *s, const uint8_t *in_range,
-                                                             uint8_t *within) {
-    const uint8_t *mm = &s->mob_map[s->player_level][0][0];
-    for (int j = 0; j < CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE; j++) within[j] = in_range[j] && !mm[j];
-}
-
 /* melee_mob_spawn_chance = chance[l,1] + chance[l,3] * (1 - light)^2, written as XLA's
  * usual fused multiply-add. Not discriminated by the tests: the fused and unfused values
  * differ by at most 1 ulp, and only a uniform draw falling between them (~1e-8 per step
@@ -399,53 +425,66 @@ static inline CRAFTAX_HD float craftax_sw_melee_spawn_chance(int32_t level, floa
     return fmaf(CRAFTAX_FLOOR_MOB_SPAWN_CHANCE[level][3], d * d, CRAFTAX_FLOOR_MOB_SPAWN_CHANCE[level][1]);
 }
 
-/* The cell masks of spawn_mobs (distance bands, spawnable blocks, free cells). Upstream
- * computes them every step; they only matter when a class passes its count and chance
- * tests, which is rare, so they are computed on first need: the keys are split in
- * upstream's order either way, so nothing else changes. */
+/* Caller-provided space of spawn_mobs. v2 kept its per-cell masks and 2304-float arrays
+ * here (34.6 KB per env); v3 needs none (craftax_sw_spawn_candidates,
+ * craftax_sw_choose_cell_bits), and the type stays so that the scratch-taking signatures
+ * (craftax_step_scratch, ...) keep their form. */
 typedef struct {
-    uint8_t grave[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE], valid_blocks[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE];
-    uint8_t within[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE], near3[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE];
-    uint8_t monster_range[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE], in_range[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE];
-    int ready;
-} CraftaxSpawnMasks;
-
-/* All per-call arrays of spawn_mobs (about 34.6 KB): a local in craftax_spawn_mobs, or
- * caller-provided space (the CUDA build keeps one per env in global memory, so that the
- * step kernel's stack frame stays small). Contents on entry do not matter. */
-typedef struct {
-    CraftaxSpawnMasks m;
-    uint8_t cand[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE];
-    float p[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE];
-    float cumsum[CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE];
+    uint8_t unused;
 } CraftaxSpawnScratch;
 
-static inline CRAFTAX_HD void craftax_sw_spawn_masks(const CraftaxState *s, const CraftaxParams *params, int boss,
-                                                     CraftaxSpawnMasks *m) {
+/* The candidate cells of one mob class (cls: 0 passive, 1 melee, 2 ranged) as bits
+ * (see craftax_sw_choose_cell_bits), from the current map and mob_map, with upstream's
+ * masks per cell: distance d = sqrt(dx^2 + dy^2) to the player, in range (d <
+ * mob_despawn_distance) and free of mobs; passive: grass-like block and d > 3; melee and
+ * ranged: d > 9 (d <= 6 in a boss fight) on a grass-like block (ranged type 5: water; boss
+ * fight: a grave). Only the box |dx|, |dy| < mob_despawn_distance is scanned: d >= |dx|, |dy|
+ * (sqrtf is monotone and exact at squares), so no cell outside it is in range. Returns the
+ * number of candidates. */
+static inline CRAFTAX_HD int32_t craftax_sw_spawn_candidates(const CraftaxState *s, const CraftaxParams *params,
+                                                             int boss, int cls, int32_t ranged_type,
+                                                             uint32_t bits[CRAFTAX_SW_CELLS / 32]) {
     const int32_t L = s->player_level;
     const float despawn = (float)params->mob_despawn_distance;
-    for (int x = 0; x < CRAFTAX_MAP_SIZE; x++)
-        for (int y = 0; y < CRAFTAX_MAP_SIZE; y++) {
-            int32_t dx = craftax_sw_abs(x - s->player_position[0]), dy = craftax_sw_abs(y - s->player_position[1]);
+    const int32_t px = s->player_position[0], py = s->player_position[1];
+    const int32_t r = craftax_min_i32(craftax_max_i32(params->mob_despawn_distance, 0), CRAFTAX_MAP_SIZE);
+    for (int w = 0; w < CRAFTAX_SW_CELLS / 32; w++) bits[w] = 0u;
+    int32_t total = 0;
+    const int32_t x_lo = craftax_max_i32(px - r + 1, 0), x_hi = craftax_min_i32(px + r - 1, CRAFTAX_MAP_SIZE - 1);
+    const int32_t y_lo = craftax_max_i32(py - r + 1, 0), y_hi = craftax_min_i32(py + r - 1, CRAFTAX_MAP_SIZE - 1);
+    for (int32_t x = x_lo; x <= x_hi; x++)
+        for (int32_t y = y_lo; y <= y_hi; y++) {
+            int32_t dx = craftax_sw_abs(x - px), dy = craftax_sw_abs(y - py);
             float d = sqrtf((float)(dx * dx + dy * dy));
-            uint8_t b = s->map[L][x][y];
-            int j = x * CRAFTAX_MAP_SIZE + y;
-            m->grave[j] = b == BLOCK_GRAVE || b == BLOCK_GRAVE2 || b == BLOCK_GRAVE3;
-            m->valid_blocks[j] = b == BLOCK_GRASS || b == BLOCK_PATH || b == BLOCK_FIRE_GRASS || b == BLOCK_ICE_GRASS;
-            m->in_range[j] = d < despawn;
-            m->near3[j] = d > 3.0f;
-            m->monster_range[j] = boss ? (d <= 6.0f) : (d > 9.0f);
+            const uint8_t b = s->map[L][x][y];
+            const int within = d < despawn && !s->mob_map[L][x][y];
+            const int grave = b == BLOCK_GRAVE || b == BLOCK_GRAVE2 || b == BLOCK_GRAVE3;
+            const int valid = b == BLOCK_GRASS || b == BLOCK_PATH || b == BLOCK_FIRE_GRASS || b == BLOCK_ICE_GRASS;
+            const int monster_range = boss ? (d <= 6.0f) : (d > 9.0f);
+            int cand;
+            if (cls == 0) {
+                cand = valid && d > 3.0f && within;
+            } else if (cls == 1) {
+                cand = (boss ? grave : valid) && monster_range && within;
+            } else {
+                int base = ranged_type == 5 ? b == BLOCK_WATER : valid;
+                base = boss ? grave : base;
+                cand = base && monster_range && within;
+            }
+            const int j = x * CRAFTAX_MAP_SIZE + y;
+            if (cand) bits[j >> 5] |= 1u << (j & 31);
+            total += cand;
         }
-    m->ready = 1;
+    return total;
 }
 
 /* game_logic.py:spawn_mobs, its arrays in *w. */
 static inline CRAFTAX_HD void craftax_spawn_mobs_scratch(CraftaxState *s, CraftaxKey rng, const CraftaxParams *params,
                                                          CraftaxSpawnScratch *w) {
-    const int n = CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE;
     const int32_t L = s->player_level;
     const int boss = craftax_is_fighting_boss(s);
-    w->m.ready = 0;
+    uint32_t bits[CRAFTAX_SW_CELLS / 32]; /* candidate cells (v3: no per-cell arrays; *w is unused) */
+    (void)w;
     int32_t coeff = 1 + (s->monsters_killed[L] < CRAFTAX_MONSTERS_KILLED_TO_CLEAR_LEVEL) * 2;
     coeff *= boss ? craftax_is_boss_spawn_wave(s) * 1000 : 1;
     CraftaxKey k;
@@ -461,15 +500,9 @@ static inline CRAFTAX_HD void craftax_spawn_mobs_scratch(CraftaxState *s, Crafta
     can = can && !boss;
     craftax_split2(rng, &rng, &k);
     if (can) {
-        craftax_sw_spawn_masks(s, params, boss, &w->m);
-        craftax_sw_free_cells_in_range(s, w->m.in_range, w->m.within);
-        total = 0;
-        for (int j = 0; j < n; j++) {
-            w->cand[j] = w->m.valid_blocks[j] && w->m.near3[j] && w->m.within[j];
-            total += w->cand[j];
-        }
+        total = craftax_sw_spawn_candidates(s, params, boss, 0, 0, bits);
         can = total > 0;
-        if (can) craftax_sw_choose_cell(k, w->cand, cell, w->p, w->cumsum);
+        if (can) craftax_sw_choose_cell_bits(k, bits, total, cell);
     }
     {
         const int32_t type = CRAFTAX_FLOOR_MOB_MAPPING[L][MOB_CLASS_PASSIVE];
@@ -488,15 +521,9 @@ static inline CRAFTAX_HD void craftax_spawn_mobs_scratch(CraftaxState *s, Crafta
     can = can && craftax_uniform(k, 0) < craftax_sw_melee_spawn_chance(L, s->light_level) * (float)coeff;
     craftax_split2(rng, &rng, &k);
     if (can) {
-        if (!w->m.ready) craftax_sw_spawn_masks(s, params, boss, &w->m);
-        craftax_sw_free_cells_in_range(s, w->m.in_range, w->m.within); /* the mob_map may have changed */
-        total = 0;
-        for (int j = 0; j < n; j++) {
-            w->cand[j] = (boss ? w->m.grave[j] : w->m.valid_blocks[j]) && w->m.monster_range[j] && w->m.within[j];
-            total += w->cand[j];
-        }
+        total = craftax_sw_spawn_candidates(s, params, boss, 1, 0, bits); /* after the passive spawn's mob_map */
         can = total > 0;
-        if (can) craftax_sw_choose_cell(k, w->cand, cell, w->p, w->cumsum);
+        if (can) craftax_sw_choose_cell_bits(k, bits, total, cell);
     }
     CRAFTAX_SW_SPAWN_INTO(melee_mobs, CRAFTAX_MAX_MELEE_MOBS, can, cell, melee_type,
                           CRAFTAX_MOB_TYPE_HEALTH_MAPPING[melee_type][MOB_CLASS_MELEE]);
@@ -512,18 +539,9 @@ static inline CRAFTAX_HD void craftax_spawn_mobs_scratch(CraftaxState *s, Crafta
     can = can && craftax_uniform(k, 0) < CRAFTAX_FLOOR_MOB_SPAWN_CHANCE[L][2] * (float)coeff;
     craftax_split2(rng, &rng, &k);
     if (can) {
-        if (!w->m.ready) craftax_sw_spawn_masks(s, params, boss, &w->m);
-        craftax_sw_free_cells_in_range(s, w->m.in_range, w->m.within);
-        total = 0;
-        for (int j = 0; j < n; j++) {
-            uint8_t base = ranged_type == 5 ? (s->map[L][j / CRAFTAX_MAP_SIZE][j % CRAFTAX_MAP_SIZE] == BLOCK_WATER)
-                                            : w->m.valid_blocks[j];
-            base = boss ? w->m.grave[j] : base;
-            w->cand[j] = base && w->m.monster_range[j] && w->m.within[j];
-            total += w->cand[j];
-        }
+        total = craftax_sw_spawn_candidates(s, params, boss, 2, ranged_type, bits);
         can = total > 0;
-        if (can) craftax_sw_choose_cell(k, w->cand, cell, w->p, w->cumsum);
+        if (can) craftax_sw_choose_cell_bits(k, bits, total, cell);
     }
     CRAFTAX_SW_SPAWN_INTO(ranged_mobs, CRAFTAX_MAX_RANGED_MOBS, can, cell, ranged_type,
                           CRAFTAX_MOB_TYPE_HEALTH_MAPPING[ranged_type][MOB_CLASS_RANGED]);

@@ -25,29 +25,45 @@ typedef struct {
     uint8_t mask_b[CRAFTAX_CELLS];
     uint8_t dungeon_map[CRAFTAX_MAP_SIZE + 20][CRAFTAX_MAP_SIZE + 20];   /* padded by 10 */
     uint8_t dungeon_items[CRAFTAX_MAP_SIZE + 20][CRAFTAX_MAP_SIZE + 20];
+    float grad_x[CRAFTAX_NOISE_GRADS], grad_y[CRAFTAX_NOISE_GRADS]; /* shared by the lanes (common.h) */
+    float block_prefix[256];
 } CraftaxWorldGenScratch;
 
 /* jax.random.choice(key, arange(2304), p=mask) with a 0/1 mask: the cumulative sum of a
  * 0/1 vector is a count, exact in any order, so no blocked scan is needed. */
-static inline CRAFTAX_HD int32_t craftax_choice_mask(CraftaxKey key, const uint8_t *mask, int n, float *cumsum) {
+static inline CRAFTAX_HD int32_t craftax_choice_mask_lanes(CraftaxKey key, const uint8_t *mask, int n, float *cumsum,
+                                                          int lane, int lanes) {
+    craftax_lanes_sync(lanes);
     int32_t count = 0;
-    for (int i = 0; i < n; i++) {
-        count += mask[i] ? 1 : 0;
-        cumsum[i] = (float)count;
+    for (int base = 0; base < n; base += lanes) { /* a round of `lanes` cells: a prefix count */
+        const int i = base + lane;
+        int32_t round_total;
+        const int32_t prefix = craftax_lanes_prefix_count(i < n && mask[i], lane, lanes, &round_total);
+        if (i < n) cumsum[i] = (float)(count + prefix);
+        count += round_total;
     }
+    craftax_lanes_sync(lanes);
     return craftax_choice_from_cumsum(key, 0, cumsum, n);
+}
+static inline CRAFTAX_HD int32_t craftax_choice_mask(CraftaxKey key, const uint8_t *mask, int n, float *cumsum) {
+    return craftax_choice_mask_lanes(key, mask, n, cumsum, 0, 1);
 }
 
 /* jax.random.choice(key, arange(2304), p=mask / mask.sum()) with float probabilities:
  * the blocked cumulative sum decides the last bits, as in XLA. Empty masks give 0/0 = NaN
  * probabilities and index 0, like upstream. */
-static inline CRAFTAX_HD int32_t craftax_choice_normalised_mask(CraftaxKey key, const uint8_t *mask, int n,
-                                                                float *p, float *cumsum) {
+static inline CRAFTAX_HD int32_t craftax_choice_normalised_mask_lanes(CraftaxKey key, const uint8_t *mask, int n,
+                                                                      float *p, float *cumsum, float *block_prefix,
+                                                                      int lane, int lanes) {
+    craftax_lanes_sync(lanes);
     int32_t count = 0;
-    for (int i = 0; i < n; i++) count += mask[i] ? 1 : 0;
+    for (int i = lane; i < n; i += lanes) count += mask[i] ? 1 : 0;
+    count = craftax_lanes_sum_i32(count, lanes);
     const float total = (float)count;
-    for (int i = 0; i < n; i++) p[i] = (mask[i] ? 1.0f : 0.0f) / total;
-    craftax_cumsum_f32(p, n, cumsum);
+    for (int i = lane; i < n; i += lanes) p[i] = (mask[i] ? 1.0f : 0.0f) / total;
+    craftax_lanes_sync(lanes);
+    craftax_cumsum_f32_lanes(p, n, cumsum, block_prefix, lane, lanes);
+    craftax_lanes_sync(lanes);
     return craftax_choice_from_cumsum(key, 0, cumsum, n);
 }
 
@@ -59,9 +75,12 @@ static inline CRAFTAX_HD int32_t craftax_dynamic_slice_start(int32_t start, int3
 }
 
 /* generate_smoothworld for one config; writes level `level` of the state. */
+/* Lanes (common.h): per-cell passes are shared cell by cell (c = lane, lane + lanes, ...);
+ * single writes (a chosen cell, the spawn) are made by every lane with the same value and
+ * followed by a sync before anything else writes that cell. */
 static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const CraftaxSmoothGenConfig *cfg,
                                                            const CraftaxParams *params, CraftaxState *s, int level,
-                                                           CraftaxWorldGenScratch *w) {
+                                                           CraftaxWorldGenScratch *w, int lane, int lanes) {
     uint8_t(*map)[CRAFTAX_N] = s->map[level];
     uint8_t(*item_map)[CRAFTAX_N] = s->item_map[level];
     float(*light_map)[CRAFTAX_N] = s->light_map[level];
@@ -70,24 +89,28 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
 
     float water_min, water_inv_range, mountain_min, mountain_inv_range;
     craftax_split2(rng, &rng, &sub);
-    craftax_fractal_noise_parts(sub, 3, 3, params->has_angles[0] ? params->angles_water : 0, w->water,
-                                       &water_min, &water_inv_range);
+    craftax_lanes_sync(lanes); /* the previous floor's lanes are done with the scratch */
+    craftax_fractal_noise_parts_lanes(sub, 3, 3, params->has_angles[0] ? params->angles_water : 0, w->water,
+                                       &water_min, &water_inv_range, w->grad_x, w->grad_y, lane, lanes);
     craftax_split2(rng, &rng, &sub); /* unused by upstream */
     craftax_split2(rng, &rng, &sub);
-    craftax_fractal_noise_parts(sub, 3, 3, params->has_angles[1] ? params->angles_mountain : 0, w->mountain,
-                                       &mountain_min, &mountain_inv_range);
+    craftax_fractal_noise_parts_lanes(sub, 3, 3, params->has_angles[1] ? params->angles_mountain : 0, w->mountain,
+                                       &mountain_min, &mountain_inv_range, w->grad_x, w->grad_y, lane, lanes);
     craftax_split2(rng, &rng, &sub);
-    craftax_fractal_noise(sub, 6, 24, params->has_angles[2] ? params->angles_path : 0, w->path_x);
+    craftax_fractal_noise_lanes(sub, 6, 24, params->has_angles[2] ? params->angles_path : 0, w->path_x, w->grad_x,
+                                w->grad_y, lane, lanes);
     craftax_split2(rng, &rng, &sub); /* unused by upstream */
     craftax_split2(rng, &rng, &sub);
-    craftax_fractal_noise(sub, 12, 12, params->has_angles[3] ? params->angles_tree : 0, w->tree_noise);
+    craftax_fractal_noise_lanes(sub, 12, 12, params->has_angles[3] ? params->angles_tree : 0, w->tree_noise, w->grad_x,
+                                w->grad_y, lane, lanes);
     /* The tree field draws from the carry key itself, which is then split again. */
     const CraftaxKey tree_key = rng;
 
     /* Branch-free pass (vectorises): the water and mountain fields. */
     const float water_strength = (float)cfg->water_strength, mountain_strength = (float)cfg->mountain_strength;
-    for (int i = 0; i < CRAFTAX_N; i++) {
-        for (int j = 0; j < CRAFTAX_N; j++) {
+    for (int c = lane; c < CRAFTAX_CELLS; c += lanes) {
+        const int i = c / CRAFTAX_N, j = c % CRAFTAX_N;
+        {
             const int32_t dx = i - centre, dy = j - centre;
             const float proximity = sqrtf((float)(dx * dx + dy * dy));
             const float prox_water = craftax_clip_f32(proximity / water_strength, 0.0f, cfg->water_max);
@@ -104,8 +127,9 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
             w->mountain[i][j] = fmaf(mountain_d, mountain_inv_range, 0.05f) + prox_mountain - 1.0f;
         }
     }
-    for (int i = 0; i < CRAFTAX_N; i++) {
-        for (int j = 0; j < CRAFTAX_N; j++) {
+    for (int c = lane; c < CRAFTAX_CELLS; c += lanes) {
+        const int i = c / CRAFTAX_N, j = c % CRAFTAX_N;
+        {
             const float water = w->water[i][j], mountain = w->mountain[i][j];
             uint8_t block = water > cfg->water_threshold ? cfg->sea_block : cfg->default_block;
             if (w->mask_b[i * CRAFTAX_N + j] && block != cfg->sea_block) block = cfg->coast_block;
@@ -131,45 +155,52 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
         CraftaxKey ore_key;
         craftax_split2(ore_carry, &ore_carry, &ore_key);
         if (!(cfg->ore_chances[ore] > 0.0f)) continue; /* uniform < 0 never holds */
-        craftax_uniform_field(ore_key, CRAFTAX_CELLS, w->p);
+        craftax_uniform_field_lanes(ore_key, CRAFTAX_CELLS, w->p, lane, lanes);
         uint8_t *cells = &map[0][0];
-        for (int c = 0; c < CRAFTAX_CELLS; c++)
+        for (int c = lane; c < CRAFTAX_CELLS; c += lanes)
             if (cells[c] == cfg->ore_requirement_blocks[ore] && w->p[c] < cfg->ore_chances[ore])
                 cells[c] = cfg->ores[ore];
     }
 
     uint8_t *flat = &map[0][0];
     uint8_t *mask = w->mask_a;
-    for (int i = 0; i < CRAFTAX_N; i++)
-        for (int j = 0; j < CRAFTAX_N; j++) {
+    for (int c = lane; c < CRAFTAX_CELLS; c += lanes) {
+        const int i = c / CRAFTAX_N, j = c % CRAFTAX_N;
+        {
             const int lava = w->mountain[i][j] > 0.85f && w->tree_noise[i][j] > 0.7f;
             mask[i * CRAFTAX_N + j] = (uint8_t)lava;
             if (lava) map[i][j] = cfg->lava;
         }
+    }
     const uint8_t *lava_mask = mask;
     uint8_t *cell_mask = w->mask_b;
 
     /* always_diamond: one STONE cell (chosen even when the flag is off) becomes DIAMOND. */
-    for (int c = 0; c < CRAFTAX_CELLS; c++) cell_mask[c] = flat[c] == BLOCK_STONE;
+    for (int c = lane; c < CRAFTAX_CELLS; c += lanes) cell_mask[c] = flat[c] == BLOCK_STONE;
     craftax_split2(rng, &rng, &sub);
     {
-        const int32_t idx = craftax_choice_normalised_mask(sub, cell_mask, CRAFTAX_CELLS, w->p, w->cumsum);
+        const int32_t idx = craftax_choice_normalised_mask_lanes(sub, cell_mask, CRAFTAX_CELLS, w->p, w->cumsum,
+                                                                 w->block_prefix, lane, lanes);
         const int adding_diamond = cfg->default_block == BLOCK_GRASS && params->always_diamond;
         map[idx / CRAFTAX_N][idx % CRAFTAX_N] = adding_diamond ? BLOCK_DIAMOND : BLOCK_STONE;
     }
+    craftax_lanes_sync(lanes);
 
-    for (int i = 0; i < CRAFTAX_N; i++)
-        for (int j = 0; j < CRAFTAX_N; j++) {
+    for (int c = lane; c < CRAFTAX_CELLS; c += lanes) {
+        const int i = c / CRAFTAX_N, j = c % CRAFTAX_N;
+        {
             light_map[i][j] = cfg->default_light;
             item_map[i][j] = ITEM_NONE;
         }
+    }
     map[centre][centre] = cfg->player_spawn;
+    craftax_lanes_sync(lanes);
 
-    for (int c = 0; c < CRAFTAX_CELLS; c++) cell_mask[c] = flat[c] == cfg->valid_ladder;
+    for (int c = lane; c < CRAFTAX_CELLS; c += lanes) cell_mask[c] = flat[c] == cfg->valid_ladder;
     craftax_split2(rng, &rng, &sub);
-    const int32_t down = craftax_choice_mask(sub, cell_mask, CRAFTAX_CELLS, w->cumsum);
+    const int32_t down = craftax_choice_mask_lanes(sub, cell_mask, CRAFTAX_CELLS, w->cumsum, lane, lanes);
     craftax_split2(rng, &rng, &sub);
-    const int32_t up = craftax_choice_mask(sub, cell_mask, CRAFTAX_CELLS, w->cumsum);
+    const int32_t up = craftax_choice_mask_lanes(sub, cell_mask, CRAFTAX_CELLS, w->cumsum, lane, lanes);
     const int32_t down_x = down / CRAFTAX_N, down_y = down % CRAFTAX_N;
     const int32_t up_x = up / CRAFTAX_N, up_y = up % CRAFTAX_N;
     if (cfg->ladder_down) item_map[down_x][down_y] = ITEM_LADDER_DOWN;
@@ -181,16 +212,19 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
         const int32_t x0 = craftax_dynamic_slice_start(up_x - 4, CRAFTAX_N, 9);
         const int32_t y0 = craftax_dynamic_slice_start(up_y - 4, CRAFTAX_N, 9);
         const float dl = cfg->default_light;
-        for (int a = 0; a < 9; a++)
-            for (int b = 0; b < 9; b++)
-                light_map[x0 + a][y0 + b] = CRAFTAX_TORCH_LIGHT_MAP[a][b] * (1.0f - dl) + dl;
+        for (int ab = lane; ab < 9 * 9; ab += lanes) {
+            const int a = ab / 9, b = ab % 9;
+            light_map[x0 + a][y0 + b] = CRAFTAX_TORCH_LIGHT_MAP[a][b] * (1.0f - dl) + dl;
+        }
     }
+    craftax_lanes_sync(lanes);
 
     /* Lava glows: light += convolve2d_same(lava, [[.2,.7,.2],[.7,1,.7],[.2,.7,.2]]). */
     if (cfg->lava == BLOCK_LAVA) {
         const float kernel[3][3] = {{0.2f, 0.7f, 0.2f}, {0.7f, 1.0f, 0.7f}, {0.2f, 0.7f, 0.2f}};
-        for (int i = 0; i < CRAFTAX_N; i++)
-            for (int j = 0; j < CRAFTAX_N; j++) {
+        for (int c = lane; c < CRAFTAX_CELLS; c += lanes) {
+            const int i = c / CRAFTAX_N, j = c % CRAFTAX_N;
+            {
                 float glow = 0.0f;
                 for (int a = -1; a <= 1; a++)
                     for (int b = -1; b <= 1; b++) {
@@ -200,9 +234,12 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
                     }
                 light_map[i][j] = craftax_clip_f32(light_map[i][j] + glow, 0.0f, 1.0f);
             }
+        }
     } else {
-        for (int i = 0; i < CRAFTAX_N; i++)
-            for (int j = 0; j < CRAFTAX_N; j++) light_map[i][j] = craftax_clip_f32(light_map[i][j], 0.0f, 1.0f);
+        for (int c = lane; c < CRAFTAX_CELLS; c += lanes) {
+            const int i = c / CRAFTAX_N, j = c % CRAFTAX_N;
+            light_map[i][j] = craftax_clip_f32(light_map[i][j], 0.0f, 1.0f);
+        }
     }
 
     if (cfg->ladder_up) item_map[up_x][up_y] = ITEM_LADDER_UP;
@@ -219,8 +256,11 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
 static inline CRAFTAX_HD int32_t craftax_sign_i32(int32_t x) { return (x > 0) - (x < 0); }
 
 /* generate_dungeon for one config; writes level `level` of the state. */
+/* Lanes (common.h): the rooms and corridors (a short sequential scan) are drawn by lane 0;
+ * the per-cell passes are shared. */
 static inline CRAFTAX_HD void craftax_generate_dungeon(CraftaxKey rng, const CraftaxDungeonConfig *cfg,
-                                                       CraftaxState *s, int level, CraftaxWorldGenScratch *w) {
+                                                       CraftaxState *s, int level, CraftaxWorldGenScratch *w,
+                                                       int lane, int lanes) {
     enum { NUM_ROOMS = 8, MIN_ROOM = 5, MAX_ROOM = 10, CHUNK = 16, CHUNKS_PER_SIDE = 3 };
     const int P = CRAFTAX_DUNGEON_P, pad = CRAFTAX_DUNGEON_PAD;
     uint8_t(*pmap)[CRAFTAX_DUNGEON_P] = w->dungeon_map;
@@ -242,12 +282,16 @@ static inline CRAFTAX_HD void craftax_generate_dungeon(CraftaxKey rng, const Cra
                 room_sizes[r][c] = craftax_randint_from_keys(k1, k2, (uint32_t)(r * 2 + c), MIN_ROOM, MAX_ROOM);
     }
 
-    for (int i = 0; i < P; i++)
-        for (int j = 0; j < P; j++) {
+    craftax_lanes_sync(lanes); /* the previous floor's lanes are done with the scratch */
+    for (int ij = lane; ij < P * P; ij += lanes) {
+        const int i = ij / P, j = ij % P;
+        {
             const int inside = i >= pad && j >= pad && i < pad + CRAFTAX_N && j < pad + CRAFTAX_N;
             pmap[i][j] = inside ? BLOCK_WALL : 0;
             pitems[i][j] = ITEM_NONE;
         }
+    }
+    craftax_lanes_sync(lanes);
 
     /* Rooms: a scan carrying the occupancy of the 3x3 chunks and a key. */
     int32_t room_pos[NUM_ROOMS][2];
@@ -255,6 +299,9 @@ static inline CRAFTAX_HD void craftax_generate_dungeon(CraftaxKey rng, const Cra
     for (int i = 0; i < 9; i++) occupancy[i] = 1.0f;
     craftax_split2(rng, &rng, &sub);
     CraftaxKey room_rng = sub;
+    craftax_split2(rng, &rng, &sub); /* (the corridors' key, split here for all lanes) */
+    CraftaxKey path_rng = sub;
+    if (lane == 0) { /* rooms and corridors: lane 0 */
     for (int r = 0; r < NUM_ROOMS; r++) {
         float cumsum[9];
         craftax_split2(room_rng, &room_rng, &sub);
@@ -298,8 +345,6 @@ static inline CRAFTAX_HD void craftax_generate_dungeon(CraftaxKey rng, const Cra
     /* Corridors: from each room to a room already joined (the last room starts joined). */
     float included[NUM_ROOMS];
     for (int i = 0; i < NUM_ROOMS; i++) included[i] = i == NUM_ROOMS - 1 ? 1.0f : 0.0f;
-    craftax_split2(rng, &rng, &sub);
-    CraftaxKey path_rng = sub;
     for (int r = 0; r < NUM_ROOMS; r++) {
         float cumsum[NUM_ROOMS];
         const int32_t sx = room_pos[r][0], sy = room_pos[r][1];
@@ -325,21 +370,27 @@ static inline CRAFTAX_HD void craftax_generate_dungeon(CraftaxKey rng, const Cra
     }
 
     pmap[room_pos[0][0] + 2][room_pos[0][1] + 2] = cfg->special_block;
+    } /* lane 0 */
+    craftax_lanes_sync(lanes);
 
     uint8_t(*map)[CRAFTAX_N] = s->map[level];
     uint8_t(*item_map)[CRAFTAX_N] = s->item_map[level];
-    for (int i = 0; i < CRAFTAX_N; i++)
-        for (int j = 0; j < CRAFTAX_N; j++) {
+    for (int c = lane; c < CRAFTAX_CELLS; c += lanes) {
+        const int i = c / CRAFTAX_N, j = c % CRAFTAX_N;
+        {
             map[i][j] = pmap[i + pad][j + pad];
             item_map[i][j] = pitems[i + pad][j + pad];
         }
+    }
+    craftax_lanes_sync(lanes);
 
     /* Walls next to a corridor or room (plus-shaped neighbourhood) stay walls, sometimes
      * mossy; walls with no open neighbour become darkness; one path in ten without an
      * item becomes the floor's rare block. */
     uint8_t *adjacent = w->mask_a;
-    for (int i = 0; i < CRAFTAX_N; i++)
-        for (int j = 0; j < CRAFTAX_N; j++) {
+    for (int c = lane; c < CRAFTAX_CELLS; c += lanes) {
+        const int i = c / CRAFTAX_N, j = c % CRAFTAX_N;
+        {
             int open = map[i][j] != BLOCK_WALL;
             if (i > 0) open |= map[i - 1][j] != BLOCK_WALL;
             if (i < CRAFTAX_N - 1) open |= map[i + 1][j] != BLOCK_WALL;
@@ -347,11 +398,14 @@ static inline CRAFTAX_HD void craftax_generate_dungeon(CraftaxKey rng, const Cra
             if (j < CRAFTAX_N - 1) open |= map[i][j + 1] != BLOCK_WALL;
             adjacent[i * CRAFTAX_N + j] = (uint8_t)open;
         }
+    }
+    craftax_lanes_sync(lanes);
     craftax_split2(rng, &rng, &sub);
     {
         const float rare_cumsum[2] = {0.9f, 0.9f + 0.1f};
-        for (int i = 0; i < CRAFTAX_N; i++)
-            for (int j = 0; j < CRAFTAX_N; j++) {
+        for (int c = lane; c < CRAFTAX_CELLS; c += lanes) {
+            const int i = c / CRAFTAX_N, j = c % CRAFTAX_N;
+            {
                 /* The draw is made only where it can matter (see the tree field above). */
                 const uint32_t cell = (uint32_t)(i * CRAFTAX_N + j);
                 const uint8_t block = map[i][j];
@@ -367,19 +421,23 @@ static inline CRAFTAX_HD void craftax_generate_dungeon(CraftaxKey rng, const Cra
                     out = block;
                 map[i][j] = out;
             }
+        }
     }
 
     float(*light_map)[CRAFTAX_N] = s->light_map[level];
-    for (int i = 0; i < CRAFTAX_N; i++)
-        for (int j = 0; j < CRAFTAX_N; j++) light_map[i][j] = 1.0f;
+    for (int c = lane; c < CRAFTAX_CELLS; c += lanes) {
+        const int i = c / CRAFTAX_N, j = c % CRAFTAX_N;
+        light_map[i][j] = 1.0f;
+    }
 
     uint8_t *path_mask = w->mask_b;
-    for (int c = 0; c < CRAFTAX_CELLS; c++) path_mask[c] = (&map[0][0])[c] == BLOCK_PATH;
+    for (int c = lane; c < CRAFTAX_CELLS; c += lanes) path_mask[c] = (&map[0][0])[c] == BLOCK_PATH;
     craftax_split2(rng, &rng, &sub);
-    const int32_t down = craftax_choice_normalised_mask(sub, path_mask, CRAFTAX_CELLS, w->p, w->cumsum);
+    const int32_t down = craftax_choice_normalised_mask_lanes(sub, path_mask, CRAFTAX_CELLS, w->p, w->cumsum,
+                                                              w->block_prefix, lane, lanes);
     item_map[down / CRAFTAX_N][down % CRAFTAX_N] = ITEM_LADDER_DOWN;
     craftax_split2(rng, &rng, &sub);
-    const int32_t up = craftax_choice_mask(sub, path_mask, CRAFTAX_CELLS, w->cumsum);
+    const int32_t up = craftax_choice_mask_lanes(sub, path_mask, CRAFTAX_CELLS, w->cumsum, lane, lanes);
     item_map[up / CRAFTAX_N][up % CRAFTAX_N] = ITEM_LADDER_UP;
 
     s->down_ladders[level][0] = down / CRAFTAX_N;
@@ -399,20 +457,24 @@ static inline CRAFTAX_HD void craftax_clear_mobs2(CraftaxMobs2 *m) {
         for (int i = 0; i < 2; i++) m->health[l][i] = 1.0f;
 }
 
-/* generate_world(rng, params, static_params). */
-static inline CRAFTAX_HD void craftax_generate_world(CraftaxKey rng, const CraftaxParams *params, CraftaxState *s,
-                                                     CraftaxWorldGenScratch *w) {
+/* generate_world(rng, params, static_params). Lanes (common.h): the floors are shared; the
+ * rest of the state is set by lane 0 (the caller syncs before reading the state). */
+static inline CRAFTAX_HD void craftax_generate_world_lanes(CraftaxKey rng, const CraftaxParams *params,
+                                                           CraftaxState *s, CraftaxWorldGenScratch *w, int lane,
+                                                           int lanes) {
     CraftaxKey keys[7];
     for (int i = 0; i < 7; i++) keys[i] = craftax_split_at(rng, (uint32_t)i);
     rng = keys[0];
     for (int k = 0; k < 6; k++)
-        craftax_generate_smoothworld(keys[k + 1], &CRAFTAX_SMOOTHGEN_CONFIGS[k], params, s, CRAFTAX_SMOOTH_LEVEL[k], w);
+        craftax_generate_smoothworld(keys[k + 1], &CRAFTAX_SMOOTHGEN_CONFIGS[k], params, s, CRAFTAX_SMOOTH_LEVEL[k], w,
+                                     lane, lanes);
     for (int i = 0; i < 4; i++) keys[i] = craftax_split_at(rng, (uint32_t)i);
     rng = keys[0];
     for (int k = 0; k < 3; k++)
-        craftax_generate_dungeon(keys[k + 1], &CRAFTAX_DUNGEON_CONFIGS[k], s, CRAFTAX_DUNGEON_LEVEL[k], w);
+        craftax_generate_dungeon(keys[k + 1], &CRAFTAX_DUNGEON_CONFIGS[k], s, CRAFTAX_DUNGEON_LEVEL[k], w, lane, lanes);
 
-    memset(s->mob_map, 0, sizeof(s->mob_map));
+    craftax_lanes_zero(s->mob_map, sizeof(s->mob_map), lane, lanes);
+    if (lane != 0) return;
     memset(s->chests_opened, 0, sizeof(s->chests_opened));
     for (int l = 0; l < CRAFTAX_NUM_LEVELS; l++) s->monsters_killed[l] = l == 0 ? 10 : 0; /* first ladder open */
 
@@ -472,12 +534,23 @@ static inline CRAFTAX_HD void craftax_generate_world(CraftaxKey rng, const Craft
     s->timestep = 0;
 }
 
-/* CraftaxSymbolicEnv.reset_env: one more split before generate_world. */
-static inline CRAFTAX_HD void craftax_reset_env(CraftaxKey key, const CraftaxParams *params, CraftaxState *s,
-                                                CraftaxWorldGenScratch *w) {
+static inline CRAFTAX_HD void craftax_generate_world(CraftaxKey rng, const CraftaxParams *params, CraftaxState *s,
+                                                     CraftaxWorldGenScratch *w) {
+    craftax_generate_world_lanes(rng, params, s, w, 0, 1);
+}
+
+/* CraftaxSymbolicEnv.reset_env: one more split before generate_world. With lanes, the
+ * state is complete for every lane on return. */
+static inline CRAFTAX_HD void craftax_reset_env_lanes(CraftaxKey key, const CraftaxParams *params, CraftaxState *s,
+                                                      CraftaxWorldGenScratch *w, int lane, int lanes) {
     CraftaxKey rng, sub;
     craftax_split2(key, &rng, &sub);
-    craftax_generate_world(sub, params, s, w);
+    craftax_generate_world_lanes(sub, params, s, w, lane, lanes);
+    craftax_lanes_sync(lanes);
+}
+static inline CRAFTAX_HD void craftax_reset_env(CraftaxKey key, const CraftaxParams *params, CraftaxState *s,
+                                                CraftaxWorldGenScratch *w) {
+    craftax_reset_env_lanes(key, params, s, w, 0, 1);
 }
 
 #endif
