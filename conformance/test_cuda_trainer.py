@@ -1,10 +1,12 @@
 """The CUDA trainer (cuda/ppo_cuda.cu) against its spec, numpy_ppo.py, on the GPU.
 
   (a) loss, loss statistics and every gradient tensor vs numpy_ppo.ppo_loss in float64 on the
-      same batch and weights (fp32, TF32 off): per-tensor max abs / relative differences;
+      same batch and weights (fp32, TF32 off), sparse and dense encoder: per-tensor max abs /
+      relative differences;
   (b) gradients vs central finite differences of the CUDA loss (accumulated in double), one
       random direction per tensor;
-  (c) the update's forward over the stored rollout reproduces the stored log-probs/values;
+  (c) the update's forward over the stored rollout (all envs, and a permuted minibatch)
+      reproduces the stored log-probs/values bitwise, so the first epoch's ratio is exactly 1;
   (d) GAE, global-norm clipping and Adam vs numpy_ppo;
   (e) a graph-replayed iteration equals an eager one, bitwise;
   (f) a short training run improves the return;
@@ -82,9 +84,10 @@ def rel_err(a, b):
 
 
 # -- (a) --------------------------------------------------------------------------------------
-def test_loss_and_grads_match_numpy():
+@pytest.mark.parametrize("encoder", ["sparse", "dense"])
+def test_loss_and_grads_match_numpy(encoder):
     cfg = small_config()
-    ppo = ct.PPO(cfg, None, tf32=False, use_graph=False, debug=True)
+    ppo = ct.PPO(cfg, None, tf32=False, use_graph=False, debug=True, encoder=encoder)
     mcfg = ppo.model_config
     params = perturbed_params(mcfg)
     T, N = cfg.num_steps, cfg.num_envs
@@ -98,7 +101,7 @@ def test_loss_and_grads_match_numpy():
     p64 = {k: v.astype(np.float64) for k, v in params.items()}
     mb = minibatch(batch, idx)
     total, aux, g64 = npp.ppo_loss(p64, mb, npp.LossConfig(cfg.clip_eps, cfg.vf_coef, cfg.ent_coef))
-    print(f"\n(a) loss: cuda {stats['total_loss']:.9g} numpy64 {total:.9g}")
+    print(f"\n(a) {encoder} encoder, loss: cuda {stats['total_loss']:.9g} numpy64 {total:.9g}")
     worst = []
     for k in ("value_loss", "actor_loss", "entropy", "approx_kl", "clip_frac"):
         print(f"    {k:<12} cuda {stats[k]:.9g} numpy64 {float(aux[k]):.9g}")
@@ -113,6 +116,8 @@ def test_loss_and_grads_match_numpy():
         print(f"    {k:<45} {np.max(np.abs(g64[k])):10.3e} {a:13.3e} {r:10.3e}")
     bad = [(r, k) for r, k in worst if r > 2e-3]
     assert not bad, f"gradients off (relative to each tensor's max): {bad}"
+    assert ppo.nnz_overflow == 0
+    ppo.close()
 
 
 # -- (b) --------------------------------------------------------------------------------------
@@ -171,25 +176,36 @@ def _env_ppo(cfg, seed=0, **kw):
     return env, ppo
 
 
+@pytest.mark.parametrize("encoder", ["sparse", "dense"])
 @pytest.mark.parametrize("tf32", [False, True])
-def test_replay_reproduces_rollout(tf32):
+def test_replay_reproduces_rollout(tf32, encoder):
     cfg = small_config(num_envs=64, num_steps=16, num_minibatches=4, width=64, hidden=64)
-    env, ppo = _env_ppo(cfg, tf32=tf32, use_graph=False)
+    env, ppo = _env_ppo(cfg, tf32=tf32, use_graph=False, encoder=encoder)
     ppo.rollout()
+    assert ppo.nnz_overflow == 0
     stored_logp = ppo.read(ct.BUF_LOGP, np.float32, (cfg.num_steps, cfg.num_envs))
     stored_v = ppo.read(ct.BUF_VALUES, np.float32, (cfg.num_steps + 1, cfg.num_envs))[:-1]
-    logp, values = ppo.replay()
-    same_lp = int(np.sum(logp.view(np.uint32) == stored_logp.view(np.uint32)))
-    same_v = int(np.sum(values.view(np.uint32) == stored_v.view(np.uint32)))
-    print(f"\n(c) tf32={tf32}: log-probs bitwise equal {same_lp}/{logp.size}, max diff "
-          f"{np.max(np.abs(logp - stored_logp)):.3e}; values bitwise equal {same_v}/{values.size}, max diff "
-          f"{np.max(np.abs(values - stored_v)):.3e}")
-    assert np.allclose(logp, stored_logp, atol=1e-3 if tf32 else 1e-5)
-    assert np.allclose(values, stored_v, atol=1e-3 if tf32 else 1e-5)
-    if not tf32:
-        assert same_lp == logp.size and same_v == values.size, "replay is close but not bitwise"
+    B = cfg.num_envs // cfg.num_minibatches
+    subset = np.random.default_rng(9).permutation(cfg.num_envs)[:B].astype(np.int32)
+    ok = True
+    for name, idx in (("all envs", None), (f"minibatch of {B} permuted envs", subset)):
+        logp, values = ppo.replay(idx)
+        ref_lp, ref_v = (stored_logp, stored_v) if idx is None else (stored_logp[:, idx], stored_v[:, idx])
+        same_lp = int(np.sum(logp.view(np.uint32) == ref_lp.view(np.uint32)))
+        same_v = int(np.sum(values.view(np.uint32) == ref_v.view(np.uint32)))
+        print(f"\n(c) tf32={tf32} {encoder}, {name}: log-probs bitwise equal {same_lp}/{logp.size}, max diff "
+              f"{np.max(np.abs(logp - ref_lp)):.3e}; values bitwise equal {same_v}/{values.size}, max diff "
+              f"{np.max(np.abs(values - ref_v)):.3e}")
+        assert np.allclose(logp, ref_lp, atol=1e-3 if tf32 else 1e-5)
+        assert np.allclose(values, ref_v, atol=1e-3 if tf32 else 1e-5)
+        ok = ok and same_lp == logp.size and same_v == values.size
+    # the update's first minibatch sees ratio exactly 1 (every per-row (r - 1) - log r is 0)
+    stats = ppo.loss_grads(subset)
+    print(f"    first-minibatch approx_kl {stats['approx_kl']!r} clip_frac {stats['clip_frac']!r}")
     ppo.close()
     env.close()
+    assert ok, "replay is close but not bitwise"
+    assert stats["approx_kl"] == 0.0 and stats["clip_frac"] == 0.0
 
 
 # -- (d) --------------------------------------------------------------------------------------
@@ -306,8 +322,21 @@ def test_bad_config_raises():
         ct.PPO(small_config(), None, encoder=7)
     with pytest.raises(ValueError, match="float32"):
         ct.PPO(small_config(dtype="float64"), None)
+    with pytest.raises(ValueError, match="encoder"):
+        ct.PPO(small_config(), None, encoder="csr")
+    with pytest.raises(ValueError, match="width"):
+        ct.PPO(small_config(width=30), None, encoder="sparse")
+    with pytest.raises(ValueError, match="max_nnz"):
+        ct.PPO(small_config(), None, encoder="sparse", max_nnz=0)
     with pytest.raises(MemoryError, match="out of GPU memory"):
-        ct.PPO(small_config(num_envs=2**20, num_steps=64, num_minibatches=8), None)
+        ct.PPO(small_config(num_envs=2**20, num_steps=64, num_minibatches=8, total_timesteps=2**27), None)
+    # a row with more nonzeros than the lists hold is counted, not silently dropped
+    cfg = small_config()
+    small = ct.PPO(cfg, None, encoder="sparse", max_nnz=100)
+    small.set_batch(make_batch(small.model_config, npp.init_params(small.model_config, seed=0), cfg.num_steps,
+                               cfg.num_envs))
+    assert small.nnz_overflow > 0
+    small.close()
     ppo = ct.PPO(small_config(), None)  # a failed create leaves nothing broken behind
     with pytest.raises(ValueError, match="shape"):
         ppo.loss_grads(np.arange(3))

@@ -1,13 +1,18 @@
 """cuda/bench_trainer.py: training steps/s of the CUDA PPO-RNN trainer (cuda/ppo_cuda.cu).
 
-For each recipe: build the env and trainer, run `--warmup` iterations (the first is eager,
-the second captures the CUDA graph), then time `--iters` graph iterations (rollout + GAE +
-update) and, separately, rollouts alone (policy forward + env step + GAE), so the update's
-share shows. Writes one JSON (device, commit, per-recipe config, steps/s, ms per iteration,
-device memory) and prints a table.
+For each recipe variant (recipe x precision x encoder): build the env and trainer, run two
+iterations (the first eager, the second captures the CUDA graph), time `--iters` graph
+iterations (rollout + GAE + update, with the env), then time the trainer's own work alone,
+each part graph-captured and replayed `--reps` times with CUDA events:
+  policy_s: the rollout's policy work (obs nonzero lists, forward, sampling, bootstrap, GAE)
+            over the stored obs, without env steps;
+  update_s: update_epochs x num_minibatches of forward, loss, BPTT backward, clip, Adam.
+rollout_s = iteration device time - update_s (env + policy); env_s = rollout_s - policy_s.
+policy_only_steps_per_s = steps / (policy_s + update_s): the trainer's throughput if the env
+were free. The env's step (another branch speeds it up) dominates train_steps_per_s today.
 
-    python cuda/bench_trainer.py --out bench/results/cuda-trainer.json
-    python cuda/bench_trainer.py --recipes paper --iters 5 --no-tf32
+    python cuda/bench_trainer.py                       # -> bench/results/trainer-<date>.json
+    python cuda/bench_trainer.py --variants paper:fp32:sparse,fast:tf32:sparse --out x.json
 """
 
 from __future__ import annotations
@@ -27,20 +32,24 @@ sys.path.insert(0, str(ROOT))
 RECIPES = {
     # the Craftax paper's PPO-RNN (DESIGN.md "Training")
     "paper": dict(num_envs=1024, num_steps=64, update_epochs=4, num_minibatches=8, width=512, hidden=512),
-    # more envs per iteration amortise the env step's latency; fewer epochs per sample
-    "fast": dict(num_envs=8192, num_steps=32, update_epochs=2, num_minibatches=4, width=512, hidden=512),
-    "wide_batch": dict(num_envs=16384, num_steps=16, update_epochs=1, num_minibatches=4, width=256, hidden=256),
+    # the env's step costs about the same up to ~65k envs, so more envs per step; half the
+    # epochs, a quarter of the GEMM work per sample (256 wide)
+    "fast": dict(num_envs=8192, num_steps=32, update_epochs=2, num_minibatches=4, width=256, hidden=256),
 }
+DEFAULT_VARIANTS = "paper:fp32:sparse,paper:tf32:sparse,paper:tf32:dense,fast:tf32:sparse,fast:fp32:sparse"
 
 
 def commit() -> str | None:
+    if os.environ.get("PYCRAFTAX_COMMIT"):
+        return os.environ["PYCRAFTAX_COMMIT"]
     try:
-        return subprocess.check_output(["git", "-C", str(ROOT), "rev-parse", "HEAD"], text=True).strip()
+        return subprocess.check_output(["git", "-C", str(ROOT), "rev-parse", "HEAD"], text=True,
+                                       stderr=subprocess.DEVNULL).strip()
     except Exception:
         return None
 
 
-def bench(name: str, sizes: dict, iters: int, warmup: int, tf32: bool, rollout_iters: int) -> dict:
+def bench(recipe: str, precision: str, encoder: str, iters: int, reps: int) -> dict:
     import numpy as np
 
     import pycraftax
@@ -49,40 +58,39 @@ def bench(name: str, sizes: dict, iters: int, warmup: int, tf32: bool, rollout_i
     from pycraftax.train import numpy_ppo as npp
     from pycraftax.train.trainer import TrainConfig
 
+    sizes = RECIPES[recipe]
     cfg = TrainConfig(total_timesteps=10**12, **sizes)
     lib = cuda_env.load()
     free0, _ = lib.mem_info()
     env = pycraftax.make("Craftax-Symbolic-v1", num_envs=cfg.num_envs, backend="cuda", seed=0)
     env.reset()
-    ppo = ct.PPO(cfg, env, tf32=tf32, use_graph=True)
+    ppo = ct.PPO(cfg, env, tf32=precision == "tf32", use_graph=True, encoder=encoder)
     ppo.begin(env._key)
     ppo.set_params(npp.init_params(ppo.model_config, seed=0, dtype=np.float32))
     free1, _ = lib.mem_info()
     steps = cfg.num_envs * cfg.num_steps
     t0 = time.perf_counter()
-    for _ in range(warmup):
+    for _ in range(2):
         ppo.iterate()
     warm_s = time.perf_counter() - t0
-    times, device_ms = [], []
+    wall, dev = [], []
     for _ in range(iters):
         t = time.perf_counter()
         ppo.iterate()
-        times.append(time.perf_counter() - t)
-        device_ms.append(ppo.last_iterate_ms)
-    rollout_times = []
-    for _ in range(rollout_iters):
-        t = time.perf_counter()
-        ppo.rollout()
-        rollout_times.append(time.perf_counter() - t)
+        wall.append(time.perf_counter() - t)
+        dev.append(ppo.last_iterate_ms / 1e3)
     losses = ppo.losses()
-    res = dict(recipe=name, config=cfg.to_dict(), tf32=tf32, steps_per_iteration=steps, iters=iters,
-               warmup_s=warm_s, iteration_ms_median=1e3 * float(np.median(times)),
-               device_ms_median=float(np.median(device_ms)),
-               sps=steps / float(np.median(times)), sps_mean=steps * iters / float(np.sum(times)),
-               rollout_ms_median=1e3 * float(np.median(rollout_times)) if rollout_times else None,
-               update_ms_estimate=(1e3 * float(np.median(times) - np.median(rollout_times))) if rollout_times
-               else None,
-               trainer_bytes=int(free0 - free1), env_bytes=int(env.device_bytes), last_losses=losses)
+    overflow = ppo.nnz_overflow
+    policy_s = ppo.profile(ct.PROFILE_POLICY, reps) / 1e3
+    update_s = ppo.profile(ct.PROFILE_UPDATE, reps) / 1e3
+    iteration_s, device_s = float(np.median(wall)), float(np.median(dev))
+    rollout_s = device_s - update_s
+    res = dict(recipe=recipe, precision=precision, encoder=encoder, **sizes, steps_per_iteration=steps,
+               iters=iters, warmup_s=warm_s, iteration_s=iteration_s, iteration_device_s=device_s,
+               train_steps_per_s=steps / iteration_s, rollout_s=rollout_s, update_s=update_s, policy_s=policy_s,
+               env_s=rollout_s - policy_s, policy_only_steps_per_s=steps / (policy_s + update_s),
+               update_steps_per_s=steps / update_s, trainer_bytes=int(free0 - free1),
+               env_bytes=int(env.device_bytes), nnz_overflow=overflow, last_losses=losses)
     ppo.close()
     env.close()
     return res
@@ -90,36 +98,37 @@ def bench(name: str, sizes: dict, iters: int, warmup: int, tf32: bool, rollout_i
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--recipes", default="paper,fast,wide_batch", help=f"comma list of {sorted(RECIPES)}")
-    ap.add_argument("--iters", type=int, default=4)
-    ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--rollout-iters", type=int, default=2)
-    ap.add_argument("--no-tf32", action="store_true")
-    ap.add_argument("--also-fp32", action="store_true", help="also run each recipe with TF32 off")
-    ap.add_argument("--out", default=None)
+    ap.add_argument("--variants", default=DEFAULT_VARIANTS,
+                    help=f"comma list of recipe:precision:encoder, recipe in {sorted(RECIPES)}, precision fp32|tf32, "
+                         "encoder sparse|dense")
+    ap.add_argument("--iters", type=int, default=1, help="timed full iterations (with env) per variant")
+    ap.add_argument("--reps", type=int, default=3, help="graph replays of the policy / update parts")
+    ap.add_argument("--out", default=None, help="default bench/results/trainer-<date>.json")
     args = ap.parse_args()
     from pycraftax import cuda_env
 
     lib = cuda_env.load()
-    out = dict(device=lib.device_name, commit=commit(), date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-               target_sps=3_000_000, official_jax_sps=96_000, results=[])
-    variants = [not args.no_tf32] + ([False] if args.also_fp32 and not args.no_tf32 else [])
-    for name in args.recipes.split(","):
-        for tf32 in variants:
-            print(f"== {name} (tf32={tf32}) {RECIPES[name]}", flush=True)
-            try:
-                r = bench(name, RECIPES[name], args.iters, args.warmup, tf32, args.rollout_iters)
-                print(f"   {r['sps']:,.0f} training steps/s, {r['iteration_ms_median']:.1f} ms/iteration "
-                      f"(rollout {r['rollout_ms_median']:.1f} ms, update ~{r['update_ms_estimate']:.1f} ms), "
-                      f"trainer memory {r['trainer_bytes'] / 2**30:.2f} GiB", flush=True)
-            except Exception as exc:  # keep going: one failing recipe should not hide the others
-                traceback.print_exc()
-                r = dict(recipe=name, tf32=tf32, error=f"{type(exc).__name__}: {exc}")
-            out["results"].append(r)
-            if args.out:
-                os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-                with open(args.out, "w") as f:
-                    json.dump(out, f, indent=1)
+    date = time.strftime("%Y-%m-%d", time.gmtime())
+    path = args.out or str(ROOT / "bench" / "results" / f"trainer-{date}.json")
+    out = dict(gpu=lib.device_name, commit=commit(), date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+               recipes=RECIPES, results=[])
+    print(f"{'variant':<22} {'train steps/s':>13} {'policy-only':>12} {'iter s':>7} {'rollout s':>9} "
+          f"{'policy s':>8} {'env s':>7} {'update s':>8}", flush=True)
+    for v in args.variants.split(","):
+        recipe, precision, encoder = v.split(":")
+        try:
+            r = bench(recipe, precision, encoder, args.iters, args.reps)
+            print(f"{v:<22} {r['train_steps_per_s']:13,.0f} {r['policy_only_steps_per_s']:12,.0f} "
+                  f"{r['iteration_s']:7.3f} {r['rollout_s']:9.3f} {r['policy_s']:8.4f} {r['env_s']:7.3f} "
+                  f"{r['update_s']:8.4f}", flush=True)
+        except Exception as exc:  # keep going: one failing variant should not hide the others
+            traceback.print_exc()
+            r = dict(recipe=recipe, precision=precision, encoder=encoder, error=f"{type(exc).__name__}: {exc}")
+        out["results"].append(r)
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(out, f, indent=1)
+    print(f"wrote {path}")
     return 0 if all("error" not in r for r in out["results"]) else 1
 
 

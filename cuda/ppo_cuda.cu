@@ -24,10 +24,25 @@
  * Determinism: no float atomics anywhere; cuBLAS is deterministic for a fixed handle,
  * stream and workspace (cublasSetWorkspace), so eager and graph iterations agree bitwise
  * and a resumed run continues bit-exactly.
+ *
+ * Forward passes never use cuBLAS: its kernel choice (and so its accumulation order) depends
+ * on the number of rows, and the rollout (N rows per step), the update (T * B rows) and the
+ * replay (T * N rows) must give every sample bitwise the same log-prob and value, so that
+ * PPO's first-epoch ratio is exactly 1. fwd_gemm_kernel (fp32) and fwd_gemm_tf32_kernel (TF32
+ * tensor cores, wmma) accumulate each output over K in one fixed order whatever M is.
+ * Backward GEMMs stay cuBLAS.
+ *
+ * Sparse encoder (default): the obs is 8217 one-hot map features + 51 scalars, about 4%
+ * nonzero. Each obs row's nonzeros are listed once (sparse_compact_kernel, index order);
+ * Dense_0's forward is a gather-sum of kernel rows in list order, its kernel gradient a
+ * per-feature-row sum over a bitmap of the minibatch rows holding that feature (no sort,
+ * no float atomics, fixed order).
  */
 #include <cuda_runtime.h>
+#include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <dlfcn.h>
+#include <mma.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -145,6 +160,14 @@ typedef struct {
     int32_t nnz_overflow;
 } Scalars;
 
+/* Forward GEMM tiles (see fwd_gemm_kernel / fwd_gemm_tf32_kernel). */
+#define FBM 128
+#define FBN 64
+#define FBK 16
+#define TBK 32
+/* sparse_dw_kernel: groups of threads splitting a feature's rows, summed in group order */
+#define DW_GROUPS 4
+
 struct CraftaxPPO {
     CraftaxPPOConfig c;
     int N, T, D, A, E, H, B, R, M;
@@ -203,6 +226,15 @@ struct CraftaxPPO {
     double *row_terms; /* [Rmax, 5] */
     float *replay;     /* [2, T, N] */
     int Rmax;
+    /* sparse encoder: nonzeros of every stored obs row (slot-major like obs) */
+    int sparse;
+    int32_t *nz_idx; /* [T + 1, N, max_nnz] */
+    float *nz_val;   /* [T + 1, N, max_nnz] */
+    int32_t *nz_cnt; /* [T + 1, N] */
+    uint32_t *bitmap; /* [D, bm_words]: bit r of feature d = minibatch row r holds d */
+    int bm_words;
+    /* profile: graphs of the parts timed alone */
+    cudaGraphExec_t prof_exec[3];
 };
 
 const char *craftax_ppo_last_error(void) { return g_error; }
@@ -223,15 +255,6 @@ static __device__ __forceinline__ float sigmoidf_np(float x) { return 0.5f * (ta
 static __device__ __forceinline__ int64_t gtid() { return (int64_t)blockIdx.x * blockDim.x + threadIdx.x; }
 
 static unsigned blocks_for(int64_t n, int tpb = TPB) { return (unsigned)((n + tpb - 1) / tpb); }
-
-/* pre[r, :] += bias; relu where asked (numpy: a @ W + b, then maximum(pre, 0)). */
-__global__ void bias_act_kernel(float *y, const float *bias, int64_t rows, int cols, int relu) {
-    const int64_t i = gtid();
-    if (i >= rows * cols) return;
-    float v = y[i] + bias[i % cols];
-    if (relu) v = v > 0.0f ? v : 0.0f;
-    y[i] = v;
-}
 
 /* hp = where(keep, 0, h) for rows of B envs. */
 __global__ void reset_hidden_kernel(float *hp, const float *h, const uint8_t *keep, int B, int H) {
@@ -504,16 +527,18 @@ __global__ void ppo_loss_kernel(const float *logits, const float *value, const i
     }
 }
 
-/* Log-prob of the stored action (sample_kernel's formula) and value, per row. */
+/* Log-prob of the stored action (sample_kernel's formula) and value of row r = t * Bc + b
+ * into out[0 or 1, t, b] of [2, T, N]. */
 __global__ void replay_kernel(const float *logits, const float *value, const int32_t *actions, int64_t R, int A,
-                              float *out) {
+                              int Bc, int T, int N, float *out) {
     const int64_t r = gtid();
     if (r >= R) return;
     const float *l = logits + r * A;
     float m, lse;
     log_softmax_row(l, A, &m, &lse);
-    out[r] = (l[actions[r]] - m) - lse;
-    out[R + r] = value[r];
+    const int64_t o = (r / Bc) * N + r % Bc;
+    out[o] = (l[actions[r]] - m) - lse;
+    out[(int64_t)T * N + o] = value[r];
 }
 
 /* The minibatch's loss statistics from the per-row terms, in a fixed order (one block). */
@@ -642,6 +667,309 @@ __global__ void copy_column_kernel(const float *src, float *dst, int64_t n) {
     if (i < n) dst[i] = src[i];
 }
 
+/* ---- forward GEMMs: accumulation order independent of the number of rows ----------------- */
+/* C[M, Nc] = A[M, K] @ B[K, Nc] (+ bias, relu), row-major with leading dims lda, ldb, ldc.
+ * Each output is fmaf-accumulated over k = 0, 1, ..., K-1 from +0 by one thread, whatever M
+ * and the output's position in its tile: a sample's result does not depend on which batch it
+ * is computed in. bias (may be NULL) is added to the rounded sum, as numpy's a @ W + b. */
+__global__ void __launch_bounds__(256) fwd_gemm_kernel(int M, int Nc, int K, const float *__restrict__ A, int lda,
+                                                       const float *__restrict__ B, int ldb,
+                                                       const float *__restrict__ bias, int relu, float *C, int ldc) {
+    __shared__ __align__(16) float As[FBK][FBM + 4]; /* transposed, padded against bank conflicts */
+    __shared__ __align__(16) float Bs[FBK][FBN];
+    const int m0 = blockIdx.y * FBM, n0 = blockIdx.x * FBN;
+    const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+    float acc[8][4];
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) acc[i][j] = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += FBK) {
+#pragma unroll
+        for (int q = 0; q < FBM * FBK / 256; q++) {
+            const int i = tid + q * 256, m = i / FBK, k = i % FBK;
+            const int gm = m0 + m, gk = k0 + k;
+            As[k][m] = (gm < M && gk < K) ? A[(int64_t)gm * lda + gk] : 0.0f;
+        }
+#pragma unroll
+        for (int q = 0; q < FBK * FBN / 256; q++) {
+            const int i = tid + q * 256, k = i / FBN, n = i % FBN;
+            const int gk = k0 + k, gn = n0 + n;
+            Bs[k][n] = (gk < K && gn < Nc) ? B[(int64_t)gk * ldb + gn] : 0.0f;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < FBK; k++) {
+            const float4 a0 = *(const float4 *)&As[k][ty * 8], a1 = *(const float4 *)&As[k][ty * 8 + 4];
+            const float4 b4 = *(const float4 *)&Bs[k][tx * 4];
+            const float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+            const float b[4] = {b4.x, b4.y, b4.z, b4.w};
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const int gm = m0 + ty * 8 + i;
+        if (gm >= M) break;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const int gn = n0 + tx * 4 + j;
+            if (gn >= Nc) break;
+            float v = acc[i][j];
+            if (bias) v = v + bias[gn];
+            if (relu) v = v > 0.0f ? v : 0.0f;
+            C[(int64_t)gm * ldc + gn] = v;
+        }
+    }
+}
+
+/* The same product on TF32 tensor cores (wmma m16n16k8): 128 x 64 tiles, 8 warps of 32 x 32.
+ * Every output goes through the same sequence of mma instructions over k whatever M is (the
+ * hardware reduces each output from its own row and column only), so this too is
+ * independent of the batch. Operands are rounded to TF32 when staged in shared memory. */
+__global__ void __launch_bounds__(256) fwd_gemm_tf32_kernel(int M, int Nc, int K, const float *__restrict__ A, int lda,
+                                                            const float *__restrict__ B, int ldb,
+                                                            const float *__restrict__ bias, int relu, float *C,
+                                                            int ldc) {
+    using namespace nvcuda;
+    const int LDA_S = TBK + 4, LDB_S = FBN + 4, LDC_S = FBN + 4;
+    __shared__ __align__(128) float smem[FBM * (FBN + 4)]; /* A and B tiles, then the C tile */
+    float *As = smem, *Bs = smem + FBM * LDA_S;
+    const int m0 = blockIdx.y * FBM, n0 = blockIdx.x * FBN;
+    const int tid = threadIdx.x, warp = tid / 32, wm = warp / 2, wn = warp % 2;
+    wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc[2][2];
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 2; j++) wmma::fill_fragment(acc[i][j], 0.0f);
+    for (int k0 = 0; k0 < K; k0 += TBK) {
+#pragma unroll
+        for (int q = 0; q < FBM * TBK / 256; q++) {
+            const int i = tid + q * 256, m = i / TBK, k = i % TBK;
+            const int gm = m0 + m, gk = k0 + k;
+            As[m * LDA_S + k] = wmma::__float_to_tf32((gm < M && gk < K) ? A[(int64_t)gm * lda + gk] : 0.0f);
+        }
+#pragma unroll
+        for (int q = 0; q < TBK * FBN / 256; q++) {
+            const int i = tid + q * 256, k = i / FBN, n = i % FBN;
+            const int gk = k0 + k, gn = n0 + n;
+            Bs[k * LDB_S + n] = wmma::__float_to_tf32((gk < K && gn < Nc) ? B[(int64_t)gk * ldb + gn] : 0.0f);
+        }
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < TBK; kk += 8) {
+            wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> a[2];
+            wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major> b[2];
+#pragma unroll
+            for (int i = 0; i < 2; i++) wmma::load_matrix_sync(a[i], As + (wm * 32 + i * 16) * LDA_S + kk, LDA_S);
+#pragma unroll
+            for (int j = 0; j < 2; j++) wmma::load_matrix_sync(b[j], Bs + kk * LDB_S + wn * 32 + j * 16, LDB_S);
+#pragma unroll
+            for (int i = 0; i < 2; i++)
+#pragma unroll
+                for (int j = 0; j < 2; j++) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 2; j++)
+            wmma::store_matrix_sync(smem + (wm * 32 + i * 16) * LDC_S + wn * 32 + j * 16, acc[i][j], LDC_S,
+                                    wmma::mem_row_major);
+    __syncthreads();
+    for (int i = tid; i < FBM * FBN; i += 256) {
+        const int m = i / FBN, n = i % FBN, gm = m0 + m, gn = n0 + n;
+        if (gm >= M || gn >= Nc) continue;
+        float v = smem[m * LDC_S + n];
+        if (bias) v = v + bias[gn];
+        if (relu) v = v > 0.0f ? v : 0.0f;
+        C[(int64_t)gm * ldc + gn] = v;
+    }
+}
+
+/* ---- sparse encoder ------------------------------------------------------------------------ */
+/* The row of list storage that minibatch row r = t * Bc + b reads: slot t0 + t, env index[b]
+ * (b itself where index is NULL). */
+static __device__ __forceinline__ int64_t list_row(int64_t r, int t0, int Bc, const int32_t *index, int N) {
+    const int t = t0 + (int)(r / Bc), b = (int)(r % Bc);
+    return (int64_t)t * N + (index ? index[b] : b);
+}
+
+/* Nonzeros of obs row blockIdx.x in index order into (idx, val)[row, :cnt]; beyond max_nnz
+ * they are counted in nnz_overflow (the trainer refuses to go on). One block per row. */
+__global__ void __launch_bounds__(TPB) sparse_compact_kernel(const float *obs, int D, int max_nnz, int32_t *idx,
+                                                             float *val, int32_t *cnt, Scalars *sc) {
+    typedef cub::BlockScan<int, TPB> Scan;
+    __shared__ typename Scan::TempStorage tmp;
+    __shared__ int base;
+    const int64_t row = blockIdx.x;
+    const float *x = obs + row * D;
+    int32_t *oi = idx + row * max_nnz;
+    float *ov = val + row * max_nnz;
+    if (threadIdx.x == 0) base = 0;
+    __syncthreads();
+    for (int start = 0; start < D; start += TPB * 4) {
+        float v[4];
+        int n = 0;
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+            const int k = start + threadIdx.x * 4 + q;
+            v[q] = k < D ? x[k] : 0.0f;
+            n += v[q] != 0.0f;
+        }
+        int off, total;
+        Scan(tmp).ExclusiveSum(n, off, total);
+        int pos = base + off;
+#pragma unroll
+        for (int q = 0; q < 4; q++)
+            if (v[q] != 0.0f) {
+                if (pos < max_nnz) {
+                    oi[pos] = start + threadIdx.x * 4 + q;
+                    ov[pos] = v[q];
+                }
+                pos++;
+            }
+        __syncthreads(); /* every thread has read base and is done with tmp */
+        if (threadIdx.x == 0) base += total;
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        cnt[row] = base < max_nnz ? base : max_nnz;
+        if (base > max_nnz) atomicAdd(&sc->nnz_overflow, base - max_nnz);
+    }
+}
+
+/* Dense_0 forward on the lists: emb[r, :] = relu(sum over the row's list, in order, of
+ * val * W[idx, :] + b). One block per row, a float4 of columns per thread. */
+__global__ void sparse_encode_kernel(const int32_t *idx, const float *val, const int32_t *cnt, int max_nnz, int N,
+                                     int t0, const int32_t *index, int Bc, const float *__restrict__ W,
+                                     const float *__restrict__ bias, int E, float *emb) {
+    __shared__ int s_i[256];
+    __shared__ float s_v[256];
+    const int64_t r = blockIdx.x;
+    const int64_t lr = list_row(r, t0, Bc, index, N);
+    const int n = cnt[lr];
+    const int32_t *li = idx + lr * max_nnz;
+    const float *lv = val + lr * max_nnz;
+    const int E4 = E / 4;
+    for (int c0 = 0; c0 < E4; c0 += blockDim.x) {
+        const int j4 = c0 + threadIdx.x;
+        float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        for (int k0 = 0; k0 < n; k0 += 256) {
+            __syncthreads();
+            for (int k = threadIdx.x; k < 256 && k0 + k < n; k += blockDim.x) {
+                s_i[k] = li[k0 + k];
+                s_v[k] = lv[k0 + k];
+            }
+            __syncthreads();
+            const int m = n - k0 < 256 ? n - k0 : 256;
+            if (j4 < E4) {
+#pragma unroll 8
+                for (int k = 0; k < m; k++) {
+                    const float v = s_v[k];
+                    const float4 w = __ldg((const float4 *)(W + (int64_t)s_i[k] * E) + j4);
+                    acc.x = fmaf(v, w.x, acc.x);
+                    acc.y = fmaf(v, w.y, acc.y);
+                    acc.z = fmaf(v, w.z, acc.z);
+                    acc.w = fmaf(v, w.w, acc.w);
+                }
+            }
+        }
+        if (j4 < E4) {
+            const float4 b = ((const float4 *)bias)[j4];
+            float4 o = make_float4(acc.x + b.x, acc.y + b.y, acc.z + b.z, acc.w + b.w);
+            o.x = o.x > 0.0f ? o.x : 0.0f;
+            o.y = o.y > 0.0f ? o.y : 0.0f;
+            o.z = o.z > 0.0f ? o.z : 0.0f;
+            o.w = o.w > 0.0f ? o.w : 0.0f;
+            ((float4 *)(emb + r * E))[j4] = o;
+        }
+    }
+}
+
+/* Bit r of feature d's bitmap row: minibatch row r holds d (integer atomics: exact). */
+__global__ void sparse_bits_kernel(const int32_t *idx, const int32_t *cnt, int max_nnz, int N, const int32_t *index,
+                                   int Bc, int words, uint32_t *bm) {
+    const int64_t r = blockIdx.x;
+    const int64_t lr = list_row(r, 0, Bc, index, N);
+    const int n = cnt[lr];
+    const int32_t *li = idx + lr * max_nnz;
+    for (int k = threadIdx.x; k < n; k += blockDim.x)
+        atomicOr(&bm[(int64_t)li[k] * words + (r >> 5)], 1u << (r & 31));
+}
+
+/* dW0[d, :] = sum over minibatch rows r holding d of x[r, d] * demb[r, :]: one block per
+ * feature d, DW_GROUPS groups of threads taking bitmap words w = g, g + G, ... in order, the
+ * group sums added in group order. x[r, d] is read from the stored dense obs. Features held
+ * by no row get 0. */
+__global__ void sparse_dw_kernel(const uint32_t *bm, int words, const float *obs, int64_t D, int N,
+                                 const int32_t *index, int Bc, const float *__restrict__ demb, int E, float *dW) {
+    extern __shared__ float4 part[]; /* [DW_GROUPS][blockDim.x / DW_GROUPS] */
+    const int d = blockIdx.x;
+    const int TG = blockDim.x / DW_GROUPS, g = threadIdx.x / TG, lt = threadIdx.x % TG;
+    const uint32_t *row = bm + (int64_t)d * words;
+    const int E4 = E / 4;
+    const float4 *demb4 = (const float4 *)demb;
+    for (int c0 = 0; c0 < E4; c0 += TG) {
+        const int j4 = c0 + lt;
+        float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (j4 < E4) {
+            for (int w = g; w < words; w += DW_GROUPS) {
+                uint32_t bits = row[w];
+                while (bits) {
+                    /* up to 8 rows at a time: their loads overlap, the sum keeps row order */
+                    int rr[8];
+                    int m = 0;
+#pragma unroll
+                    for (int q = 0; q < 8; q++) {
+                        rr[q] = 0;
+                        if (bits) {
+                            rr[q] = w * 32 + __ffs(bits) - 1;
+                            bits &= bits - 1;
+                            m = q + 1;
+                        }
+                    }
+                    float4 xv[8];
+                    float v[8];
+#pragma unroll
+                    for (int q = 0; q < 8; q++)
+                        if (q < m) {
+                            xv[q] = demb4[(int64_t)rr[q] * E4 + j4];
+                            v[q] = obs[list_row(rr[q], 0, Bc, index, N) * D + d];
+                        }
+#pragma unroll
+                    for (int q = 0; q < 8; q++)
+                        if (q < m) {
+                            acc.x = fmaf(v[q], xv[q].x, acc.x);
+                            acc.y = fmaf(v[q], xv[q].y, acc.y);
+                            acc.z = fmaf(v[q], xv[q].z, acc.z);
+                            acc.w = fmaf(v[q], xv[q].w, acc.w);
+                        }
+                }
+            }
+        }
+        part[g * TG + lt] = acc;
+        __syncthreads();
+        if (g == 0 && j4 < E4) {
+            float4 s = part[lt];
+            for (int gg = 1; gg < DW_GROUPS; gg++) {
+                const float4 p = part[gg * TG + lt];
+                s.x = s.x + p.x;
+                s.y = s.y + p.y;
+                s.z = s.z + p.z;
+                s.w = s.w + p.w;
+            }
+            ((float4 *)(dW + (int64_t)d * E))[j4] = s;
+        }
+        __syncthreads();
+    }
+}
+
 /* ---- host helpers ---------------------------------------------------------------------- */
 static int check_launch(CraftaxPPO *t, const char *what) {
     cudaError_t err = cudaGetLastError();
@@ -676,6 +1004,19 @@ static int colsum(CraftaxPPO *t, int R, int N, const float *d, int ldd, float *o
     return gemm(t, 0, 0, 1, N, R, t->ones, R, d, ldd, 0.0f, out, N, what);
 }
 
+/* Forward C[M, Nc] = A[M, K] @ B[K, Nc] (+ bias, relu): fwd_gemm_kernel, or on TF32 tensor
+ * cores where tf32 is on and the layer is wide enough to fill a tile. The kernel is chosen
+ * by the layer's shape alone, never by M, so every batch of a sample agrees bitwise. */
+static int fwd_gemm(CraftaxPPO *t, int M, int Nc, int K, const float *A, int lda, const float *B, int ldb,
+                    const float *bias, int relu, float *C, int ldc, const char *what) {
+    const dim3 grid((unsigned)((Nc + FBN - 1) / FBN), (unsigned)((M + FBM - 1) / FBM));
+    if (t->c.tf32 && Nc >= FBN)
+        fwd_gemm_tf32_kernel<<<grid, 256, 0, t->stream>>>(M, Nc, K, A, lda, B, ldb, bias, relu, C, ldc);
+    else
+        fwd_gemm_kernel<<<grid, 256, 0, t->stream>>>(M, Nc, K, A, lda, B, ldb, bias, relu, C, ldc);
+    return check_launch(t, what);
+}
+
 static int dalloc(CraftaxPPO *t, void **p, size_t bytes, const char *what) {
     *p = NULL;
     if (t->num_allocs >= (int)(sizeof(t->allocs) / sizeof(t->allocs[0])))
@@ -705,51 +1046,74 @@ static int heads_forward(CraftaxPPO *t, int rows, const float *y, float *a1, flo
                          float *c2, float *value) {
     const int E = t->E, H = t->H, A = t->A;
     const float *p = t->params;
-    TRY(gemm(t, 0, 0, rows, E, H, y, H, p + t->off[P_W1], E, 0.0f, a1, E, "actor Dense_1"));
-    bias_act_kernel<<<blocks_for((int64_t)rows * E), TPB, 0, t->stream>>>(a1, p + t->off[P_B1], rows, E, 1);
-    LAUNCH(t, "bias_act");
-    TRY(gemm(t, 0, 0, rows, E, E, a1, E, p + t->off[P_W2], E, 0.0f, a2, E, "actor Dense_2"));
-    bias_act_kernel<<<blocks_for((int64_t)rows * E), TPB, 0, t->stream>>>(a2, p + t->off[P_B2], rows, E, 1);
-    LAUNCH(t, "bias_act");
-    TRY(gemm(t, 0, 0, rows, A, E, a2, E, p + t->off[P_W3], A, 0.0f, logits, A, "actor Dense_3"));
-    bias_act_kernel<<<blocks_for((int64_t)rows * A), TPB, 0, t->stream>>>(logits, p + t->off[P_B3], rows, A, 0);
-    LAUNCH(t, "bias_act");
-    TRY(gemm(t, 0, 0, rows, E, H, y, H, p + t->off[P_W4], E, 0.0f, c1, E, "critic Dense_4"));
-    bias_act_kernel<<<blocks_for((int64_t)rows * E), TPB, 0, t->stream>>>(c1, p + t->off[P_B4], rows, E, 1);
-    LAUNCH(t, "bias_act");
-    TRY(gemm(t, 0, 0, rows, E, E, c1, E, p + t->off[P_W5], E, 0.0f, c2, E, "critic Dense_5"));
-    bias_act_kernel<<<blocks_for((int64_t)rows * E), TPB, 0, t->stream>>>(c2, p + t->off[P_B5], rows, E, 1);
-    LAUNCH(t, "bias_act");
-    TRY(gemm(t, 0, 0, rows, 1, E, c2, E, p + t->off[P_W6], 1, 0.0f, value, 1, "critic Dense_6"));
-    bias_act_kernel<<<blocks_for(rows), TPB, 0, t->stream>>>(value, p + t->off[P_B6], rows, 1, 0);
-    LAUNCH(t, "bias_act");
+    TRY(fwd_gemm(t, rows, E, H, y, H, p + t->off[P_W1], E, p + t->off[P_B1], 1, a1, E, "actor Dense_1"));
+    TRY(fwd_gemm(t, rows, E, E, a1, E, p + t->off[P_W2], E, p + t->off[P_B2], 1, a2, E, "actor Dense_2"));
+    TRY(fwd_gemm(t, rows, A, E, a2, E, p + t->off[P_W3], A, p + t->off[P_B3], 0, logits, A, "actor Dense_3"));
+    TRY(fwd_gemm(t, rows, E, H, y, H, p + t->off[P_W4], E, p + t->off[P_B4], 1, c1, E, "critic Dense_4"));
+    TRY(fwd_gemm(t, rows, E, E, c1, E, p + t->off[P_W5], E, p + t->off[P_B5], 1, c2, E, "critic Dense_5"));
+    TRY(fwd_gemm(t, rows, 1, E, c2, E, p + t->off[P_W6], 1, p + t->off[P_B6], 0, value, 1, "critic Dense_6"));
     return 0;
 }
 
-/* Encoder: emb[rows, E] = relu(x[rows, D] @ W0 + b0). */
-static int encode(CraftaxPPO *t, int rows, const float *x, float *emb) {
+/* Encoder: emb[rows, E] = relu(x @ W0 + b0) for rows r = t * Bc + b = (slot t0 + t, env
+ * index[b]) (index NULL: env b). Dense: x is those rows of the obs, gathered; sparse: the
+ * stored nonzero lists of the same rows. */
+static int encode(CraftaxPPO *t, int rows, int t0, const int32_t *index, int Bc, const float *x, float *emb) {
     const int E = t->E, D = t->D;
-    TRY(gemm(t, 0, 0, rows, E, D, x, D, t->params + t->off[P_W0], E, 0.0f, emb, E, "Dense_0"));
-    bias_act_kernel<<<blocks_for((int64_t)rows * E), TPB, 0, t->stream>>>(emb, t->params + t->off[P_B0], rows, E, 1);
-    LAUNCH(t, "bias_act(Dense_0)");
-    return 0;
+    const float *W = t->params + t->off[P_W0], *b = t->params + t->off[P_B0];
+    if (!t->sparse) return fwd_gemm(t, rows, E, D, x, D, W, E, b, 1, emb, E, "Dense_0");
+    const int E4 = E / 4;
+    const int threads = E4 >= 128 ? 128 : (E4 + 31) / 32 * 32;
+    sparse_encode_kernel<<<rows, threads, 0, t->stream>>>(t->nz_idx, t->nz_val, t->nz_cnt, t->c.max_nnz, t->N, t0,
+                                                          index, Bc, W, b, E, emb);
+    return check_launch(t, "sparse Dense_0");
+}
+
+/* Nonzero lists of obs slots [s0, s0 + count). */
+static int compact_slots(CraftaxPPO *t, int s0, int count) {
+    if (!t->sparse) return 0;
+    const int64_t row0 = (int64_t)s0 * t->N, rows = (int64_t)count * t->N;
+    sparse_compact_kernel<<<(unsigned)rows, TPB, 0, t->stream>>>(t->obs + row0 * t->D, t->D, t->c.max_nnz,
+                                                                t->nz_idx + row0 * t->c.max_nnz,
+                                                                t->nz_val + row0 * t->c.max_nnz, t->nz_cnt + row0,
+                                                                t->scal);
+    return check_launch(t, "sparse_compact");
+}
+
+/* Dense_0's kernel gradient from demb [T * Bc, E] of the minibatch (index, Bc). */
+static int encoder_backward(CraftaxPPO *t, int Bc, const int32_t *index) {
+    const int T = t->T, E = t->E, D = t->D;
+    const int R = T * Bc;
+    float *dW = t->grads + t->off[P_W0];
+    if (!t->sparse) return gemm(t, 1, 0, D, E, R, t->x, D, t->demb, E, 0.0f, dW, E, "dW0");
+    const int words = (R + 31) / 32;
+    if (words > t->bm_words) return fail(CRAFTAX_PPO_ERR_ARGUMENT, "internal: bitmap too small");
+    CUDA_TRY(cudaMemsetAsync(t->bitmap, 0, (size_t)D * words * sizeof(uint32_t), t->stream), "bitmap memset");
+    sparse_bits_kernel<<<R, 128, 0, t->stream>>>(t->nz_idx, t->nz_cnt, t->c.max_nnz, t->N, index, Bc, words,
+                                                 t->bitmap);
+    TRY(check_launch(t, "sparse_bits"));
+    const int E4 = E / 4;
+    const int tg = E4 >= 128 ? 128 : (E4 + 31) / 32 * 32;
+    sparse_dw_kernel<<<D, tg * DW_GROUPS, tg * DW_GROUPS * sizeof(float4), t->stream>>>(
+        t->bitmap, words, t->obs, D, t->N, index, Bc, t->demb, E, dW);
+    return check_launch(t, "sparse_dw");
 }
 
 /* numpy_ppo.forward over a segment of T steps of Bc columns (rows r = t * Bc + b), from
  * m_h0 with keep flags m_dones; caches everything backward needs. */
-static int segment_forward(CraftaxPPO *t, int Bc) {
+static int segment_forward(CraftaxPPO *t, int Bc, const int32_t *index) {
     const int T = t->T, H = t->H, E = t->E;
     const int R = T * Bc;
     const float *p = t->params;
-    TRY(encode(t, R, t->x, t->emb));
-    TRY(gemm(t, 0, 0, R, 3 * H, E, t->emb, E, p + t->off[P_WI], 3 * H, 0.0f, t->xi, 3 * H, "GRU input"));
+    TRY(encode(t, R, 0, index, Bc, t->x, t->emb));
+    TRY(fwd_gemm(t, R, 3 * H, E, t->emb, E, p + t->off[P_WI], 3 * H, NULL, 0, t->xi, 3 * H, "GRU input"));
     for (int s = 0; s < T; s++) {
         const int64_t o = (int64_t)s * Bc * H;
         const float *h_prev = s == 0 ? t->m_h0 : t->hs + o - (int64_t)Bc * H;
         reset_hidden_kernel<<<blocks_for((int64_t)Bc * H), TPB, 0, t->stream>>>(t->hps + o, h_prev,
                                                                                 t->m_dones + (int64_t)s * Bc, Bc, H);
         LAUNCH(t, "reset_hidden");
-        TRY(gemm(t, 0, 0, Bc, 3 * H, H, t->hps + o, H, p + t->off[P_WH], 3 * H, 0.0f, t->hh, 3 * H, "GRU hidden"));
+        TRY(fwd_gemm(t, Bc, 3 * H, H, t->hps + o, H, p + t->off[P_WH], 3 * H, NULL, 0, t->hh, 3 * H, "GRU hidden"));
         gru_cell_kernel<<<blocks_for((int64_t)Bc * H), TPB, 0, t->stream>>>(
             t->xi + (int64_t)s * Bc * 3 * H, p + t->off[P_BI], t->hh, p + t->off[P_BHN], t->hps + o, t->hs + o,
             t->rs + o, t->zs + o, t->ns + o, t->hns + o, Bc, H);
@@ -759,8 +1123,8 @@ static int segment_forward(CraftaxPPO *t, int Bc) {
 }
 
 /* numpy_ppo.backward: gradients of every parameter into t->grads. */
-static int segment_backward(CraftaxPPO *t, int Bc) {
-    const int T = t->T, H = t->H, E = t->E, A = t->A, D = t->D;
+static int segment_backward(CraftaxPPO *t, int Bc, const int32_t *index) {
+    const int T = t->T, H = t->H, E = t->E, A = t->A;
     const int R = T * Bc;
     const float *p = t->params;
     float *g = t->grads;
@@ -810,7 +1174,7 @@ static int segment_backward(CraftaxPPO *t, int Bc) {
     TRY(gemm(t, 0, 1, R, E, 3 * H, t->dxi, 3 * H, p + t->off[P_WI], 3 * H, 0.0f, t->demb, E, "demb"));
     relu_mask_kernel<<<blocks_for((int64_t)R * E), TPB, 0, t->stream>>>(t->demb, t->emb, (int64_t)R * E);
     LAUNCH(t, "relu_mask");
-    TRY(gemm(t, 1, 0, D, E, R, t->x, D, t->demb, E, 0.0f, g + t->off[P_W0], E, "dW0"));
+    TRY(encoder_backward(t, Bc, index));
     TRY(colsum(t, R, E, t->demb, E, g + t->off[P_B0], "db0"));
     return 0;
 }
@@ -818,8 +1182,10 @@ static int segment_backward(CraftaxPPO *t, int Bc) {
 /* Gather the minibatch of envs `index` (device, Bc entries) from the rollout storage. */
 static int gather_minibatch(CraftaxPPO *t, const int32_t *index, int Bc) {
     const int R = t->T * Bc;
-    gather_obs_kernel<<<R, 256, 0, t->stream>>>(t->obs, index, t->T, t->N, Bc, t->D, t->x);
-    LAUNCH(t, "gather_obs");
+    if (!t->sparse) { /* the sparse encoder reads the stored lists in place */
+        gather_obs_kernel<<<R, 256, 0, t->stream>>>(t->obs, index, t->T, t->N, Bc, t->D, t->x);
+        LAUNCH(t, "gather_obs");
+    }
     const int64_t n = (int64_t)R > (int64_t)Bc * t->H ? (int64_t)R : (int64_t)Bc * t->H;
     gather_rows_kernel<<<blocks_for(n), TPB, 0, t->stream>>>(index, t->T, t->N, Bc, t->H, t->dones, t->actions,
                                                             t->logp, t->values, t->adv, t->targets, t->h0, t->m_dones,
@@ -830,9 +1196,9 @@ static int gather_minibatch(CraftaxPPO *t, const int32_t *index, int Bc) {
 }
 
 /* ppo_loss on the gathered minibatch: forward, loss terms, backward; stats row `stats`. */
-static int loss_and_grads(CraftaxPPO *t, int Bc, double *stats) {
+static int loss_and_grads(CraftaxPPO *t, int Bc, const int32_t *index, double *stats) {
     const int R = t->T * Bc;
-    TRY(segment_forward(t, Bc));
+    TRY(segment_forward(t, Bc, index));
     adv_stats_kernel<<<1, TPB, 0, t->stream>>>(t->m_adv, R, t->scal);
     LAUNCH(t, "adv_stats");
     ppo_loss_kernel<<<blocks_for(R), TPB, 0, t->stream>>>(t->logits, t->value, t->m_actions, t->m_logp, t->m_values,
@@ -842,7 +1208,7 @@ static int loss_and_grads(CraftaxPPO *t, int Bc, double *stats) {
     LAUNCH(t, "ppo_loss");
     loss_reduce_kernel<<<1, TPB, 0, t->stream>>>(t->row_terms, R, t->c.vf_coef, t->c.ent_coef, stats);
     LAUNCH(t, "loss_reduce");
-    return segment_backward(t, Bc);
+    return segment_backward(t, Bc, index);
 }
 
 /* Global norm + optimiser scalars (stats[6], stats[7]: grad norm and lr). */
@@ -865,6 +1231,8 @@ static int adam_step(CraftaxPPO *t) {
 }
 
 /* ---- rollout --------------------------------------------------------------------------- */
+static int enqueue_update(CraftaxPPO *t);
+static int env_step(CraftaxPPO *t, int s);
 /* The policy at one step over all N envs: obs slot s, keep flags dones[s], state hstate. */
 static int policy_step(CraftaxPPO *t, int s, int sample) {
     /* the bootstrap step (sample = 0) must leave hstate alone: its new state goes to s_hp,
@@ -872,12 +1240,12 @@ static int policy_step(CraftaxPPO *t, int s, int sample) {
     float *h_out = sample ? t->hstate : t->s_hp;
     const int N = t->N, H = t->H, E = t->E, D = t->D;
     const float *p = t->params;
-    TRY(encode(t, N, t->obs + (int64_t)s * N * D, t->s_pre));
-    TRY(gemm(t, 0, 0, N, 3 * H, E, t->s_pre, E, p + t->off[P_WI], 3 * H, 0.0f, t->s_xi, 3 * H, "GRU input (step)"));
+    TRY(encode(t, N, s, NULL, N, t->obs + (int64_t)s * N * D, t->s_pre));
+    TRY(fwd_gemm(t, N, 3 * H, E, t->s_pre, E, p + t->off[P_WI], 3 * H, NULL, 0, t->s_xi, 3 * H, "GRU input (step)"));
     reset_hidden_kernel<<<blocks_for((int64_t)N * H), TPB, 0, t->stream>>>(t->s_hp, t->hstate,
                                                                            t->dones + (int64_t)s * N, N, H);
     LAUNCH(t, "reset_hidden(step)");
-    TRY(gemm(t, 0, 0, N, 3 * H, H, t->s_hp, H, p + t->off[P_WH], 3 * H, 0.0f, t->s_hh, 3 * H, "GRU hidden (step)"));
+    TRY(fwd_gemm(t, N, 3 * H, H, t->s_hp, H, p + t->off[P_WH], 3 * H, NULL, 0, t->s_hh, 3 * H, "GRU hidden (step)"));
     gru_cell_kernel<<<blocks_for((int64_t)N * H), TPB, 0, t->stream>>>(t->s_xi, p + t->off[P_BI], t->s_hh,
                                                                        p + t->off[P_BHN], t->s_hp, h_out, NULL,
                                                                        NULL, NULL, NULL, N, H);
@@ -901,28 +1269,60 @@ static int enqueue_rollout(CraftaxPPO *t) {
              "copy dones slot");
     CUDA_TRY(cudaMemcpyAsync(t->h0, t->hstate, (size_t)N * H * sizeof(float), cudaMemcpyDeviceToDevice, t->stream),
              "copy h0");
+    TRY(compact_slots(t, 0, 1));
     for (int s = 0; s < T; s++) {
         TRY(policy_step(t, s, 1));
-        env_key_advance_kernel<<<1, 1, 0, t->stream>>>(t->scal);
-        LAUNCH(t, "env_key_advance");
-        env_key_split_kernel<<<blocks_for(N), TPB, 0, t->stream>>>(t->scal, N, t->env_keys);
-        LAUNCH(t, "env_key_split");
-        int rc = craftax_cuda_step_autoreset_stream(
-            t->env_states, t->actions + (int64_t)s * N, t->env_keys, N, &t->env_params, t->obs + (int64_t)(s + 1) * N * D,
-            t->rewards + (int64_t)s * N, t->dones + (int64_t)(s + 1) * N, t->terminated, t->truncated, t->final_ach,
-            t->env_scratch, t->done_list, (uintptr_t)t->stream);
-        if (rc != 0) return fail(CRAFTAX_PPO_ERR_CUDA, "env step: %s (code %d)", craftax_cuda_last_error(), rc);
-        LAUNCH(t, "env step");
-        track_kernel<<<blocks_for(N), TPB, 0, t->stream>>>(
-            t->rewards + (int64_t)s * N, t->dones + (int64_t)(s + 1) * N, t->final_ach, N, t->ret_acc, t->len_acc,
-            t->ep_return + (int64_t)s * N, t->ep_length + (int64_t)s * N, t->ep_ach + (int64_t)s * N * ACH_WORDS);
-        LAUNCH(t, "track");
+        TRY(env_step(t, s));
+        TRY(compact_slots(t, s + 1, 1));
     }
     /* bootstrap value of the final obs (values slot T) */
     TRY(policy_step(t, T, 0));
     gae_kernel<<<blocks_for(N), TPB, 0, t->stream>>>(t->rewards, t->values, t->dones, T, N, t->c.gamma,
                                                      t->c.gae_lambda, t->adv, t->targets);
     LAUNCH(t, "gae");
+    return 0;
+}
+
+/* The env's share of one rollout step: key split, auto-reset step, obs lists, episode log. */
+static int env_step(CraftaxPPO *t, int s) {
+    const int N = t->N;
+    const int64_t D = t->D;
+    env_key_advance_kernel<<<1, 1, 0, t->stream>>>(t->scal);
+    LAUNCH(t, "env_key_advance");
+    env_key_split_kernel<<<blocks_for(N), TPB, 0, t->stream>>>(t->scal, N, t->env_keys);
+    LAUNCH(t, "env_key_split");
+    int rc = craftax_cuda_step_autoreset_stream(
+        t->env_states, t->actions + (int64_t)s * N, t->env_keys, N, &t->env_params, t->obs + (int64_t)(s + 1) * N * D,
+        t->rewards + (int64_t)s * N, t->dones + (int64_t)(s + 1) * N, t->terminated, t->truncated, t->final_ach,
+        t->env_scratch, t->done_list, (uintptr_t)t->stream);
+    if (rc != 0) return fail(CRAFTAX_PPO_ERR_CUDA, "env step: %s (code %d)", craftax_cuda_last_error(), rc);
+    LAUNCH(t, "env step");
+    track_kernel<<<blocks_for(N), TPB, 0, t->stream>>>(
+        t->rewards + (int64_t)s * N, t->dones + (int64_t)(s + 1) * N, t->final_ach, N, t->ret_acc, t->len_acc,
+        t->ep_return + (int64_t)s * N, t->ep_length + (int64_t)s * N, t->ep_ach + (int64_t)s * N * ACH_WORDS);
+    LAUNCH(t, "track");
+    return 0;
+}
+
+/* Profiler parts: the rollout's policy work without env steps (over the stored obs), the
+ * env steps without the policy (the stored actions), the update alone. */
+static int enqueue_part(CraftaxPPO *t, int part) {
+    const int T = t->T;
+    if (part == CRAFTAX_PPO_PROFILE_UPDATE) return enqueue_update(t);
+    for (int s = 0; s < T; s++) {
+        if (part == CRAFTAX_PPO_PROFILE_POLICY) {
+            TRY(compact_slots(t, s, 1));
+            TRY(policy_step(t, s, 1));
+        } else {
+            TRY(env_step(t, s));
+        }
+    }
+    if (part == CRAFTAX_PPO_PROFILE_POLICY) {
+        TRY(policy_step(t, T, 0));
+        gae_kernel<<<blocks_for(t->N), TPB, 0, t->stream>>>(t->rewards, t->values, t->dones, T, t->N, t->c.gamma,
+                                                            t->c.gae_lambda, t->adv, t->targets);
+        LAUNCH(t, "gae");
+    }
     return 0;
 }
 
@@ -941,7 +1341,7 @@ static int enqueue_update(CraftaxPPO *t) {
         for (int m = 0; m < M; m++) {
             double *stats = t->losses + (int64_t)(e * M + m) * CRAFTAX_PPO_NUM_LOSS_STATS;
             TRY(gather_minibatch(t, t->perm + (int64_t)m * B, B));
-            TRY(loss_and_grads(t, B, stats));
+            TRY(loss_and_grads(t, B, t->perm + (int64_t)m * B, stats));
             TRY(grad_norm(t, stats));
             TRY(adam_step(t));
         }
@@ -1072,7 +1472,10 @@ int craftax_ppo_write(CraftaxPPO *t, int which, const void *host, size_t bytes) 
     if (bytes != n) return fail(CRAFTAX_PPO_ERR_ARGUMENT, "write buffer %d: %zu bytes given, %zu expected", which, bytes, n);
     CUDA_TRY(cudaStreamSynchronize(t->stream), "write: synchronize");
     CUDA_TRY(cudaMemcpy(p, host, n, cudaMemcpyHostToDevice), "write: copy");
-    return 0;
+    /* the sparse encoder reads the nonzero lists, not the obs: keep them in step */
+    if (which == CRAFTAX_PPO_BUF_OBS) TRY(compact_slots(t, 0, t->T + 1));
+    if (which == CRAFTAX_PPO_BUF_CUR_OBS) TRY(compact_slots(t, t->T, 1));
+    return sync(t, "write");
 }
 
 static int validate(const CraftaxPPOConfig *c) {
@@ -1087,9 +1490,15 @@ static int validate(const CraftaxPPOConfig *c) {
     if (!(c->lr > 0) || !(c->gamma >= 0 && c->gamma <= 1) || !(c->gae_lambda >= 0 && c->gae_lambda <= 1) ||
         !(c->clip_eps > 0) || !(c->ent_coef >= 0) || !(c->vf_coef >= 0) || !(c->max_grad_norm > 0))
         return fail(CRAFTAX_PPO_ERR_CONFIG, "a loss/optimiser coefficient is out of range or not finite");
-    if (c->encoder != CRAFTAX_PPO_ENCODER_DENSE)
-        return fail(CRAFTAX_PPO_ERR_CONFIG, "encoder %d: only CRAFTAX_PPO_ENCODER_DENSE (0) is built so far",
+    if (c->encoder != CRAFTAX_PPO_ENCODER_DENSE && c->encoder != CRAFTAX_PPO_ENCODER_SPARSE)
+        return fail(CRAFTAX_PPO_ERR_CONFIG, "encoder %d: not CRAFTAX_PPO_ENCODER_DENSE (0) or _SPARSE (1)",
                     c->encoder);
+    if (c->encoder == CRAFTAX_PPO_ENCODER_SPARSE) {
+        if (c->max_nnz < 1 || c->max_nnz > c->obs_size)
+            return fail(CRAFTAX_PPO_ERR_CONFIG, "max_nnz %d not in [1, obs_size %d]", c->max_nnz, c->obs_size);
+        if (c->width % 4)
+            return fail(CRAFTAX_PPO_ERR_CONFIG, "the sparse encoder needs width %% 4 == 0, got width %d", c->width);
+    }
     /* int GEMM dimensions: rows of the replay (T * N) and the largest product */
     if ((int64_t)c->num_steps * c->num_envs > (1LL << 30) || (int64_t)c->num_envs * c->obs_size > (1LL << 40))
         return fail(CRAFTAX_PPO_ERR_CONFIG, "num_steps * num_envs too large");
@@ -1100,6 +1509,8 @@ static void release(CraftaxPPO *t) {
     if (!t) return;
     if (t->stream) cudaStreamSynchronize(t->stream);
     if (t->graph_exec) cudaGraphExecDestroy(t->graph_exec);
+    for (int i = 0; i < 3; i++)
+        if (t->prof_exec[i]) cudaGraphExecDestroy(t->prof_exec[i]);
     if (t->graph) cudaGraphDestroy(t->graph);
     if (t->blas && g_blas.destroy) g_blas.destroy(t->blas);
     for (int i = 0; i < t->num_allocs; i++) cudaFree(t->allocs[i]);
@@ -1218,7 +1629,8 @@ static int create(const CraftaxPPOConfig *config, void *env_states, void *env_sc
     }
     ALLOC(t, t->sort_temp, t->sort_temp_bytes);
     ALLOC(t, t->mb_index, N * 4);
-    ALLOC(t, t->x, R * D * f);
+    /* dense encoder only: the gathered minibatch obs (replay's all-env batch included) */
+    ALLOC(t, t->x, (c->encoder == CRAFTAX_PPO_ENCODER_SPARSE ? 1 : R * D) * f);
     ALLOC(t, t->m_dones, R + Bn);
     ALLOC(t, t->m_actions, R * 4);
     ALLOC(t, t->m_logp, R * f);
@@ -1253,6 +1665,16 @@ static int create(const CraftaxPPOConfig *config, void *env_states, void *env_sc
     ALLOC(t, t->ones, R * f);
     ALLOC(t, t->row_terms, R * 5 * sizeof(double));
     ALLOC(t, t->replay, 2 * T * N * f);
+    t->sparse = c->encoder == CRAFTAX_PPO_ENCODER_SPARSE;
+    if (t->sparse) {
+        const size_t nz = (T + 1) * N * (size_t)c->max_nnz;
+        ALLOC(t, t->nz_idx, nz * 4);
+        ALLOC(t, t->nz_val, nz * f);
+        ALLOC(t, t->nz_cnt, (T + 1) * N * 4);
+        CUDA_TRY(cudaMemsetAsync(t->nz_cnt, 0, (T + 1) * N * 4, t->stream), "memset");
+        t->bm_words = (int)((T * (size_t)t->B + 31) / 32);
+        ALLOC(t, t->bitmap, D * (size_t)t->bm_words * 4);
+    }
     /* zero everything the first iteration reads before writing */
     CUDA_TRY(cudaMemsetAsync(t->params, 0, t->P * f, t->stream), "memset");
     CUDA_TRY(cudaMemsetAsync(t->grads, 0, t->P * f, t->stream), "memset");
@@ -1314,6 +1736,8 @@ int craftax_ppo_begin(CraftaxPPO *t, const uint32_t *env_key) {
     CUDA_TRY(cudaMemset(t->len_acc, 0, N * sizeof(int32_t)), "begin: memset");
     CUDA_TRY(cudaMemcpy((char *)t->scal + offsetof(Scalars, env_key), env_key, 2 * sizeof(uint32_t), cudaMemcpyHostToDevice), "begin: key");
     CUDA_TRY(cudaDeviceSynchronize(), "begin");
+    TRY(compact_slots(t, (int)T, 1));
+    TRY(sync(t, "begin"));
     return 0;
 }
 
@@ -1361,19 +1785,29 @@ int craftax_ppo_rollout(CraftaxPPO *t) {
     return sync(t, "rollout");
 }
 
-int craftax_ppo_replay(CraftaxPPO *t) {
+int craftax_ppo_replay(CraftaxPPO *t, const int32_t *env_index, int count) {
     if (!t) return fail(CRAFTAX_PPO_ERR_NULL, "replay: NULL");
     const int N = t->N, T = t->T;
-    int32_t *idx = (int32_t *)malloc((size_t)N * 4);
+    if (!env_index) count = N;
+    if (count < 1 || count > N) return fail(CRAFTAX_PPO_ERR_ARGUMENT, "replay: count %d not in [1, %d]", count, N);
+    int32_t *idx = (int32_t *)malloc((size_t)count * 4);
     if (!idx) return fail(CRAFTAX_PPO_ERR_NO_MEMORY, "replay: host memory");
-    for (int i = 0; i < N; i++) idx[i] = i;
-    cudaError_t err = cudaMemcpy(t->mb_index, idx, (size_t)N * 4, cudaMemcpyHostToDevice);
+    for (int i = 0; i < count; i++) {
+        idx[i] = env_index ? env_index[i] : i;
+        if (idx[i] < 0 || idx[i] >= N) {
+            free(idx);
+            return fail(CRAFTAX_PPO_ERR_ARGUMENT, "replay: env index %d out of range", env_index[i]);
+        }
+    }
+    cudaError_t err = cudaMemcpy(t->mb_index, idx, (size_t)count * 4, cudaMemcpyHostToDevice);
     free(idx);
     if (err != cudaSuccess) return cuda_fail(err, "replay: copy index");
-    TRY(gather_minibatch(t, t->mb_index, N));
-    TRY(segment_forward(t, N));
-    replay_kernel<<<blocks_for((int64_t)T * N), TPB, 0, t->stream>>>(t->logits, t->value, t->m_actions,
-                                                                     (int64_t)T * N, t->A, t->replay);
+    TRY(gather_minibatch(t, t->mb_index, count));
+    TRY(segment_forward(t, count, t->mb_index));
+    CUDA_TRY(cudaMemsetAsync(t->replay, 0, 2 * (size_t)T * N * sizeof(float), t->stream), "replay: memset");
+    replay_kernel<<<blocks_for((int64_t)T * count), TPB, 0, t->stream>>>(t->logits, t->value, t->m_actions,
+                                                                         (int64_t)T * count, t->A, count, T, N,
+                                                                         t->replay);
     LAUNCH(t, "replay");
     TRY(sync(t, "replay"));
     return 0;
@@ -1395,7 +1829,7 @@ int craftax_ppo_loss_grads(CraftaxPPO *t, const int32_t *env_index, double *out_
     CUDA_TRY(cudaMemcpy(t->mb_index, env_index, (size_t)t->B * 4, cudaMemcpyHostToDevice), "loss_grads: index");
     double *stats = t->losses; /* row 0 */
     TRY(gather_minibatch(t, t->mb_index, t->B));
-    TRY(loss_and_grads(t, t->B, stats));
+    TRY(loss_and_grads(t, t->B, t->mb_index, stats));
     sumsq_kernel<<<t->sumsq_blocks, TPB, 0, t->stream>>>(t->grads, t->P, t->sumsq_part);
     LAUNCH(t, "sumsq");
     TRY(sync(t, "loss_grads"));
@@ -1425,6 +1859,49 @@ int craftax_ppo_apply_grads(CraftaxPPO *t) {
     TRY(grad_norm(t, NULL));
     TRY(adam_step(t));
     return sync(t, "apply_grads");
+}
+
+int craftax_ppo_profile(CraftaxPPO *t, int part, int reps, float *ms) {
+    if (!t || !ms) return fail(CRAFTAX_PPO_ERR_NULL, "profile: NULL");
+    if (part < 0 || part > 2) return fail(CRAFTAX_PPO_ERR_ARGUMENT, "profile: unknown part %d", part);
+    if (reps < 1) return fail(CRAFTAX_PPO_ERR_ARGUMENT, "profile: reps %d < 1", reps);
+    if (!t->has_env && part != CRAFTAX_PPO_PROFILE_UPDATE)
+        return fail(CRAFTAX_PPO_ERR_NO_ENV, "profile: this trainer has no env");
+    const int graph = t->c.use_graph && !t->c.debug;
+    if (graph && !t->prof_exec[part]) {
+        TRY(enqueue_part(t, part)); /* eagerly once: cuBLAS loads its kernels outside capture */
+        TRY(sync(t, "profile"));
+        CUDA_TRY(cudaStreamBeginCapture(t->stream, cudaStreamCaptureModeThreadLocal), "begin capture");
+        int rc = enqueue_part(t, part);
+        cudaGraph_t g = NULL;
+        cudaError_t err = cudaStreamEndCapture(t->stream, &g);
+        if (rc != 0) {
+            if (g) cudaGraphDestroy(g);
+            cudaGetLastError();
+            return rc;
+        }
+        if (err != cudaSuccess) return cuda_fail(err, "end capture");
+        err = cudaGraphInstantiate(&t->prof_exec[part], g, 0);
+        cudaGraphDestroy(g);
+        if (err != cudaSuccess) {
+            t->prof_exec[part] = NULL;
+            return cuda_fail(err, "graph instantiate");
+        }
+        CUDA_TRY(cudaGraphLaunch(t->prof_exec[part], t->stream), "graph launch"); /* warm */
+    }
+    CUDA_TRY(cudaEventRecord(t->ev0, t->stream), "event");
+    for (int i = 0; i < reps; i++) {
+        if (graph)
+            CUDA_TRY(cudaGraphLaunch(t->prof_exec[part], t->stream), "graph launch");
+        else
+            TRY(enqueue_part(t, part));
+    }
+    CUDA_TRY(cudaEventRecord(t->ev1, t->stream), "event");
+    TRY(sync(t, "profile"));
+    float total = 0.0f;
+    CUDA_TRY(cudaEventElapsedTime(&total, t->ev0, t->ev1), "event time");
+    *ms = total / reps;
+    return 0;
 }
 
 int64_t craftax_ppo_nnz_overflow(CraftaxPPO *t) {

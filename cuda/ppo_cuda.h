@@ -32,9 +32,10 @@ extern "C" {
 #define CRAFTAX_PPO_ERR_CUBLAS -6
 #define CRAFTAX_PPO_ERR_NO_ENV -7
 
-/* Encoder (obs -> Dense_0): dense cuBLAS GEMMs, or sparse: the nonzeros of every obs row
- * are listed once (index, value) and the forward is a gather-sum of kernel rows, the
- * kernel gradient a deterministic scatter (rows sorted by feature). */
+/* Encoder (obs -> Dense_0): dense (forward GEMM, cuBLAS kernel gradient), or sparse (the
+ * default in Python): the nonzeros of every obs row are listed once (index, value) as the env
+ * writes it; the forward is a fixed-order gather-sum of kernel rows, the kernel gradient a
+ * per-feature-row sum over the minibatch rows holding that feature (bitmap, no sort). */
 #define CRAFTAX_PPO_ENCODER_DENSE 0
 #define CRAFTAX_PPO_ENCODER_SPARSE 1
 
@@ -153,9 +154,10 @@ int craftax_ppo_begin(CraftaxPPO *t, const uint32_t *env_key);
 int craftax_ppo_iterate(CraftaxPPO *t);
 /* Rollout and GAE only (no update; counters still advance). */
 int craftax_ppo_rollout(CraftaxPPO *t);
-/* The update's forward over the stored rollout (all envs as one minibatch, in order):
- * log-probs and values into CRAFTAX_PPO_BUF_REPLAY. */
-int craftax_ppo_replay(CraftaxPPO *t);
+/* The update's forward over the stored rollout for the envs env_index[0..count) as one
+ * minibatch (env_index NULL: all envs in order): log-probs and values into
+ * CRAFTAX_PPO_BUF_REPLAY as [2, T, N], columns 0..count used (the rest zero). */
+int craftax_ppo_replay(CraftaxPPO *t, const int32_t *env_index, int count);
 /* GAE over the stored rewards / values / dones (values[T] and dones[T] bootstrap). */
 int craftax_ppo_gae(CraftaxPPO *t);
 /* Loss and gradients (into CRAFTAX_PPO_BUF_GRADS) on the minibatch of envs env_index[0..B)
@@ -166,6 +168,16 @@ int craftax_ppo_loss_grads(CraftaxPPO *t, const int32_t *env_index, double *out_
 int craftax_ppo_apply_grads(CraftaxPPO *t);
 /* Nonzeros beyond max_nnz seen by the sparse encoder since creation (0 = all exact). */
 int64_t craftax_ppo_nnz_overflow(CraftaxPPO *t);
+/* Benchmarks: device milliseconds per repetition (mean of reps, CUDA events; graph-replayed
+ * unless use_graph is 0) of one part of an iteration alone. It disturbs the run (policy:
+ * GRU state, actions, values; env: env states; update: weights): for benchmarks only. */
+/* PROFILE_POLICY: the rollout's policy work over the stored obs, without env steps */
+#define CRAFTAX_PPO_PROFILE_POLICY 0
+/* PROFILE_ENV: the rollout's env steps (stored actions), without the policy */
+#define CRAFTAX_PPO_PROFILE_ENV 1
+/* PROFILE_UPDATE: epochs x minibatches of the update over the stored rollout */
+#define CRAFTAX_PPO_PROFILE_UPDATE 2
+int craftax_ppo_profile(CraftaxPPO *t, int part, int reps, float *ms);
 /* Milliseconds of the last craftax_ppo_iterate (device time, CUDA events). */
 float craftax_ppo_last_iterate_ms(const CraftaxPPO *t);
 

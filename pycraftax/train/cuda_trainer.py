@@ -14,7 +14,10 @@ and the per-minibatch loss statistics are copied back for the metrics line.
 Differences from the CPU trainer, by design: policy sampling and minibatch permutations use
 threefry of (seed, iteration, step/epoch, env) on the device instead of numpy's Generator, so
 the two trainers agree on the env's key stream but not on sampled actions. TF32 GEMMs by
-default (tf32=False for exact fp32).
+default (tf32=False for exact fp32). Forward passes use the trainer's own fixed-order GEMMs,
+so the update recomputes the rollout's log-probs and values bitwise (first-epoch ratio
+exactly 1). The encoder is sparse by default (gather-sum over each obs row's nonzeros;
+encoder="dense" for one GEMM over the whole obs).
 
 The low-level handle (PPO) is also what conformance/test_cuda_trainer.py checks against
 numpy_ppo: set/get parameters by flax name, loss and gradients on a minibatch, GAE, Adam.
@@ -33,6 +36,8 @@ from pycraftax.train.trainer import WINDOW, Trainer, TrainConfig, _now  # noqa: 
 
 ERR_NULL, ERR_CONFIG, ERR_NO_MEMORY, ERR_ARGUMENT, ERR_CUDA, ERR_CUBLAS, ERR_NO_ENV = -1, -2, -3, -4, -5, -6, -7
 ENCODER_DENSE, ENCODER_SPARSE = 0, 1
+ENCODERS = {"dense": ENCODER_DENSE, "sparse": ENCODER_SPARSE}
+PROFILE_POLICY, PROFILE_ENV, PROFILE_UPDATE = 0, 1, 2
 (BUF_PARAMS, BUF_GRADS, BUF_ADAM_MU, BUF_ADAM_NU, BUF_COUNTERS, BUF_HSTATE, BUF_LAST_DONE, BUF_ENV_KEY, BUF_RET_ACC,
  BUF_LEN_ACC, BUF_OBS, BUF_DONES, BUF_ACTIONS, BUF_LOGP, BUF_VALUES, BUF_REWARDS, BUF_ADVANTAGES, BUF_TARGETS, BUF_H0,
  BUF_EPISODES, BUF_LOSSES, BUF_REPLAY, BUF_CUR_OBS) = range(23)
@@ -129,9 +134,13 @@ class PPO:
     None for a loss/gradient/optimiser-only handle (checks)."""
 
     def __init__(self, config: TrainConfig, env=None, *, obs_size: int = 8268, num_actions: int = 43,
-                 tf32: bool = True, use_graph: bool = True, debug: bool = False, encoder: int = ENCODER_DENSE,
+                 tf32: bool = True, use_graph: bool = True, debug: bool = False, encoder="sparse",
                  max_nnz: int = 1024):
         config.validate()
+        if isinstance(encoder, str):
+            if encoder not in ENCODERS:
+                raise ValueError(f"encoder must be one of {sorted(ENCODERS)}, got {encoder!r}")
+            encoder = ENCODERS[encoder]
         self.ffi, self.lib = load()
         ffi, lib = self.ffi, self.lib
         self.config = config
@@ -148,6 +157,7 @@ class PPO:
         if config.dtype != "float32":
             raise ValueError("the CUDA trainer runs float32 only (dtype='float32')")
         self.N, self.T, self.D, self.A, self.H = config.num_envs, config.num_steps, obs_size, num_actions, config.hidden
+        self.config_max_nnz = max_nnz
         out = ffi.new("CraftaxPPO **")
         if env is not None:
             states = ffi.cast("void *", env._buffers["states"].ptr)
@@ -242,10 +252,33 @@ class PPO:
     def rollout(self) -> None:
         self._check(self.lib.craftax_ppo_rollout(self._h), "rollout")
 
-    def replay(self) -> tuple[np.ndarray, np.ndarray]:
-        self._check(self.lib.craftax_ppo_replay(self._h), "replay")
+    def replay(self, env_index=None) -> tuple[np.ndarray, np.ndarray]:
+        """The update's forward over the stored rollout of envs env_index (default all, in
+        order) as one minibatch: (log-probs, values), each [T, len(env_index)]."""
+        if env_index is None:
+            self._check(self.lib.craftax_ppo_replay(self._h, self.ffi.NULL, 0), "replay")
+            count = self.N
+        else:
+            idx = np.ascontiguousarray(env_index, np.int32)
+            if idx.ndim != 1 or not 1 <= idx.size <= self.N:
+                raise ValueError(f"env_index must be 1-d with 1..{self.N} entries, got shape {idx.shape}")
+            count = idx.size
+            self._check(self.lib.craftax_ppo_replay(self._h, self.ffi.cast("int32_t *", self.ffi.from_buffer(idx)),
+                                                    count), "replay")
         r = self.read(BUF_REPLAY, np.float32, (2, self.T, self.N))
-        return r[0], r[1]
+        return r[0, :, :count].copy(), r[1, :, :count].copy()
+
+    def profile(self, part: int, reps: int = 3) -> float:
+        """Device ms per repetition of one part of an iteration alone (PROFILE_POLICY: the
+        rollout's policy work without env steps; PROFILE_ENV: the env steps without the policy;
+        PROFILE_UPDATE: the update). Disturbs the run: benchmarks only."""
+        ms = self.ffi.new("float *")
+        self._check(self.lib.craftax_ppo_profile(self._h, int(part), int(reps), ms), "profile")
+        return float(ms[0])
+
+    @property
+    def nnz_overflow(self) -> int:
+        return int(self.lib.craftax_ppo_nnz_overflow(self._h))
 
     def gae(self) -> None:
         self._check(self.lib.craftax_ppo_gae(self._h), "gae")
@@ -318,7 +351,8 @@ class CudaTrainer(Trainer):
     TITLE = "PPO-RNN (CUDA)"
 
     def __init__(self, config: TrainConfig, out_dir: str | None = None, *, _restore: dict | None = None,
-                 tf32: bool = True, use_graph: bool = True, debug: bool = False):
+                 tf32: bool = True, use_graph: bool = True, debug: bool = False, encoder: str = "sparse",
+                 max_nnz: int = 1024):
         config.validate()
         import pycraftax
         from pycraftax.env import NUM_ACTIONS, OBS_SIZE
@@ -334,7 +368,7 @@ class CudaTrainer(Trainer):
         self.history = []
         self.env = pycraftax.make("Craftax-Symbolic-v1", num_envs=c.num_envs, backend="cuda", seed=c.seed)
         self.ppo = PPO(c, self.env, obs_size=OBS_SIZE, num_actions=NUM_ACTIONS, tf32=tf32, use_graph=use_graph,
-                       debug=debug)
+                       debug=debug, encoder=encoder, max_nnz=max_nnz)
         if _restore is None:
             self.env.reset()
             self.ppo.begin(self.env._key)
@@ -351,6 +385,9 @@ class CudaTrainer(Trainer):
         t0 = _now()
         self.ppo.iterate()
         t1 = _now()
+        if self.ppo.nnz_overflow:
+            raise RuntimeError(f"an observation had more than max_nnz={self.ppo.config_max_nnz} nonzeros: the sparse "
+                               "encoder dropped some; rerun with a larger max_nnz (or encoder='dense')")
         m = self._record(self.ppo.episodes(), self.ppo.losses(), t0, t1, None)
         m["iteration_s"] = t1 - t0
         m["device_ms"] = self.ppo.last_iterate_ms
