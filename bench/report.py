@@ -76,20 +76,53 @@ def _cuda_rows(d: dict) -> list[dict]:
     return rows
 
 
-def cuda_section(path: Path, d: dict) -> list[str]:
+def _utc_seconds(stamp: str | None) -> float | None:
+    import calendar
+    import time
+
+    try:
+        return calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ"))
+    except (TypeError, ValueError):
+        return None
+
+
+def _same_run_upstream(d: dict, upstream_files: list[Path]) -> tuple[Path, dict] | None:
+    """The upstream-on-GPU measurement made in the same device call (within 30 minutes) as
+    the CUDA sweep `d`, if any: only then is a ratio side by side."""
+    when = _utc_seconds(d.get("time_utc"))
+    if when is None:
+        return None
+    for path in upstream_files:
+        u = json.loads(path.read_text())
+        other = _utc_seconds(u.get("time_utc"))
+        if other is not None and abs(other - when) <= 1800:
+            return path, u
+    return None
+
+
+def cuda_section(path: Path, d: dict, upstream_files: list[Path] = ()) -> list[str]:
+    paired = _same_run_upstream(d, list(upstream_files))
+    best = {}
+    if paired:
+        for r in paired[1].get("results", []):
+            best[r["mode"]] = max(best.get(r["mode"], 0.0), r["steps_per_s"])
     rows = []
     for r in _cuda_rows(d):
+        steady = r.get("steady_env_steps_per_s", r.get("last_quarter_env_steps_per_s"))
+        ratio = [f"{steady / best[m]:,.1f}x" if steady and best.get(m) else "-" for m in ("auto", "optimistic")]
         rows.append([_fmt(r.get("num_envs")),
                      _fmt(r.get("fresh_env_steps_per_s", r.get("env_steps_per_s"))),
-                     _fmt(r.get("steady_env_steps_per_s", r.get("last_quarter_env_steps_per_s"))),
-                     _fmt(r.get("upstream_steps_per_s")),
-                     _fmt(r.get("ratio_vs_upstream"), 1) if r.get("ratio_vs_upstream") else "-",
+                     _fmt(steady), *ratio,
                      _fmt(r.get("allocated_bytes_per_env", r.get("buffers_bytes_per_env")))])
     out = [f"### CUDA env ({path.name}; {_machine(d)})", ""]
     if d.get("note"):
         out += [d["note"], ""]
-    out += _table(["envs", "env-steps/s fresh", "env-steps/s steady", "upstream steps/s", "ratio",
-                   "bytes per env"], rows)
+    if paired:
+        out += [f"Upstream in the same device call ({paired[0].name}): official auto-reset "
+                f"{_fmt(best.get('auto'))} steps/s, optimistic reset {_fmt(best.get('optimistic'))} steps/s "
+                "(best env count of each); ratios below are steady / those.", ""]
+    out += _table(["envs", "env-steps/s fresh", "env-steps/s steady", "ratio vs upstream env.step",
+                   "ratio vs upstream optimistic", "bytes per env"], rows)
     return out + [""]
 
 
@@ -103,10 +136,18 @@ def upstream_gpu_section(path: Path, d: dict) -> list[str]:
 def trainer_section(path: Path, d: dict) -> list[str]:
     rows = []
     for r in d.get("results", [d]):
-        rows.append([str(r.get("recipe", r.get("name", "?"))), _fmt(r.get("num_envs")),
-                     _fmt(r.get("train_steps_per_s", r.get("steps_per_s"))), str(r.get("note", ""))])
-    out = [f"### Training throughput ({path.name}; {_machine(d)})", ""]
-    return out + _table(["recipe", "envs", "training steps/s", "note"], rows) + [""]
+        shape = f"{_fmt(r.get('num_envs'))} x {r.get('num_steps', '?')}, {r.get('update_epochs', '?')} ep x " \
+                f"{r.get('num_minibatches', '?')} mb, width {r.get('width', '?')}"
+        rows.append([str(r.get("recipe", "?")), shape, f"{r.get('precision', '?')} / {r.get('encoder', '?')}",
+                     _fmt(r.get("train_steps_per_s")), _fmt(r.get("policy_only_steps_per_s")),
+                     " / ".join(f"{r[k]:.3f}" if isinstance(r.get(k), float) else "-"
+                                for k in ("env_s", "policy_s", "update_s"))])
+    where = f"{d.get('gpu', '?')}, commit {str(d.get('commit', '?'))[:10]}"
+    out = [f"### Training throughput ({path.name}; {where})", "",
+           "Training steps/s with the env, and policy-only (the trainer's rate were the env free); "
+           "seconds per iteration in env / policy forward / update.", ""]
+    return out + _table(["recipe", "shape", "precision / encoder", "steps/s", "policy-only steps/s",
+                         "env / policy / update s"], rows) + [""]
 
 
 SECTIONS = (("worldgen-", worldgen_section), ("step-", step_section), ("cuda-step", cuda_section),
@@ -119,13 +160,15 @@ def build_report(results: Path) -> str:
              "; newest file of each kind first.", ""]
     unknown = []
     files = sorted(results.glob("*.json"), key=lambda p: p.name, reverse=True)
+    upstream_files = [p for p in files if p.name.startswith("upstream-gpu")]
     for prefix, section in SECTIONS:
         chosen = [p for p in files if p.name.startswith(prefix)]
         if not chosen:
             continue
         for path in chosen:
             try:
-                lines += section(path, json.loads(path.read_text()))
+                d = json.loads(path.read_text())
+                lines += section(path, d, upstream_files) if section is cuda_section else section(path, d)
             except (KeyError, TypeError, ValueError) as exc:
                 lines += [f"### {path.name}", "", f"(not readable as {prefix}*: {exc!r})", ""]
     for path in files:
