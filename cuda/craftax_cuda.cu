@@ -11,7 +11,11 @@
  * so no warp idles behind one env's world generation.
  * v3: world generation and obs rendering run a warp per env (the `lane, lanes` loops of the
  * rules header): kernel A (craftax_autoreset_step_only) no longer renders, kernel O renders
- * the not-done envs' obs, kernel B generates a world per warp. See cuda/NOTES.md.
+ * the not-done envs' obs, kernel B generates a world per warp.
+ * v4: obs through the compact record (obs.h): kernels O and observe render it into shared
+ * memory and write the float obs once, as coalesced float4 stores, and/or the 1,008-byte
+ * record itself (the _ex calls, obs="compact" in Python); the world-generation kernels keep
+ * no shared memory (it shrinks L1 and slowed world generation ~2x). See cuda/NOTES.md.
  *
  * Build (cuda/Makefile, or cuda/build.sh):
  *   nvcc -O3 -fmad=false -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
@@ -169,6 +173,16 @@ static __device__ void emit_obs_warp(const CraftaxState *s, float *obs, uint8_t 
     __syncwarp(); /* the warp's shared record is free again */
 }
 
+/* The obs of the world-generation kernels, without shared memory: a kernel that declares
+ * shared memory gets a larger shared carveout and a smaller L1, and world generation (one
+ * warp over ~220 KB of state and scratch per env) runs ~2x slower then (measured: steady
+ * reset kernel 2.7 ms at 1,024 envs, 5.3 ms at 16,384). These envs are few per step. */
+static __device__ void emit_obs_global_warp(const CraftaxState *s, float *obs, uint8_t *compact, int fresh_world,
+                                            int lane) {
+    if (obs) craftax_render_symbolic_lanes(s, obs, fresh_world, lane, LANES);
+    if (compact) craftax_render_compact_lanes(s, compact, fresh_world, lane, LANES);
+}
+
 static __device__ __forceinline__ float *obs_row(float *obs, int64_t i) { return obs ? obs + i * CRAFTAX_OBS_SIZE : NULL; }
 static __device__ __forceinline__ uint8_t *compact_row(uint8_t *c, int64_t i) {
     return c ? c + i * CRAFTAX_OBS_COMPACT_SIZE : NULL;
@@ -176,13 +190,12 @@ static __device__ __forceinline__ uint8_t *compact_row(uint8_t *c, int64_t i) {
 
 __global__ void reset_kernel(CraftaxState *states, const uint32_t *keys, int64_t num_envs, const CraftaxParams params,
                              float *obs, uint8_t *obs_compact, CraftaxCudaScratch *scratch) {
-    __shared__ WarpObs sh[OBS_WARPS];
     const int64_t i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / LANES;
     const int lane = (int)(threadIdx.x % LANES);
     if (i >= num_envs) return;
     const CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
     craftax_reset_env_lanes(key, &params, &states[i], &scratch[i].worldgen, lane, LANES);
-    emit_obs_warp(&states[i], obs_row(obs, i), compact_row(obs_compact, i), 1, lane, &sh[threadIdx.x / LANES]);
+    emit_obs_global_warp(&states[i], obs_row(obs, i), compact_row(obs_compact, i), 1, lane);
 }
 
 __global__ void observe_kernel(const CraftaxState *states, int64_t num_envs, float *obs, uint8_t *obs_compact) {
@@ -273,7 +286,6 @@ __global__ void autoreset_reset_kernel(CraftaxState *states, const uint32_t *key
                                        const CraftaxParams params, float *obs, uint8_t *obs_compact,
                                        CraftaxCudaScratch *scratch, const int32_t *done_list,
                                        const int32_t *done_count) {
-    __shared__ WarpObs sh[OBS_WARPS];
     const int64_t count = *done_count;
     const int lane = (int)(threadIdx.x % LANES);
     const int64_t warps = (int64_t)gridDim.x * blockDim.x / LANES;
@@ -282,7 +294,7 @@ __global__ void autoreset_reset_kernel(CraftaxState *states, const uint32_t *key
         const CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
         /* craftax_autoreset_reset_part_lanes: reset_env(key_reset), then the fresh obs */
         craftax_autoreset_reset_part_lanes(&states[i], key, &params, NULL, &scratch[i].worldgen, lane, LANES);
-        emit_obs_warp(&states[i], obs_row(obs, i), compact_row(obs_compact, i), 1, lane, &sh[threadIdx.x / LANES]);
+        emit_obs_global_warp(&states[i], obs_row(obs, i), compact_row(obs_compact, i), 1, lane);
     }
 }
 

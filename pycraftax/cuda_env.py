@@ -407,13 +407,13 @@ def _device_actions(actions, num_envs: int):
 _LIVE_ENVS: "weakref.WeakSet[CudaCraftaxEnv]" = weakref.WeakSet()
 
 
-@atexit.register
 # make(..., obs=...): "float" returns the symbolic obs, float32 [N, 8268]; "compact" returns
 # compact uint8 records [N, 1008] (pycraftax.obs_compact), 33x fewer bytes, which
 # CudaCraftaxEnv.expand_obs() (GPU) or obs_compact.expand() (numpy) turn into the float obs.
 OBS_MODES = ("float", "compact")
 
 
+@atexit.register
 def _close_live_envs() -> None:
     # Free GPU buffers before the CUDA runtime tears itself down at process exit.
     for env in list(_LIVE_ENVS):
