@@ -74,6 +74,13 @@ def test_pinned_anchor_cuda(case):
     assert anchors.trajectory_hash(num_envs, steps, seed, backend="cuda") == anchors.ANCHORS[case]
 
 
+@pytest.mark.parametrize("case", sorted(anchors.ANCHORS))
+def test_pinned_anchor_cuda_compact(case):
+    """The anchors again, hashed over obs="compact" records expanded in numpy."""
+    num_envs, steps, seed = case
+    assert anchors.trajectory_hash(num_envs, steps, seed, backend="cuda", obs="compact") == anchors.ANCHORS[case]
+
+
 # -- reset ----------------------------------------------------------------------------------------
 @SETTINGS
 @given(num_envs=NUM_ENVS, data=st.data())
@@ -197,6 +204,121 @@ def test_lockstep_autoreset_chunks(chunks, min_chunk_envs):
         g.close()
     finally:
         lib.check(lib.lib.craftax_cuda_set_autoreset_chunks(1, 16384), "set_autoreset_chunks")
+
+
+# -- compact obs ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("num_envs,seed", [(37, 21), (130, 4)])
+def test_compact_obs_lockstep(num_envs, seed):
+    """obs="compact": every step (auto-reset with a short time limit and injected deaths, and
+    step_with_keys and observe), the records expand on the GPU (env.expand_obs) and in numpy
+    (obs_compact.expand) to the C reference's float obs bitwise; states equal C leaf by leaf."""
+    from pycraftax import obs_compact
+
+    steps = 30
+    c = pycraftax.make(ENV_ID, num_envs=num_envs, backend="c", seed=seed, max_timesteps=11)
+    g = pycraftax.make(ENV_ID, num_envs=num_envs, backend="cuda", seed=seed, max_timesteps=11, obs="compact")
+    assert g.single_observation_space.shape == (obs_compact.COMPACT_SIZE,)
+
+    def check(context, c_obs, g_rec):
+        rec = host(g_rec)
+        assert rec.shape == (num_envs, obs_compact.COMPACT_SIZE) and rec.dtype == np.uint8
+        compare_obs(np.asarray(c_obs), obs_compact.expand(rec), context=context + " (numpy expand)")
+        compare_obs(np.asarray(c_obs), host(g.expand_obs()), context=context + " (GPU expand)")
+        compare_obs(np.asarray(c_obs), host(g.expand_obs(g_rec)), context=context + " (GPU expand, given records)")
+
+    c_obs, _ = c.reset(seed=seed)
+    g_rec, _ = g.reset(seed=seed)
+    check("reset", c_obs, g_rec)
+    rng = np.random.default_rng(seed)
+    actions = rng.integers(0, 43, size=(steps, num_envs)).astype(np.int32)
+    ends = 0
+    for t in range(steps):
+        if t % 9 == 4:
+            state = c.get_state()
+            dead = rng.random(num_envs) < 0.25
+            state["player_health"] = np.where(dead, np.float32(0.0), state["player_health"]).astype(np.float32)
+            c.set_state(state)
+            g.set_state(state)
+        c_out = c.step(actions[t])
+        g_out = g.step(actions[t])
+        check(f"step {t}", c_out[0], g_out[0])
+        for name, a, b in zip(("reward", "terminated", "truncated"), c_out[1:4], g_out[1:4]):
+            compare_states({name: np.asarray(a)}, {name: host(b)}, context=f"step {t}")
+        compare_states(c.get_state(), g.get_state(), context=f"step {t} state")
+        ends += int(np.sum(c_out[2]) + np.sum(c_out[3]))
+    assert ends > 0
+    check("observe", c.observe(), g.observe())
+    keys = rng.integers(0, 2**32, size=(num_envs, 2), dtype=np.uint32)
+    c_out = c.step_with_keys(actions[0], keys)
+    g_out = g.step_with_keys(actions[0], keys)
+    check("step_with_keys", c_out[0], g_out[0])
+    g.close()
+
+
+def test_compact_obs_needs_cuda():
+    with pytest.raises(ValueError, match="compact"):
+        pycraftax.make(ENV_ID, num_envs=2, backend="c", obs="compact")
+    with pytest.raises(ValueError, match="obs"):
+        pycraftax.make(ENV_ID, num_envs=2, backend="cuda", obs="half")
+
+
+# -- CUDA graph -----------------------------------------------------------------------------------
+def test_graph_replay_equals_eager():
+    """craftax_cuda_step_autoreset_stream captured once in a CUDA graph (torch.cuda.graph) and
+    replayed step after step equals the same call launched eagerly, bitwise: obs, reward,
+    flags and every state leaf, with episode ends (short time limit, injected deaths)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA")
+    lib = cuda_env.load()
+    ffi = lib.ffi
+    num_envs, steps, seed = 67, 40, 8
+    envs = [pycraftax.make(ENV_ID, num_envs=num_envs, backend="cuda", seed=seed, max_timesteps=9) for _ in range(2)]
+    for e in envs:
+        e.reset(seed=seed)
+    dev = torch.device("cuda")
+    actions_in = torch.zeros(num_envs, dtype=torch.int32, device=dev)
+    keys_in = torch.zeros((num_envs, 2), dtype=torch.int32, device=dev)
+    done_lists = [torch.zeros(num_envs + 1, dtype=torch.int32, device=dev) for _ in envs]
+
+    def call(e, done_list, stream: int) -> None:
+        p = lambda name, ct="void *": e._p(name, ct)  # noqa: E731
+        lib.check(lib.lib.craftax_cuda_step_autoreset_stream(
+            p("states"), ffi.cast("int32_t *", actions_in.data_ptr()), ffi.cast("uint32_t *", keys_in.data_ptr()),
+            num_envs, e._params, p("obs", "float *"), p("reward", "float *"), p("done", "uint8_t *"),
+            p("terminated", "uint8_t *"), p("truncated", "uint8_t *"), p("final_achievements", "uint8_t *"),
+            p("scratch"), ffi.cast("int32_t *", done_list.data_ptr()), stream), "step_autoreset_stream")
+
+    side = torch.cuda.Stream()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=side):
+        call(envs[1], done_lists[1], side.cuda_stream)
+    rng = np.random.default_rng(seed)
+    ends = 0
+    for t in range(steps):
+        if t % 8 == 5:
+            state = envs[0].get_state()
+            dead = rng.random(num_envs) < 0.3
+            state["player_health"] = np.where(dead, np.float32(0.0), state["player_health"]).astype(np.float32)
+            for e in envs:
+                e.set_state(state)
+        actions_in.copy_(torch.as_tensor(rng.integers(0, 43, num_envs).astype(np.int32), device=dev))
+        keys_in.copy_(torch.as_tensor(rng.integers(0, 2**32, (num_envs, 2), dtype=np.uint32).view(np.int32),
+                                      device=dev))
+        torch.cuda.synchronize()
+        call(envs[0], done_lists[0], 0)
+        lib.check(lib.lib.craftax_cuda_synchronize(), "synchronize")
+        graph.replay()
+        torch.cuda.synchronize()
+        for name in ("obs", "reward", "done", "terminated", "truncated", "final_achievements"):
+            a, b = host(envs[0]._views[name]), host(envs[1]._views[name])
+            assert np.array_equal(a.view(np.uint8), b.view(np.uint8)), f"step {t}: {name} differs (graph vs eager)"
+        compare_states(envs[0].get_state(), envs[1].get_state(), context=f"step {t} graph vs eager")
+        ends += int(host(envs[0]._views["done"]).sum())
+    assert ends > 0
+    del graph
+    for e in envs:
+        e.close()
 
 
 # -- API behaviour --------------------------------------------------------------------------------

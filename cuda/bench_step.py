@@ -2,7 +2,13 @@
 over a sweep of batch sizes, and device memory per env; writes one JSON file.
 
     python cuda/bench_step.py --out bench/results/cuda-step-$(date -u +%Y-%m-%d).json \
-        --num-envs 4096 16384 65536 131072 262144
+        --num-envs 4096 16384 65536 262144 524288 max [--obs compact]
+
+"max" is the largest num_envs whose buffers fit in the GPU memory free after init (97% of it,
+by CudaCraftaxEnv.bytes_per_env). Each step's device time is split (CUDA events in the library,
+craftax_cuda_set_profiling) into the step kernel (game logic of every env), the obs kernel (the
+not-done envs' obs) and the reset kernel (world generation + obs of the done envs, overlapping
+the obs kernel); medians over the fresh and steady windows are reported.
 
 Random actions are drawn on the GPU with PyTorch when it has CUDA (handed over zero-copy),
 else with numpy (then copied to the GPU each step). Each size: one reset (timed), 2 warm-up
@@ -47,11 +53,13 @@ FRESH_STEPS = 40  # steps 0..39 after reset: (almost) no episode has ended yet
 STEADY_STEPS = 100  # the last 100 steps of the run (>= 300 steps): episodes end regularly
 
 
-def bench_size(num_envs: int, min_seconds: float, min_steps: int, seed: int = 0) -> dict:
+def bench_size(num_envs: int, min_seconds: float, min_steps: int, seed: int = 0, obs: str = "float") -> dict:
     lib = cuda_env.load()
     free0, total = lib.mem_info()
+    profiling = hasattr(lib.lib, "craftax_cuda_set_profiling")
     try:
-        env = pycraftax.make("Craftax-Symbolic-v1", num_envs=num_envs, backend="cuda", seed=seed)
+        kw = {"obs": obs} if obs != "float" else {}
+        env = pycraftax.make("Craftax-Symbolic-v1", num_envs=num_envs, backend="cuda", seed=seed, **kw)
     except MemoryError as exc:
         return {"num_envs": num_envs, "error": str(exc)}
     free1, _ = lib.mem_info()
@@ -74,6 +82,10 @@ def bench_size(num_envs: int, min_seconds: float, min_steps: int, seed: int = 0)
 
     for _ in range(2):
         env.step(actions())
+    if profiling:
+        lib.check(lib.lib.craftax_cuda_set_profiling(1), "set_profiling")
+        prof = lib.ffi.new("float[4]")
+    splits = []
     steps, dones, times, done_counts = 0, 0, [], []
     start = time.perf_counter()
     while True:
@@ -81,6 +93,9 @@ def bench_size(num_envs: int, min_seconds: float, min_steps: int, seed: int = 0)
         t = time.perf_counter()
         _, _, _, _, info = env.step(a)
         times.append(time.perf_counter() - t)
+        if profiling:
+            lib.check(lib.lib.craftax_cuda_last_profile(prof), "last_profile")
+            splits.append([prof[k] for k in range(4)])
         steps += 1
         if use_torch:
             ended = int(torch.as_tensor(info["done"], device="cuda").sum().item())
@@ -92,12 +107,24 @@ def bench_size(num_envs: int, min_seconds: float, min_steps: int, seed: int = 0)
         if elapsed >= min_seconds and steps >= min_steps:
             break
     free2, _ = lib.mem_info()
+    if profiling:
+        lib.check(lib.lib.craftax_cuda_set_profiling(0), "set_profiling")
     env.close()
     step_s = float(np.median(times))
     q = max(len(times) // 4, 1)  # the last quarter: episodes are no longer all fresh
     f = min(FRESH_STEPS, len(times))
     s = min(STEADY_STEPS, len(times))
+    split = {}
+    if splits:
+        arr = np.asarray(splits, dtype=np.float64)
+        for window, rows in (("fresh", arr[:f]), ("steady", arr[-s:])):
+            med = np.median(rows, axis=0)
+            split[window] = {"step_kernel_ms": med[0], "obs_kernel_ms": med[1], "reset_kernel_ms": med[2],
+                             "device_total_ms": med[3], "mean_reset_kernel_ms": float(rows[:, 2].mean()),
+                             "mean_device_total_ms": float(rows[:, 3].mean())}
     return {
+        "obs": obs,
+        "device_time_split": split,
         "fresh_steps": f"0..{f - 1}",
         "fresh_env_steps_per_s": num_envs * f / float(np.sum(times[:f])),
         "fresh_episode_ends_per_env_step": float(np.sum(done_counts[:f])) / (f * num_envs),
@@ -128,7 +155,8 @@ def bench_size(num_envs: int, min_seconds: float, min_steps: int, seed: int = 0)
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--num-envs", type=int, nargs="+", default=[4096, 16384, 65536, 131072, 262144, 393216])
+    parser.add_argument("--num-envs", nargs="+", default=["4096", "16384", "65536", "262144", "524288", "max"])
+    parser.add_argument("--obs", choices=["float", "compact"], default="float")
     parser.add_argument("--min-seconds", type=float, default=3.0)
     parser.add_argument("--min-steps", type=int, default=300)
     parser.add_argument("--chunks", type=int, default=None,
@@ -151,7 +179,9 @@ def main() -> None:
         "build": "nvcc -O3 -fmad=false -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 "
                  "-cudart static (cuda/Makefile); one thread per env, AoS CraftaxState in global memory; "
                  "v2: auto-reset split (step kernel, done list, dense reset kernel on a second stream, chunked); "
-                 "v3: warp per env for world generation and obs, spawn_mobs without per-cell arrays",
+                 "v3: warp per env for world generation and obs, spawn_mobs without per-cell arrays; "
+                 "v4: obs through the compact record (one coalesced float4 write per 4 floats), ores drawn only "
+                 "where the requirement block is",
         "env": "Craftax-Symbolic-v1, default EnvParams, random actions, same-step auto-reset (env.step)",
         "gpu_free_after_init_bytes": free,
         "gpu_total_bytes": total,
@@ -159,8 +189,17 @@ def main() -> None:
     }
     print(f"{'envs':>8} {'reset s':>8} {'steps':>6} {'fresh/s':>12} {'steady/s':>12} {'steady ms':>10} "
           f"{'ends/step':>10} {'KiB/env':>8}", flush=True)
+    sizes = []
     for n in args.num_envs:
-        r = bench_size(n, args.min_seconds, args.min_steps)
+        if n == "max":
+            kw = {"obs": args.obs} if args.obs != "float" else {}
+            per_env = cuda_env.CudaCraftaxEnv.bytes_per_env(**kw) + 5  # + the library's done list and flag
+            n = int(free * 0.97) // per_env // 1024 * 1024
+            result["max_num_envs"] = n
+        sizes.append(int(n))
+    result["obs"] = args.obs
+    for n in sizes:
+        r = bench_size(n, args.min_seconds, args.min_steps, obs=args.obs)
         result["results"].append(r)
         if args.out:  # after every size, so a run cut short keeps what it measured
             os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
@@ -173,6 +212,10 @@ def main() -> None:
               f"{r['steady_env_steps_per_s']:>12.0f} {r['steady_median_step_ms']:>10.2f} "
               f"{r['steady_episode_ends_per_env_step']:>10.5f} "
               f"{r['allocated_bytes_per_env'] / 1024:>8.1f}", flush=True)
+        for window, sp in r.get("device_time_split", {}).items():
+            print(f"{'':>8} {window}: step {sp['step_kernel_ms']:.3f} ms, obs {sp['obs_kernel_ms']:.3f} ms, "
+                  f"reset {sp['reset_kernel_ms']:.3f} ms (mean {sp['mean_reset_kernel_ms']:.3f}), "
+                  f"device {sp['device_total_ms']:.3f} ms", flush=True)
     if args.out:
         print("wrote", args.out)
 

@@ -11,7 +11,11 @@
  * so no warp idles behind one env's world generation.
  * v3: world generation and obs rendering run a warp per env (the `lane, lanes` loops of the
  * rules header): kernel A (craftax_autoreset_step_only) no longer renders, kernel O renders
- * the not-done envs' obs, kernel B generates a world per warp. See cuda/NOTES.md.
+ * the not-done envs' obs, kernel B generates a world per warp.
+ * v4: obs through the compact record (obs.h): kernels O and observe render it into shared
+ * memory and write the float obs once, as coalesced float4 stores, and/or the 1,008-byte
+ * record itself (the _ex calls, obs="compact" in Python); the world-generation kernels keep
+ * no shared memory (it shrinks L1 and slowed world generation ~2x). See cuda/NOTES.md.
  *
  * Build (cuda/Makefile, or cuda/build.sh):
  *   nvcc -O3 -fmad=false -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
@@ -37,7 +41,7 @@
 #include "craftax/worldgen.h"
 #include "craftax_cuda.h"
 
-#define API_VERSION 2
+#define API_VERSION 3
 #define THREADS 128
 /* Auto-reset: the reset kernel's blocks are small so that a few hundred resets spread
  * over many SMs (one warp per SM) instead of filling a few. */
@@ -85,6 +89,7 @@ size_t craftax_cuda_state_size(void) { return sizeof(CraftaxState); }
 size_t craftax_cuda_scratch_size(void) { return sizeof(CraftaxCudaScratch); }
 size_t craftax_cuda_params_size(void) { return sizeof(CraftaxParams); }
 int craftax_cuda_obs_size(void) { return CRAFTAX_OBS_SIZE; }
+int craftax_cuda_obs_compact_size(void) { return CRAFTAX_OBS_COMPACT_SIZE; }
 const char *craftax_cuda_last_error(void) { return g_last_error; }
 
 }  // extern "C"
@@ -106,21 +111,111 @@ __global__ void key_split_kernel(CraftaxKey key, int64_t num, uint32_t *out) {
 #define LANES CRAFTAX_WARP_LANES
 static unsigned grid_for_warps(int64_t n) { return (unsigned)((n * LANES + THREADS - 1) / THREADS); }
 
+/* v4: every obs goes through the compact record (obs.h). A warp renders its env's record
+ * into shared memory (craftax_render_compact_lanes: the same reads and mob scatter as the
+ * float render), then writes each of the 8268 floats once, as coalesced float4 stores, from
+ * a per-cell 128-bit channel mask (v3 zero-filled the 33 KB, scattered the ones, and
+ * re-zeroed invisible cells one lane each); the record itself is copied out when asked for. */
+#define OBS_F4 (CRAFTAX_OBS_SIZE / 4) /* 8268 = 4 * 2067 */
+#define OBS_CELLS (CRAFTAX_OBS_ROWS * CRAFTAX_OBS_COLS)
+typedef struct __align__(16) {
+    uint8_t rec[CRAFTAX_OBS_COMPACT_SIZE];
+    uint64_t lo[OBS_CELLS], hi[OBS_CELLS];
+} WarpObs;
+#define OBS_WARPS (THREADS / LANES)
+
+static __device__ __forceinline__ float obs_bit(const WarpObs *sh, int cell, int ch) {
+    const uint64_t w = ch < 64 ? sh->lo[cell] >> ch : sh->hi[cell] >> (ch - 64);
+    return (w & 1u) ? 1.0f : 0.0f;
+}
+
+/* The obs (fresh_world: reset-time rounding, obs.h) of one env by its warp: `obs` (8268
+ * floats) and/or `compact` (CRAFTAX_OBS_COMPACT_SIZE bytes), either may be NULL. */
+static __device__ void emit_obs_warp(const CraftaxState *s, float *obs, uint8_t *compact, int fresh_world, int lane,
+                                     WarpObs *sh) {
+    if (!obs && !compact) return;
+    craftax_render_compact_lanes(s, sh->rec, fresh_world, lane, LANES); /* ends synced */
+    if (compact) {
+        if (((uintptr_t)compact & 15u) == 0) {
+            const uint4 *src = (const uint4 *)sh->rec;
+            for (int q = lane; q < CRAFTAX_OBS_COMPACT_SIZE / 16; q += LANES) ((uint4 *)compact)[q] = src[q];
+        } else {
+            for (int q = lane; q < CRAFTAX_OBS_COMPACT_SIZE; q += LANES) compact[q] = sh->rec[q];
+        }
+    }
+    if (obs) {
+        for (int cell = lane; cell < OBS_CELLS; cell += LANES)
+            craftax_obs_compact_cell_mask(sh->rec, cell, &sh->lo[cell], &sh->hi[cell]);
+        __syncwarp();
+        const float *scalars = (const float *)sh->rec;
+        if (((uintptr_t)obs & 15u) == 0) {
+            for (int q = lane; q < OBS_F4; q += LANES) {
+                float v[4];
+                int k = 4 * q, cell = k / CRAFTAX_OBS_CHANNELS, ch = k - cell * CRAFTAX_OBS_CHANNELS;
+#pragma unroll
+                for (int e = 0; e < 4; e++, k++) {
+                    v[e] = k >= CRAFTAX_OBS_MAP_SIZE ? scalars[k - CRAFTAX_OBS_MAP_SIZE] : obs_bit(sh, cell, ch);
+                    if (++ch == CRAFTAX_OBS_CHANNELS) {
+                        ch = 0;
+                        cell++;
+                    }
+                }
+                ((float4 *)obs)[q] = make_float4(v[0], v[1], v[2], v[3]);
+            }
+        } else {
+            for (int k = lane; k < CRAFTAX_OBS_SIZE; k += LANES) {
+                const int cell = k / CRAFTAX_OBS_CHANNELS;
+                obs[k] = k >= CRAFTAX_OBS_MAP_SIZE ? scalars[k - CRAFTAX_OBS_MAP_SIZE]
+                                                   : obs_bit(sh, cell, k - cell * CRAFTAX_OBS_CHANNELS);
+            }
+        }
+    }
+    __syncwarp(); /* the warp's shared record is free again */
+}
+
+/* The obs of the world-generation kernels, without shared memory: a kernel that declares
+ * shared memory gets a larger shared carveout and a smaller L1, and world generation (one
+ * warp over ~220 KB of state and scratch per env) runs ~2x slower then (measured: steady
+ * reset kernel 2.7 ms at 1,024 envs, 5.3 ms at 16,384). These envs are few per step. */
+static __device__ void emit_obs_global_warp(const CraftaxState *s, float *obs, uint8_t *compact, int fresh_world,
+                                            int lane) {
+    if (obs) craftax_render_symbolic_lanes(s, obs, fresh_world, lane, LANES);
+    if (compact) craftax_render_compact_lanes(s, compact, fresh_world, lane, LANES);
+}
+
+static __device__ __forceinline__ float *obs_row(float *obs, int64_t i) { return obs ? obs + i * CRAFTAX_OBS_SIZE : NULL; }
+static __device__ __forceinline__ uint8_t *compact_row(uint8_t *c, int64_t i) {
+    return c ? c + i * CRAFTAX_OBS_COMPACT_SIZE : NULL;
+}
+
 __global__ void reset_kernel(CraftaxState *states, const uint32_t *keys, int64_t num_envs, const CraftaxParams params,
-                             float *obs, CraftaxCudaScratch *scratch) {
+                             float *obs, uint8_t *obs_compact, CraftaxCudaScratch *scratch) {
     const int64_t i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / LANES;
     const int lane = (int)(threadIdx.x % LANES);
     if (i >= num_envs) return;
     const CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
     craftax_reset_env_lanes(key, &params, &states[i], &scratch[i].worldgen, lane, LANES);
-    if (obs) craftax_render_symbolic_lanes(&states[i], obs + i * CRAFTAX_OBS_SIZE, 1, lane, LANES);
+    emit_obs_global_warp(&states[i], obs_row(obs, i), compact_row(obs_compact, i), 1, lane);
 }
 
-__global__ void observe_kernel(const CraftaxState *states, int64_t num_envs, float *obs) {
+__global__ void observe_kernel(const CraftaxState *states, int64_t num_envs, float *obs, uint8_t *obs_compact) {
+    __shared__ WarpObs sh[OBS_WARPS];
     const int64_t i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / LANES;
     const int lane = (int)(threadIdx.x % LANES);
     if (i >= num_envs) return;
-    craftax_render_symbolic_lanes(&states[i], obs + i * CRAFTAX_OBS_SIZE, 0, lane, LANES);
+    emit_obs_warp(&states[i], obs_row(obs, i), compact_row(obs_compact, i), 0, lane, &sh[threadIdx.x / LANES]);
+}
+
+/* Expands compact records to the float obs: a thread per float4 (exact, obs.h). */
+__global__ void expand_obs_kernel(const uint8_t *compact, int64_t num_envs, float *obs) {
+    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= num_envs * OBS_F4) return;
+    const int64_t i = t / OBS_F4;
+    const int q = (int)(t - i * OBS_F4);
+    const uint8_t *rec = compact + i * CRAFTAX_OBS_COMPACT_SIZE;
+    float v[4];
+    for (int e = 0; e < 4; e++) v[e] = craftax_obs_compact_value(rec, 4 * q + e);
+    ((float4 *)obs)[t] = make_float4(v[0], v[1], v[2], v[3]);
 }
 
 /* Sets *bad to 1 when any action is outside [0, CRAFTAX_NUM_ACTIONS). */
@@ -172,28 +267,34 @@ __global__ void autoreset_step_kernel(CraftaxState *states, const int32_t *actio
 /* Auto-reset, kernel O (a warp per env): the step part's tail (obs, light level) of the
  * not-done envs in [base, base + n). */
 __global__ void autoreset_observe_kernel(CraftaxState *states, int64_t base, int64_t n, const CraftaxParams params,
-                                         float *obs, const uint8_t *done_flags) {
+                                         float *obs, uint8_t *obs_compact, const uint8_t *done_flags) {
+    __shared__ WarpObs sh[OBS_WARPS];
     const int64_t j = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / LANES;
     const int lane = (int)(threadIdx.x % LANES);
     if (j >= n) return;
     const int64_t i = base + j;
     if (done_flags[i]) return;
-    craftax_autoreset_observe_part_lanes(&states[i], &params, obs ? obs + i * CRAFTAX_OBS_SIZE : NULL, lane, LANES);
+    /* craftax_autoreset_observe_part_lanes: the obs first (it reads step_env's light level),
+     * then its light-level update (obs NULL: lane 0 only). */
+    emit_obs_warp(&states[i], obs_row(obs, i), compact_row(obs_compact, i), 0, lane, &sh[threadIdx.x / LANES]);
+    craftax_autoreset_observe_part_lanes(&states[i], &params, NULL, lane, LANES);
 }
 
 /* Auto-reset, kernel B: the reset part for the *done_count envs listed at done_list[base ...],
  * a warp per env, densely packed (warp-stride over the list). */
 __global__ void autoreset_reset_kernel(CraftaxState *states, const uint32_t *keys, int64_t base,
-                                       const CraftaxParams params, float *obs, CraftaxCudaScratch *scratch,
-                                       const int32_t *done_list, const int32_t *done_count) {
+                                       const CraftaxParams params, float *obs, uint8_t *obs_compact,
+                                       CraftaxCudaScratch *scratch, const int32_t *done_list,
+                                       const int32_t *done_count) {
     const int64_t count = *done_count;
     const int lane = (int)(threadIdx.x % LANES);
     const int64_t warps = (int64_t)gridDim.x * blockDim.x / LANES;
     for (int64_t j = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / LANES; j < count; j += warps) {
         const int64_t i = done_list[base + j];
         const CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
-        craftax_autoreset_reset_part_lanes(&states[i], key, &params, obs ? obs + i * CRAFTAX_OBS_SIZE : NULL,
-                                           &scratch[i].worldgen, lane, LANES);
+        /* craftax_autoreset_reset_part_lanes: reset_env(key_reset), then the fresh obs */
+        craftax_autoreset_reset_part_lanes(&states[i], key, &params, NULL, &scratch[i].worldgen, lane, LANES);
+        emit_obs_global_warp(&states[i], obs_row(obs, i), compact_row(obs_compact, i), 1, lane);
     }
 }
 
@@ -247,6 +348,11 @@ static cudaStream_t g_reset_stream = NULL;
 static cudaEvent_t g_chunk_events[MAX_CHUNKS];
 static int g_num_sms = 0;
 static int g_autoreset_chunks = 1;
+/* Optional per-call timing of the auto-reset step (craftax_cuda_set_profiling): events around
+ * kernel A (step), kernel O (obs) and kernel B (world generation + obs of the done envs). */
+static int g_profile = 0;
+static cudaEvent_t g_prof_events[5];
+static float g_prof_ms[4];
 static int64_t g_min_chunk_envs = 16384;
 
 static int ensure_autoreset_locked(int64_t num_envs) {
@@ -319,21 +425,21 @@ int craftax_cuda_init(int device) {
     CraftaxParams params;
     memset(&params, 0, sizeof(params));
     params.day_length = 1;
-    reset_kernel<<<1, THREADS>>>(NULL, NULL, 0, params, NULL, NULL);
+    reset_kernel<<<1, THREADS>>>(NULL, NULL, 0, params, NULL, NULL, NULL);
     step_kernel<<<1, THREADS>>>(NULL, NULL, NULL, 0, params, NULL, NULL, NULL, NULL);
     autoreset_step_kernel<<<1, THREADS>>>(NULL, NULL, NULL, 0, 0, params, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
                                           NULL, NULL);
-    autoreset_observe_kernel<<<1, THREADS>>>(NULL, 0, 0, params, NULL, NULL);
+    autoreset_observe_kernel<<<1, THREADS>>>(NULL, 0, 0, params, NULL, NULL, NULL);
     {
         int zero_count = 0, *d_count = NULL;
         CUDA_TRY(cudaMalloc(&d_count, sizeof(int)), "cudaMalloc(warm-up)");
         CUDA_TRY(cudaMemcpy(d_count, &zero_count, sizeof(int), cudaMemcpyHostToDevice), "cudaMemcpy(warm-up)");
-        autoreset_reset_kernel<<<1, RESET_THREADS>>>(NULL, NULL, 0, params, NULL, NULL, NULL, d_count);
+        autoreset_reset_kernel<<<1, RESET_THREADS>>>(NULL, NULL, 0, params, NULL, NULL, NULL, NULL, d_count);
         cudaError_t err2 = cudaStreamSynchronize(0);
         cudaFree(d_count);
         if (err2 != cudaSuccess) return record(err2, "kernel warm-up");
     }
-    observe_kernel<<<1, THREADS>>>(NULL, 0, NULL);
+    observe_kernel<<<1, THREADS>>>(NULL, 0, NULL, NULL);
     return finish_launch("kernel warm-up");
 }
 
@@ -461,15 +567,20 @@ int craftax_cuda_key_split(const uint32_t *key, int64_t num, uint32_t *out) {
     return finish_launch("key_split");
 }
 
-int craftax_cuda_reset_with_keys_scratch(void *states, const uint32_t *keys, int64_t num_envs,
-                                         const CraftaxParams *params, float *obs, void *scratch) {
+int craftax_cuda_reset_with_keys_ex(void *states, const uint32_t *keys, int64_t num_envs, const CraftaxParams *params,
+                                    float *obs, uint8_t *obs_compact, void *scratch) {
     if (!states || !keys || !params || !scratch) return CRAFTAX_ERR_NULL;
     if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
     if (params->day_length <= 0) return CRAFTAX_ERR_ARGUMENT;
     if (num_envs == 0) return 0;
     reset_kernel<<<grid_for_warps(num_envs), THREADS>>>((CraftaxState *)states, keys, num_envs, *params, obs,
-                                                  (CraftaxCudaScratch *)scratch);
+                                                        obs_compact, (CraftaxCudaScratch *)scratch);
     return finish_launch("reset");
+}
+
+int craftax_cuda_reset_with_keys_scratch(void *states, const uint32_t *keys, int64_t num_envs,
+                                         const CraftaxParams *params, float *obs, void *scratch) {
+    return craftax_cuda_reset_with_keys_ex(states, keys, num_envs, params, obs, NULL, scratch);
 }
 
 int craftax_cuda_reset_with_keys(void *states, const uint32_t *keys, int64_t num_envs, const CraftaxParams *params,
@@ -483,17 +594,34 @@ int craftax_cuda_reset_with_keys(void *states, const uint32_t *keys, int64_t num
     return craftax_cuda_reset_with_keys_scratch(states, keys, num_envs, params, obs, g_scratch);
 }
 
-int craftax_cuda_observe(const void *states, int64_t num_envs, float *obs) {
-    if (!states || !obs) return CRAFTAX_ERR_NULL;
+int craftax_cuda_observe_ex(const void *states, int64_t num_envs, float *obs, uint8_t *obs_compact) {
+    if (!states || (!obs && !obs_compact)) return CRAFTAX_ERR_NULL;
     if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
     if (num_envs == 0) return 0;
-    observe_kernel<<<grid_for_warps(num_envs), THREADS>>>((const CraftaxState *)states, num_envs, obs);
+    observe_kernel<<<grid_for_warps(num_envs), THREADS>>>((const CraftaxState *)states, num_envs, obs, obs_compact);
     return finish_launch("observe");
 }
 
-int craftax_cuda_step_with_keys_scratch(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
-                                        const CraftaxParams *params, float *obs, float *rewards, uint8_t *dones,
-                                        void *scratch) {
+int craftax_cuda_observe(const void *states, int64_t num_envs, float *obs) {
+    if (!obs) return CRAFTAX_ERR_NULL;
+    return craftax_cuda_observe_ex(states, num_envs, obs, NULL);
+}
+
+int craftax_cuda_expand_obs(const uint8_t *obs_compact, int64_t num_envs, float *obs) {
+    if (!obs_compact || !obs) return CRAFTAX_ERR_NULL;
+    if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
+    if (((uintptr_t)obs & 15u) != 0) {
+        snprintf(g_last_error, sizeof(g_last_error), "expand_obs: obs must be 16-byte aligned");
+        return CRAFTAX_ERR_ARGUMENT;
+    }
+    if (num_envs == 0) return 0;
+    expand_obs_kernel<<<grid_for(num_envs * OBS_F4), THREADS>>>(obs_compact, num_envs, obs);
+    return finish_launch("expand_obs");
+}
+
+int craftax_cuda_step_with_keys_ex(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
+                                   const CraftaxParams *params, float *obs, uint8_t *obs_compact, float *rewards,
+                                   uint8_t *dones, void *scratch) {
     if (!states || !actions || !keys || !params || !scratch) return CRAFTAX_ERR_NULL;
     if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
     if (params->day_length <= 0) return CRAFTAX_ERR_ARGUMENT;
@@ -502,8 +630,16 @@ int craftax_cuda_step_with_keys_scratch(void *states, const int32_t *actions, co
     if (rc) return rc;
     step_kernel<<<grid_for(num_envs), THREADS>>>((CraftaxState *)states, actions, keys, num_envs, *params, obs,
                                                  rewards, dones, (CraftaxCudaScratch *)scratch);
-    if (obs) observe_kernel<<<grid_for_warps(num_envs), THREADS>>>((const CraftaxState *)states, num_envs, obs);
+    if (obs || obs_compact)
+        observe_kernel<<<grid_for_warps(num_envs), THREADS>>>((const CraftaxState *)states, num_envs, obs,
+                                                              obs_compact);
     return finish_launch("step_with_keys");
+}
+
+int craftax_cuda_step_with_keys_scratch(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
+                                        const CraftaxParams *params, float *obs, float *rewards, uint8_t *dones,
+                                        void *scratch) {
+    return craftax_cuda_step_with_keys_ex(states, actions, keys, num_envs, params, obs, NULL, rewards, dones, scratch);
 }
 
 int craftax_cuda_step_with_keys(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
@@ -531,34 +667,41 @@ int craftax_cuda_set_autoreset_chunks(int chunks, int64_t min_chunk_envs) {
  * reset_stream after A (through the event a_done when the streams differ). *count must be
  * zero before A runs. */
 static int launch_autoreset_chunk(CraftaxState *states, const int32_t *actions, const uint32_t *keys, int64_t base,
-                                  int64_t n, const CraftaxParams &params, float *obs, float *rewards, uint8_t *dones,
+                                  int64_t n, const CraftaxParams &params, float *obs, uint8_t *obs_compact,
+                                  float *rewards, uint8_t *dones,
                                   uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements,
                                   CraftaxCudaScratch *scr, int32_t *done_list, int32_t *count, uint8_t *done_flags,
-                                  cudaStream_t step_stream, cudaStream_t reset_stream, cudaEvent_t a_done) {
+                                  cudaStream_t step_stream, cudaStream_t reset_stream, cudaEvent_t a_done,
+                                  const cudaEvent_t *prof = NULL) {
+    if (prof) CUDA_TRY(cudaEventRecord(prof[0], step_stream), "cudaEventRecord(profile)");
     autoreset_step_kernel<<<grid_for(n), THREADS, 0, step_stream>>>(states, actions, keys, base, n, params, rewards,
                                                                    dones, terminated, truncated, final_achievements,
                                                                    scr, done_list, count, done_flags);
     CUDA_TRY(cudaGetLastError(), "step_autoreset (step part)");
+    if (prof) CUDA_TRY(cudaEventRecord(prof[1], step_stream), "cudaEventRecord(profile)");
     if (reset_stream != step_stream) {
         CUDA_TRY(cudaEventRecord(a_done, step_stream), "cudaEventRecord");
         CUDA_TRY(cudaStreamWaitEvent(reset_stream, a_done, 0), "cudaStreamWaitEvent");
     }
     autoreset_observe_kernel<<<grid_for_warps(n), THREADS, 0, step_stream>>>(states, base, n, params, obs,
-                                                                             done_flags);
+                                                                             obs_compact, done_flags);
     CUDA_TRY(cudaGetLastError(), "step_autoreset (obs part)");
+    if (prof) CUDA_TRY(cudaEventRecord(prof[2], step_stream), "cudaEventRecord(profile)");
+    if (prof) CUDA_TRY(cudaEventRecord(prof[3], reset_stream), "cudaEventRecord(profile)");
     int64_t blocks = (n * LANES + RESET_THREADS - 1) / RESET_THREADS;
     const int64_t max_blocks = (int64_t)(g_num_sms > 0 ? g_num_sms : 132) * 16;
     if (blocks > max_blocks) blocks = max_blocks;
-    autoreset_reset_kernel<<<(unsigned)blocks, RESET_THREADS, 0, reset_stream>>>(states, keys, base, params, obs, scr,
-                                                                                done_list, count);
+    autoreset_reset_kernel<<<(unsigned)blocks, RESET_THREADS, 0, reset_stream>>>(states, keys, base, params, obs,
+                                                                                obs_compact, scr, done_list, count);
     CUDA_TRY(cudaGetLastError(), "step_autoreset (reset part)");
+    if (prof) CUDA_TRY(cudaEventRecord(prof[4], reset_stream), "cudaEventRecord(profile)");
     return 0;
 }
 
-int craftax_cuda_step_autoreset_scratch(void *states, const int32_t *actions, const uint32_t *keys,
-                                        int64_t num_envs, const CraftaxParams *params, float *obs, float *rewards,
-                                        uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
-                                        uint8_t *final_achievements, void *scratch) {
+int craftax_cuda_step_autoreset_ex(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
+                                   const CraftaxParams *params, float *obs, uint8_t *obs_compact, float *rewards,
+                                   uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
+                                   uint8_t *final_achievements, void *scratch) {
     if (!states || !actions || !keys || !params || !scratch) return CRAFTAX_ERR_NULL;
     if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
     if (params->day_length <= 0) return CRAFTAX_ERR_ARGUMENT;
@@ -581,14 +724,49 @@ int craftax_cuda_step_autoreset_scratch(void *states, const int32_t *actions, co
         const int64_t base = c * per_chunk;
         if (base >= num_envs) break;
         const int64_t n = num_envs - base < per_chunk ? num_envs - base : per_chunk;
-        rc = launch_autoreset_chunk((CraftaxState *)states, actions, keys, base, n, *params, obs, rewards, dones,
+        rc = launch_autoreset_chunk((CraftaxState *)states, actions, keys, base, n, *params, obs, obs_compact,
+                                    rewards, dones,
                                     terminated, truncated, final_achievements, scr, g_done_list, counts + c,
-                                    g_done_flags, 0, g_reset_stream, g_chunk_events[c]);
+                                    g_done_flags, 0, g_reset_stream, g_chunk_events[c],
+                                    g_profile && chunks == 1 ? g_prof_events : NULL);
         if (rc) return rc;
     }
     cudaError_t err = cudaStreamSynchronize(g_reset_stream);
     if (err != cudaSuccess) return record(err, "step_autoreset (reset part)");
-    return finish_launch("step_autoreset");
+    rc = finish_launch("step_autoreset");
+    if (rc == 0 && g_profile && chunks == 1) {
+        float t[5] = {0, 0, 0, 0, 0};
+        for (int e = 1; e < 5; e++) CUDA_TRY(cudaEventElapsedTime(&t[e], g_prof_events[0], g_prof_events[e]), "profile");
+        g_prof_ms[0] = t[1];                              /* kernel A: step logic of all envs */
+        g_prof_ms[1] = t[2] - t[1];                       /* kernel O: obs of the not-done envs */
+        g_prof_ms[2] = t[4] - t[3];                       /* kernel B: world gen + obs of the done envs */
+        g_prof_ms[3] = t[2] > t[4] ? t[2] : t[4];         /* A start to the later of O and B */
+    }
+    return rc;
+}
+
+int craftax_cuda_set_profiling(int on) {
+    std::lock_guard<std::mutex> lock(g_autoreset_mutex);
+    if (on && !g_prof_events[0])
+        for (int e = 0; e < 5; e++) CUDA_TRY(cudaEventCreate(&g_prof_events[e]), "cudaEventCreate(profile)");
+    g_profile = on != 0;
+    for (int k = 0; k < 4; k++) g_prof_ms[k] = 0.0f;
+    return 0;
+}
+
+int craftax_cuda_last_profile(float *ms) {
+    if (!ms) return CRAFTAX_ERR_NULL;
+    std::lock_guard<std::mutex> lock(g_autoreset_mutex);
+    for (int k = 0; k < 4; k++) ms[k] = g_prof_ms[k];
+    return 0;
+}
+
+int craftax_cuda_step_autoreset_scratch(void *states, const int32_t *actions, const uint32_t *keys,
+                                        int64_t num_envs, const CraftaxParams *params, float *obs, float *rewards,
+                                        uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
+                                        uint8_t *final_achievements, void *scratch) {
+    return craftax_cuda_step_autoreset_ex(states, actions, keys, num_envs, params, obs, NULL, rewards, dones,
+                                          terminated, truncated, final_achievements, scratch);
 }
 
 int craftax_cuda_step_autoreset_stream(void *states, const int32_t *actions, const uint32_t *keys,
@@ -611,7 +789,8 @@ int craftax_cuda_step_autoreset_stream(void *states, const int32_t *actions, con
     CUDA_TRY(cudaMemsetAsync(count, 0, sizeof(int32_t), s), "cudaMemsetAsync(done count)");
     /* One stream, so the caller's graph capture sees a plain chain; `dones` doubles as the
      * done flags that kernel O reads. */
-    return launch_autoreset_chunk((CraftaxState *)states, actions, keys, 0, num_envs, *params, obs, rewards, dones,
+    return launch_autoreset_chunk((CraftaxState *)states, actions, keys, 0, num_envs, *params, obs, NULL, rewards,
+                                  dones,
                                   terminated, truncated, final_achievements, (CraftaxCudaScratch *)scratch, done_list,
                                   count, dones, s, s, NULL);
 }

@@ -35,6 +35,9 @@ size_t craftax_cuda_state_size(void);
 size_t craftax_cuda_scratch_size(void);
 size_t craftax_cuda_params_size(void);
 int craftax_cuda_obs_size(void);
+/* Bytes of one compact obs record (reference_c/include/craftax/obs.h: 51 float32 scalars,
+ * then 8 bytes per view cell: block, item, visible, 40 mob bits; expands exactly). */
+int craftax_cuda_obs_compact_size(void);
 const char *craftax_cuda_last_error(void);
 
 /* Selects the device (default 0), checks it is usable and loads the kernels, so that their
@@ -93,6 +96,22 @@ int craftax_cuda_step_autoreset_scratch(void *states, const int32_t *actions, co
                                         uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
                                         uint8_t *final_achievements, void *scratch);
 
+/* The same calls with the obs as float32 [N, 8268] (`obs`) and/or compact uint8 records
+ * [N, craftax_cuda_obs_compact_size()] (`obs_compact`); either may be NULL (observe: not
+ * both). craftax_cuda_expand_obs writes the float obs of N compact records (bitwise the
+ * rendered obs; obs 16-byte aligned). */
+int craftax_cuda_reset_with_keys_ex(void *states, const uint32_t *keys, int64_t num_envs, const CraftaxParams *params,
+                                    float *obs, uint8_t *obs_compact, void *scratch);
+int craftax_cuda_observe_ex(const void *states, int64_t num_envs, float *obs, uint8_t *obs_compact);
+int craftax_cuda_step_with_keys_ex(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
+                                   const CraftaxParams *params, float *obs, uint8_t *obs_compact, float *rewards,
+                                   uint8_t *dones, void *scratch);
+int craftax_cuda_step_autoreset_ex(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
+                                   const CraftaxParams *params, float *obs, uint8_t *obs_compact, float *rewards,
+                                   uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
+                                   uint8_t *final_achievements, void *scratch);
+int craftax_cuda_expand_obs(const uint8_t *obs_compact, int64_t num_envs, float *obs);
+
 /* The auto-reset step enqueued on `stream` (a cudaStream_t) without synchronising, action
  * check or chunking, for callers that launch it inside their own stream work or CUDA graph
  * (the trainer, cuda/ppo_cuda.cu): actions must be valid; done_list is caller-owned device
@@ -110,6 +129,15 @@ int craftax_cuda_step_autoreset_stream(void *states, const int32_t *actions, con
  * envs (default 16384), each chunk's resets overlapping the next chunk's step; measured
  * slower on the H200 (cuda/NOTES.md, v2), kept as a knob. Results do not depend on it. */
 int craftax_cuda_set_autoreset_chunks(int chunks, int64_t min_chunk_envs);
+
+/* Device-time split of the synchronous auto-reset step (chunks = 1), for benchmarks: with
+ * profiling on, each craftax_cuda_step_autoreset(_scratch, _ex) call times its kernels with
+ * CUDA events, and craftax_cuda_last_profile gives the last call's ms[4]: the step kernel
+ * (game logic of every env), the obs kernel (not-done envs), the reset kernel (world
+ * generation + obs of the done envs; it overlaps the obs kernel), and the whole (step start
+ * to the later of obs and reset). */
+int craftax_cuda_set_profiling(int on);
+int craftax_cuda_last_profile(float *ms);
 
 /* Episode bookkeeping of CraftaxEnv.step on the device, for every env i:
  *   ret_acc[i] += rewards[i]; len_acc[i] += 1;

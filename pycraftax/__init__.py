@@ -31,8 +31,12 @@ def cuda_available() -> bool:
     return cuda_env.available()
 
 
-def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, **params):
+def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, obs: str = "float", **params):
     """Create `num_envs` envs of `env_id`.
+
+    obs: "float" (default) returns the symbolic obs, float32 [N, 8268]; "compact" (needs
+    backend="cuda") returns compact uint8 records [N, 1008] that expand exactly to it
+    (env.expand_obs() on the GPU, pycraftax.obs_compact.expand() in numpy).
 
     params are upstream EnvParams fields (max_timesteps, day_length, always_diamond,
     mob_despawn_distance, max_attribute, god_mode, fractal_noise_angles); StaticEnvParams
@@ -46,6 +50,10 @@ def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, *
         raise ValueError(f"num_envs must be >= 1, got {num_envs}")
     if backend not in _BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose one of {list(_BACKENDS)}")
+    if obs not in ("float", "compact"):
+        raise ValueError(f"obs must be 'float' or 'compact', got {obs!r}")
+    if obs == "compact" and backend != "cuda":
+        raise ValueError("obs='compact' needs backend='cuda'")
     env_params, static_params = split_params(params)
 
     from pycraftax.jax_random import prng_key
@@ -56,7 +64,7 @@ def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, *
 
         reason = cuda_env.unavailable_reason()
         if reason is None:
-            return cuda_env.CudaCraftaxEnv(num_envs, seed, env_params, static_params)
+            return cuda_env.CudaCraftaxEnv(num_envs, seed, env_params, static_params, obs=obs)
         if backend == "cuda":
             raise RuntimeError(
                 f"backend='cuda' is not available: {reason}; use backend='c' (or 'auto', which falls back to C)"

@@ -39,16 +39,19 @@ def fnv1a(h: int, array: np.ndarray) -> int:
     return int(lib.craftax_fnv1a(h, ffi.from_buffer(array), array.nbytes))
 
 
-def trajectory_hash(num_envs: int, steps: int, seed: int, backend: str = "c") -> str:
+def trajectory_hash(num_envs: int, steps: int, seed: int, backend: str = "c", obs: str = "float") -> str:
+    """obs="compact" (backend="cuda"): the same hash over the compact records expanded in numpy."""
     import pycraftax
+    from pycraftax import obs_compact
 
-    env = pycraftax.make("Craftax-Symbolic-v1", num_envs=num_envs, backend=backend, seed=seed)
+    env = pycraftax.make("Craftax-Symbolic-v1", num_envs=num_envs, backend=backend, seed=seed, obs=obs)
     env.reset(seed=seed)
     actions = action_stream(num_envs, steps, seed)
     h = FNV_OFFSET
     for t in range(steps):
-        obs, reward, terminated, truncated, _ = env.step(actions[t])
-        h = fnv1a(h, np.asarray(obs, dtype=np.float32))
+        o, reward, terminated, truncated, _ = env.step(actions[t])
+        o = obs_compact.expand(np.asarray(o)) if obs == "compact" else np.asarray(o, dtype=np.float32)
+        h = fnv1a(h, o)
         h = fnv1a(h, np.asarray(reward, dtype=np.float32))
         h = fnv1a(h, (np.asarray(terminated) | np.asarray(truncated)).astype(np.uint8))
     return f"{h:016x}"

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pycraftax import _state, jax_random
+from pycraftax import _state, jax_random, obs_compact
 from pycraftax._cdef import cdef_declarations
 from pycraftax._native import ffi as c_ffi
 from pycraftax.achievements import ACHIEVEMENTS, NUM_ACHIEVEMENTS, log_achievements_to_info
@@ -407,6 +407,12 @@ def _device_actions(actions, num_envs: int):
 _LIVE_ENVS: "weakref.WeakSet[CudaCraftaxEnv]" = weakref.WeakSet()
 
 
+# make(..., obs=...): "float" returns the symbolic obs, float32 [N, 8268]; "compact" returns
+# compact uint8 records [N, 1008] (pycraftax.obs_compact), 33x fewer bytes, which
+# CudaCraftaxEnv.expand_obs() (GPU) or obs_compact.expand() (numpy) turn into the float obs.
+OBS_MODES = ("float", "compact")
+
+
 @atexit.register
 def _close_live_envs() -> None:
     # Free GPU buffers before the CUDA runtime tears itself down at process exit.
@@ -446,17 +452,25 @@ class CudaCraftaxEnv:
         "keys": (np.uint32, (2,)),
     }
 
-    def __init__(self, num_envs: int, seed: int, params: EnvParams, static_params: StaticEnvParams):
+    def __init__(self, num_envs: int, seed: int, params: EnvParams, static_params: StaticEnvParams,
+                 obs: str = "float"):
+        if obs not in OBS_MODES:
+            raise ValueError(f"obs must be one of {list(OBS_MODES)}, got {obs!r}")
+        self.obs_mode = obs
         self._lib = load()
         self.num_envs = num_envs
         self.params = params
         self.static_params = static_params
         self.backend = "cuda"
         self.device = self._lib.device_name
-        self.single_observation_space = Box(0.0, 1.0, (OBS_SIZE,), np.float32)
+        if obs == "compact":
+            self.single_observation_space = Box(0, 255, (obs_compact.COMPACT_SIZE,), np.uint8)
+        else:
+            self.single_observation_space = Box(0.0, 1.0, (OBS_SIZE,), np.float32)
         self.single_action_space = Discrete(NUM_ACTIONS)
         self._key = jax_random.prng_key(seed)
         self._closed = True
+        self._expanded = None
         c_params = to_c(params)
         self._params = self._lib.ffi.new("CraftaxParams *")
         self._lib.ffi.memmove(self._params, c_ffi.buffer(c_params), c_ffi.sizeof("CraftaxParams"))
@@ -465,11 +479,18 @@ class CudaCraftaxEnv:
         _LIVE_ENVS.add(self)
 
     @classmethod
-    def bytes_per_env(cls) -> int:
+    def _buffer_specs(cls, obs: str) -> dict:
+        specs = dict(cls._BUFFERS)
+        if obs == "compact":  # the compact records replace the float obs (1008 vs 33,072 bytes)
+            specs["obs"] = (np.uint8, (obs_compact.COMPACT_SIZE,))
+        return specs
+
+    @classmethod
+    def bytes_per_env(cls, obs: str = "float") -> int:
         """Device memory the env's buffers take per env (states, world-gen scratch, obs, ...)."""
         lib = load()
         total = 0
-        for name, (dtype, shape) in cls._BUFFERS.items():
+        for name, (dtype, shape) in cls._buffer_specs(obs).items():
             if shape is None:
                 total += int(lib.lib.craftax_cuda_scratch_size())
             else:
@@ -478,10 +499,11 @@ class CudaCraftaxEnv:
 
     def _allocate(self) -> None:
         lib, n = self._lib, self.num_envs
-        names = list(self._BUFFERS)
+        self._specs = self._buffer_specs(self.obs_mode)
+        names = list(self._specs)
         sizes = []
         for name in names:
-            dtype, shape = self._BUFFERS[name]
+            dtype, shape = self._specs[name]
             per_env = int(lib.lib.craftax_cuda_scratch_size()) if shape is None else int(
                 np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
             sizes.append(n * per_env)
@@ -501,7 +523,7 @@ class CudaCraftaxEnv:
         }
         self.device_bytes = need
         self._views = {}
-        for name, (dtype, shape) in self._BUFFERS.items():
+        for name, (dtype, shape) in self._specs.items():
             if shape is None:
                 continue
             self._views[name] = CudaArray(self._buffers[name], (n,) + shape, dtype, device_id=lib.device_id)
@@ -511,6 +533,40 @@ class CudaCraftaxEnv:
 
     def _p(self, name: str, ctype: str = "void *"):
         return self._lib.ffi.cast(ctype, self._buffers[name].ptr)
+
+    def _obs_ptrs(self):
+        """(float *obs, uint8_t *obs_compact) for the library's _ex calls: one is NULL."""
+        if self.obs_mode == "compact":
+            return self._lib.ffi.NULL, self._p("obs", "uint8_t *")
+        return self._p("obs", "float *"), self._lib.ffi.NULL
+
+    def expand_obs(self, records=None):
+        """The float obs (CudaArray float32 [N, 8268], bitwise the obs="float" obs) of compact
+        records on the GPU: `records` a device uint8 [N, 1008] array (default: the env's last
+        compact obs). The result is a view of a buffer the env owns (overwritten by the next
+        expand_obs)."""
+        self._check_open()
+        lib, n = self._lib, self.num_envs
+        if records is None:
+            if self.obs_mode != "compact":
+                raise ValueError("expand_obs() without records needs make(..., obs='compact')")
+            src = self._p("obs", "uint8_t *")
+        else:
+            cai = getattr(records, "__cuda_array_interface__", None)
+            if cai is None or tuple(cai["shape"]) != (n, obs_compact.COMPACT_SIZE) or cai["typestr"] != "|u1":
+                raise ValueError(f"records must be a device uint8 array of shape ({n}, {obs_compact.COMPACT_SIZE})")
+            if cai.get("strides") not in (None, (obs_compact.COMPACT_SIZE, 1)):
+                raise ValueError("records must be C-contiguous")
+            src = lib.ffi.cast("uint8_t *", cai["data"][0])
+        if self._expanded is None:
+            size = n * OBS_SIZE * 4
+            ptr = lib.ffi.new("void **")
+            lib.check(lib.lib.craftax_cuda_malloc(ptr, size), "allocating the expanded obs")
+            buf = _DeviceBuffer(lib, int(lib.ffi.cast("uintptr_t", ptr[0])), size)
+            self._buffers["obs_expanded"] = buf
+            self._expanded = CudaArray(buf, (n, OBS_SIZE), np.float32, device_id=lib.device_id)
+        lib.check(lib.lib.craftax_cuda_expand_obs(src, n, self._p("obs_expanded", "float *")), "expand_obs")
+        return self._expanded
 
     # -- episodes ---------------------------------------------------------------------
     def reset(self, seed: int | None = None):
@@ -530,8 +586,8 @@ class CudaCraftaxEnv:
         lib, n = self._lib, self.num_envs
         lib.check(lib.lib.craftax_cuda_memcpy_htod(self._p("keys"), lib.ffi.from_buffer(keys), keys.nbytes), "copy keys")
         lib.check(
-            lib.lib.craftax_cuda_reset_with_keys_scratch(
-                self._p("states"), self._p("keys", "uint32_t *"), n, self._params, self._p("obs", "float *"),
+            lib.lib.craftax_cuda_reset_with_keys_ex(
+                self._p("states"), self._p("keys", "uint32_t *"), n, self._params, *self._obs_ptrs(),
                 self._p("scratch"),
             ),
             "reset",
@@ -566,9 +622,9 @@ class CudaCraftaxEnv:
         lib.check(lib.lib.craftax_cuda_key_split(lib.ffi.from_buffer("uint32_t[]", sub), n,
                                                  self._p("keys", "uint32_t *")), "key split")
         lib.check(
-            lib.lib.craftax_cuda_step_autoreset_scratch(
+            lib.lib.craftax_cuda_step_autoreset_ex(
                 self._p("states"), actions_p, self._p("keys", "uint32_t *"), n, self._params,
-                self._p("obs", "float *"), self._p("reward", "float *"), self._p("done", "uint8_t *"),
+                *self._obs_ptrs(), self._p("reward", "float *"), self._p("done", "uint8_t *"),
                 self._p("terminated", "uint8_t *"), self._p("truncated", "uint8_t *"),
                 self._p("final_achievements", "uint8_t *"), self._p("scratch"),
             ),
@@ -605,9 +661,9 @@ class CudaCraftaxEnv:
         actions_p = self._load_actions(actions)
         lib.check(lib.lib.craftax_cuda_memcpy_htod(self._p("keys"), lib.ffi.from_buffer(keys), keys.nbytes), "copy keys")
         lib.check(
-            lib.lib.craftax_cuda_step_with_keys_scratch(
+            lib.lib.craftax_cuda_step_with_keys_ex(
                 self._p("states"), actions_p, self._p("keys", "uint32_t *"), n, self._params,
-                self._p("obs", "float *"), self._p("reward", "float *"), self._p("done", "uint8_t *"),
+                *self._obs_ptrs(), self._p("reward", "float *"), self._p("done", "uint8_t *"),
                 self._p("scratch"),
             ),
             "step_with_keys",
@@ -620,10 +676,11 @@ class CudaCraftaxEnv:
         return self._views["obs"], self._views["reward"], done, info
 
     def observe(self):
-        """render_craftax_symbolic of the current states (CudaArray float32 [N, 8268])."""
+        """render_craftax_symbolic of the current states (CudaArray float32 [N, 8268]; with
+        obs="compact" the compact records, uint8 [N, 1008])."""
         self._check_open()
         lib = self._lib
-        lib.check(lib.lib.craftax_cuda_observe(self._p("states"), self.num_envs, self._p("obs", "float *")), "observe")
+        lib.check(lib.lib.craftax_cuda_observe_ex(self._p("states"), self.num_envs, *self._obs_ptrs()), "observe")
         return self._views["obs"]
 
     # -- parity hooks -----------------------------------------------------------------
@@ -667,6 +724,7 @@ class CudaCraftaxEnv:
             for buffer in self._buffers.values():
                 buffer.free()
             self._buffers = {}
+        self._expanded = None
         self._closed = True
 
     def __del__(self):

@@ -176,10 +176,12 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
         CraftaxKey ore_key;
         craftax_split2(ore_carry, &ore_carry, &ore_key);
         if (!(cfg->ore_chances[ore] > 0.0f)) continue; /* uniform < 0 never holds */
-        craftax_uniform_field_lanes(ore_key, CRAFTAX_CELLS, w->p, lane, lanes);
+        /* uniform(ore_key, (48, 48)) element c is a pure function of (key, c), so it is drawn
+         * only for the cells that hold the requirement block (as the tree field does). */
         uint8_t *cells = &map[0][0];
         for (int c = lane; c < CRAFTAX_CELLS; c += lanes)
-            if (cells[c] == cfg->ore_requirement_blocks[ore] && w->p[c] < cfg->ore_chances[ore])
+            if (cells[c] == cfg->ore_requirement_blocks[ore] &&
+                craftax_uniform(ore_key, (uint32_t)c) < cfg->ore_chances[ore])
                 cells[c] = cfg->ores[ore];
     }
 
