@@ -797,13 +797,35 @@ __global__ void __launch_bounds__(256) fwd_gemm_tf32_kernel(int M, int Nc, int K
     }
 }
 
+/* Narrow layers (Nc < 64: the actor's 43 logits, the critic's value): one thread per output,
+ * fmaf over k = 0 .. K-1 from +0 in fwd_gemm_kernel's order (bitwise the same), cw threads per
+ * row (cw: Nc rounded up to a power of two), 256 / cw rows per block: the 128 x 64 tile gave a
+ * 1024-row rollout step 8 blocks, each walking 32 k-chunks one L2 round trip at a time. */
+__global__ void __launch_bounds__(256) narrow_gemm_kernel(int M, int Nc, int K, int cw, const float *__restrict__ A,
+                                                          int lda, const float *__restrict__ B, int ldb,
+                                                          const float *__restrict__ bias, int relu, float *C,
+                                                          int ldc) {
+    const int m = blockIdx.x * (blockDim.x / cw) + threadIdx.x / cw, n = threadIdx.x % cw;
+    if (m >= M || n >= Nc) return;
+    const float *a = A + (int64_t)m * lda;
+    float acc = 0.0f;
+#pragma unroll 8
+    for (int k = 0; k < K; k++) acc = fmaf(a[k], B[(int64_t)k * ldb + n], acc);
+    float v = acc;
+    if (bias) v = v + bias[n];
+    if (relu) v = v > 0.0f ? v : 0.0f;
+    C[(int64_t)m * ldc + n] = v;
+}
+
 /* ---- forward GEMMs v2: cp.async pipeline, same per-output order as the kernels above -------
  * mm_kernel computes the same products as fwd_gemm_kernel / fwd_gemm_tf32_kernel, bitwise:
  * every output is still accumulated from +0 over k = 0, 1, ... (fp32: one fmaf per k; TF32:
  * one wmma m16n16k8 per 8 k, operands rounded with __float_to_tf32), with K zero-padded to a
  * multiple of 32 as before. What changes is only how operands reach shared memory: 16-byte
  * cp.async copies, MM_STAGES chunks of 32 k in flight, so a block no longer waits one L2 round
- * trip per chunk (the GRU's per-step GEMMs over 128 rows were latency-bound that way). Since the
+ * trip per chunk (the GRU's per-step GEMMs over 128 rows were latency-bound that way: about
+ * 35 us a step, with ~20 KB in flight per SM; a small-tile GRU step keeps 7 chunks in flight).
+ * Since the
  * result of an output depends only on its own row, column and this k order, the tile shape can
  * be chosen per call (by M too) and the old kernels stay as the fallback for unaligned shapes.
  *
@@ -814,7 +836,6 @@ __global__ void __launch_bounds__(256) fwd_gemm_tf32_kernel(int M, int Nc, int K
  * values: no hh buffer, no reset / cell launches. Same float ops as reset_hidden_kernel +
  * gru_cell_kernel. */
 #define MM_KC 32
-#define MM_STAGES 3
 #define MM_JT 16
 
 struct MMArgs {
@@ -843,17 +864,17 @@ template <int N> static __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-template <int BM, int BN> struct MMShape {
+template <int BM, int BN, int STAGES> struct MMShape {
     static constexpr int LDA_S = MM_KC + 4, LDB_S = BN + 4, LDC_S = BN + 4;
     static constexpr int STAGE = BM * LDA_S + MM_KC * LDB_S; /* floats; a multiple of 8 (32 B) */
-    static constexpr int SMEM_FLOATS = MM_STAGES * STAGE > BM * LDC_S ? MM_STAGES * STAGE : BM * LDC_S;
+    static constexpr int SMEM_FLOATS = STAGES * STAGE > BM * LDC_S ? STAGES * STAGE : BM * LDC_S;
     static constexpr size_t SMEM_BYTES = SMEM_FLOATS * sizeof(float);
 };
 
-template <int BM, int BN, int WARPS_M, int WARPS_N, int TF32, int GRU>
+template <int BM, int BN, int WARPS_M, int WARPS_N, int TF32, int GRU, int MM_STAGES>
 __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) mm_kernel(const MMArgs p) {
     using namespace nvcuda;
-    typedef MMShape<BM, BN> S;
+    typedef MMShape<BM, BN, MM_STAGES> S;
     constexpr int NT = WARPS_M * WARPS_N * 32;
     static_assert(!GRU || BN == 3 * MM_JT, "a GRU tile is the r, z, n slices of MM_JT units");
     extern __shared__ __align__(128) float4 mm_smem4[];
@@ -1006,12 +1027,16 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) mm_kernel(const MMArgs 
     }
 }
 
-/* The instantiations used (tile, warps): generic 128 x 64 with 8 warps; GRU steps 32 rows x
- * 16 units (2 warps; the update's 128-row minibatch steps give 4 x 32 blocks) or 128 rows x 16
- * units (4 warps; rollout steps over all envs). */
-#define MM_GENERIC(tf) mm_kernel<128, 64, 4, 2, tf, 0>
-#define MM_GRU_SMALL(tf) mm_kernel<32, 3 * MM_JT, 2, 1, tf, 1>
-#define MM_GRU_LARGE(tf) mm_kernel<128, 3 * MM_JT, 4, 1, tf, 1>
+/* The instantiations used (tile, warps, stages): generic 128 x 64 with 8 warps, 3 stages; GRU
+ * steps 32 rows x 16 units (2 warps; the update's 128-row minibatch steps give 4 x 32 blocks,
+ * one per SM, so 8 stages keep ~70 KB in flight each) or 128 rows x 16 units (4 warps, 4
+ * stages; rollout steps over all envs, the fast recipe's 2048-row minibatches). */
+#define MM_GENERIC(tf) mm_kernel<128, 64, 4, 2, tf, 0, 3>
+#define MM_GRU_SMALL(tf) mm_kernel<32, 3 * MM_JT, 2, 1, tf, 1, 8>
+#define MM_GRU_LARGE(tf) mm_kernel<128, 3 * MM_JT, 4, 1, tf, 1, 4>
+#define MM_GENERIC_SMEM (MMShape<128, 64, 3>::SMEM_BYTES)
+#define MM_GRU_SMALL_SMEM (MMShape<32, 3 * MM_JT, 8>::SMEM_BYTES)
+#define MM_GRU_LARGE_SMEM (MMShape<128, 3 * MM_JT, 4>::SMEM_BYTES)
 
 /* ---- sparse encoder ------------------------------------------------------------------------ */
 /* The row of list storage that minibatch row r = t * Bc + b reads: slot t0 + t, env index[b]
@@ -1234,13 +1259,20 @@ static int fwd_gemm(CraftaxPPO *t, int M, int Nc, int K, const float *A, int lda
                     const float *bias, int relu, float *C, int ldc, const char *what) {
     const dim3 grid((unsigned)((Nc + FBN - 1) / FBN), (unsigned)((M + FBM - 1) / FBM));
     const int tc = t->c.tf32 && Nc >= FBN; /* by the layer's shape only, as before */
+    if (!t->legacy && Nc < FBN) { /* narrow: fp32 whatever tf32 says, as the old rule */
+        int cw = 1;
+        while (cw < Nc) cw *= 2;
+        narrow_gemm_kernel<<<(unsigned)((M + 256 / cw - 1) / (256 / cw)), 256, 0, t->stream>>>(
+            M, Nc, K, cw, A, lda, B, ldb, bias, relu, C, ldc);
+        return check_launch(t, what);
+    }
     /* mm_kernel where its 16-byte copies fit the shape (bitwise the same as the old kernels) */
     if (!t->legacy && K % 4 == 0 && lda % 4 == 0 && ldb % 4 == 0 && Nc % 4 == 0 && aligned16(A) && aligned16(B)) {
         MMArgs a;
         memset(&a, 0, sizeof(a));
         a.M = M, a.Nc = Nc, a.K = K, a.A = A, a.lda = lda, a.B = B, a.ldb = ldb, a.bias = bias, a.relu = relu;
         a.C = C, a.ldc = ldc;
-        const size_t smem = MMShape<128, 64>::SMEM_BYTES;
+        const size_t smem = MM_GENERIC_SMEM;
         if (tc)
             MM_GENERIC(1)<<<grid, 256, smem, t->stream>>>(a);
         else
@@ -1273,14 +1305,14 @@ static int gru_step(CraftaxPPO *t, int M, const float *h_prev, const uint8_t *ke
         a.h_out = h_out, a.hp_out = store_hp ? hp : NULL, a.r_out = r, a.z_out = z, a.n_out = n, a.hn_out = hn;
         if (M >= 512) { /* many rows: taller tiles read each Wh slice for more rows */
             const dim3 grid((unsigned)(H / MM_JT), (unsigned)((M + 127) / 128));
-            const size_t smem = MMShape<128, 3 * MM_JT>::SMEM_BYTES;
+            const size_t smem = MM_GRU_LARGE_SMEM;
             if (tc)
                 MM_GRU_LARGE(1)<<<grid, 128, smem, t->stream>>>(a);
             else
                 MM_GRU_LARGE(0)<<<grid, 128, smem, t->stream>>>(a);
         } else { /* a minibatch's few rows: small tiles, more blocks */
             const dim3 grid((unsigned)(H / MM_JT), (unsigned)((M + 31) / 32));
-            const size_t smem = MMShape<32, 3 * MM_JT>::SMEM_BYTES;
+            const size_t smem = MM_GRU_SMALL_SMEM;
             if (tc)
                 MM_GRU_SMALL(1)<<<grid, 64, smem, t->stream>>>(a);
             else
@@ -1300,12 +1332,12 @@ static int gru_step(CraftaxPPO *t, int M, const float *h_prev, const uint8_t *ke
 static int mm_setup(void) {
 #define MM_ATTR(kern, bytes) \
     CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(bytes)), "mm smem")
-    MM_ATTR(MM_GENERIC(0), (MMShape<128, 64>::SMEM_BYTES));
-    MM_ATTR(MM_GENERIC(1), (MMShape<128, 64>::SMEM_BYTES));
-    MM_ATTR(MM_GRU_SMALL(0), (MMShape<32, 3 * MM_JT>::SMEM_BYTES));
-    MM_ATTR(MM_GRU_SMALL(1), (MMShape<32, 3 * MM_JT>::SMEM_BYTES));
-    MM_ATTR(MM_GRU_LARGE(0), (MMShape<128, 3 * MM_JT>::SMEM_BYTES));
-    MM_ATTR(MM_GRU_LARGE(1), (MMShape<128, 3 * MM_JT>::SMEM_BYTES));
+    MM_ATTR(MM_GENERIC(0), MM_GENERIC_SMEM);
+    MM_ATTR(MM_GENERIC(1), MM_GENERIC_SMEM);
+    MM_ATTR(MM_GRU_SMALL(0), MM_GRU_SMALL_SMEM);
+    MM_ATTR(MM_GRU_SMALL(1), MM_GRU_SMALL_SMEM);
+    MM_ATTR(MM_GRU_LARGE(0), MM_GRU_LARGE_SMEM);
+    MM_ATTR(MM_GRU_LARGE(1), MM_GRU_LARGE_SMEM);
 #undef MM_ATTR
     return 0;
 }
