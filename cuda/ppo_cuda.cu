@@ -824,8 +824,7 @@ __global__ void __launch_bounds__(256) narrow_gemm_kernel(int M, int Nc, int K, 
  * multiple of 32 as before. What changes is only how operands reach shared memory: 16-byte
  * cp.async copies, MM_STAGES chunks of 32 k in flight, so a block no longer waits one L2 round
  * trip per chunk (the GRU's per-step GEMMs over 128 rows were latency-bound that way: about
- * 35 us a step, with ~20 KB in flight per SM; a small-tile GRU step keeps 7 chunks in flight).
- * Since the
+ * 35 us a step). Since the
  * result of an output depends only on its own row, column and this k order, the tile shape can
  * be chosen per call (by M too) and the old kernels stay as the fallback for unaligned shapes.
  *
@@ -908,11 +907,13 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) mm_kernel(const MMArgs 
     constexpr int WTM = BM / WARPS_M, WTN = BN / WARPS_N, FM = WTM / 16, FN = WTN / 16;
     const int warp = tid / 32, wm = warp / WARPS_N, wn = warp % WARPS_N;
     wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc[TF32 ? FM : 1][TF32 ? FN : 1];
-    constexpr int RPT = BM / (NT / 16), CPT = BN / 16; /* fp32: rows, columns per thread */
-    const int tx = tid % 16, ty = tid / 16;
+    /* fp32: TX threads along the columns, each RPT rows x CPT columns: generic columns
+     * tx * CPT + c (a float4 of B), GRU column tx (one thread per column of the 3 gate slices) */
+    constexpr int TX = GRU ? BN : 16, CPT = GRU ? 1 : BN / 16, RPT = BM / (NT / TX);
+    static_assert(NT % TX == 0 && BM % (NT / TX) == 0, "fp32 thread layout");
+    const int tx = tid % TX, ty = tid / TX;
     float sacc[TF32 ? 1 : RPT][TF32 ? 1 : CPT];
-    /* fp32 column c of thread tx: generic tx * CPT + c (a float4 of B), GRU c * 16 + tx (gate c) */
-    auto scol = [&](int c) { return GRU ? c * 16 + tx : tx * CPT + c; };
+    auto scol = [&](int c) { return GRU ? tx : tx * CPT + c; };
     if constexpr (TF32) {
 #pragma unroll
         for (int i = 0; i < FM; i++)
@@ -1028,12 +1029,13 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) mm_kernel(const MMArgs 
 }
 
 /* The instantiations used (tile, warps, stages): generic 128 x 64 with 8 warps, 3 stages; GRU
- * steps 32 rows x 16 units (2 warps; the update's 128-row minibatch steps give 4 x 32 blocks,
- * one per SM, so 8 stages keep ~70 KB in flight each) or 128 rows x 16 units (4 warps, 4
- * stages; rollout steps over all envs, the fast recipe's 2048-row minibatches). */
+ * steps 32 rows x 16 units (6 warps, one per gate and 16 rows; the update's 128-row minibatch
+ * steps give 4 x 32 blocks, one per SM, 8 stages) or 128 rows x 16 units (12 warps, 4 stages;
+ * rollout steps over all envs, the fast recipe's 2048-row minibatches). The first version, 2
+ * and 4 warps a block, took ~38 us a step: too few warps to hide the per-chunk latencies. */
 #define MM_GENERIC(tf) mm_kernel<128, 64, 4, 2, tf, 0, 3>
-#define MM_GRU_SMALL(tf) mm_kernel<32, 3 * MM_JT, 2, 1, tf, 1, 8>
-#define MM_GRU_LARGE(tf) mm_kernel<128, 3 * MM_JT, 4, 1, tf, 1, 4>
+#define MM_GRU_SMALL(tf) mm_kernel<32, 3 * MM_JT, 2, 3, tf, 1, 8>
+#define MM_GRU_LARGE(tf) mm_kernel<128, 3 * MM_JT, 4, 3, tf, 1, 4>
 #define MM_GENERIC_SMEM (MMShape<128, 64, 3>::SMEM_BYTES)
 #define MM_GRU_SMALL_SMEM (MMShape<32, 3 * MM_JT, 8>::SMEM_BYTES)
 #define MM_GRU_LARGE_SMEM (MMShape<128, 3 * MM_JT, 4>::SMEM_BYTES)
@@ -1307,16 +1309,16 @@ static int gru_step(CraftaxPPO *t, int M, const float *h_prev, const uint8_t *ke
             const dim3 grid((unsigned)(H / MM_JT), (unsigned)((M + 127) / 128));
             const size_t smem = MM_GRU_LARGE_SMEM;
             if (tc)
-                MM_GRU_LARGE(1)<<<grid, 128, smem, t->stream>>>(a);
+                MM_GRU_LARGE(1)<<<grid, 384, smem, t->stream>>>(a);
             else
-                MM_GRU_LARGE(0)<<<grid, 128, smem, t->stream>>>(a);
+                MM_GRU_LARGE(0)<<<grid, 384, smem, t->stream>>>(a);
         } else { /* a minibatch's few rows: small tiles, more blocks */
             const dim3 grid((unsigned)(H / MM_JT), (unsigned)((M + 31) / 32));
             const size_t smem = MM_GRU_SMALL_SMEM;
             if (tc)
-                MM_GRU_SMALL(1)<<<grid, 64, smem, t->stream>>>(a);
+                MM_GRU_SMALL(1)<<<grid, 192, smem, t->stream>>>(a);
             else
-                MM_GRU_SMALL(0)<<<grid, 64, smem, t->stream>>>(a);
+                MM_GRU_SMALL(0)<<<grid, 192, smem, t->stream>>>(a);
         }
         return check_launch(t, "gru_step");
     }
