@@ -29,14 +29,17 @@
  * on the number of rows, and the rollout (N rows per step), the update (T * B rows) and the
  * replay (T * N rows) must give every sample bitwise the same log-prob and value, so that
  * PPO's first-epoch ratio is exactly 1. fwd_gemm_kernel (fp32) and fwd_gemm_tf32_kernel (TF32
- * tensor cores, wmma) accumulate each output over K in one fixed order whatever M is.
- * Backward GEMMs stay cuBLAS.
+ * tensor cores, wmma) accumulate each output over K in one fixed order whatever M is;
+ * mm_kernel (cp.async pipeline; also the whole GRU step in one launch) and narrow_gemm_kernel
+ * compute the same sums in the same order, faster, and are used wherever their shapes fit
+ * (PYCRAFTAX_PPO_LEGACY=1 at create turns them off, for comparisons). Backward GEMMs stay cuBLAS.
  *
  * Sparse encoder (default): the obs is 8217 one-hot map features + 51 scalars, about 4%
  * nonzero. Each obs row's nonzeros are listed once (sparse_compact_kernel, index order);
  * Dense_0's forward is a gather-sum of kernel rows in list order, its kernel gradient a
  * per-feature-row sum over a bitmap of the minibatch rows holding that feature (no sort,
- * no float atomics, fixed order).
+ * no float atomics, fixed order) with TF32 off, one cuBLAS TF32 GEMM over the gathered dense
+ * minibatch obs with TF32 on (6x faster; see encoder_backward).
  */
 #include <cuda_runtime.h>
 #include <cub/block/block_scan.cuh>

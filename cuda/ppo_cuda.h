@@ -35,7 +35,8 @@ extern "C" {
 /* Encoder (obs -> Dense_0): dense (forward GEMM, cuBLAS kernel gradient), or sparse (the
  * default in Python): the nonzeros of every obs row are listed once (index, value) as the env
  * writes it; the forward is a fixed-order gather-sum of kernel rows, the kernel gradient a
- * per-feature-row sum over the minibatch rows holding that feature (bitmap, no sort). */
+ * per-feature-row sum over the minibatch rows holding that feature (bitmap, no sort) with tf32
+ * off, a TF32 GEMM over the gathered dense minibatch obs with tf32 on. */
 #define CRAFTAX_PPO_ENCODER_DENSE 0
 #define CRAFTAX_PPO_ENCODER_SPARSE 1
 
