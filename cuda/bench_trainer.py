@@ -49,7 +49,7 @@ def commit() -> str | None:
         return None
 
 
-def bench(recipe: str, precision: str, encoder: str, iters: int, reps: int) -> dict:
+def bench(recipe: str, precision: str, encoder: str, iters: int, reps: int, phase_reps: int = 5) -> dict:
     import numpy as np
 
     import pycraftax
@@ -83,6 +83,13 @@ def bench(recipe: str, precision: str, encoder: str, iters: int, reps: int) -> d
     overflow = ppo.nnz_overflow
     policy_s = ppo.profile(ct.PROFILE_POLICY, reps) / 1e3
     update_s = ppo.profile(ct.PROFILE_UPDATE, reps) / 1e3
+    phases = {}
+    if phase_reps:
+        for name, part in ct.PROFILE_PHASES.items():
+            try:
+                phases[name] = ppo.profile(part, phase_reps)
+            except (ValueError, RuntimeError):
+                phases[name] = None  # e.g. the other dW0 method where it needs TF32
     iteration_s, device_s = float(np.median(wall)), float(np.median(dev))
     rollout_s = device_s - update_s
     res = dict(recipe=recipe, precision=precision, encoder=encoder, **sizes, steps_per_iteration=steps,
@@ -90,7 +97,9 @@ def bench(recipe: str, precision: str, encoder: str, iters: int, reps: int) -> d
                train_steps_per_s=steps / iteration_s, rollout_s=rollout_s, update_s=update_s, policy_s=policy_s,
                env_s=rollout_s - policy_s, policy_only_steps_per_s=steps / (policy_s + update_s),
                update_steps_per_s=steps / update_s, trainer_bytes=int(free0 - free1),
-               env_bytes=int(env.device_bytes), nnz_overflow=overflow, last_losses=losses)
+               env_bytes=int(env.device_bytes), nnz_overflow=overflow, last_losses=losses,
+               update_phases_ms=phases,
+               minibatch_ms=update_s * 1e3 / (cfg.update_epochs * cfg.num_minibatches))
     ppo.close()
     env.close()
     return res
@@ -103,6 +112,8 @@ def main() -> int:
                          "encoder sparse|dense")
     ap.add_argument("--iters", type=int, default=1, help="timed full iterations (with env) per variant")
     ap.add_argument("--reps", type=int, default=3, help="graph replays of the policy / update parts")
+    ap.add_argument("--phase-reps", type=int, default=5,
+                    help="graph replays of each phase of one minibatch's update (0: skip the split)")
     ap.add_argument("--out", default=None, help="default bench/results/trainer-<date>.json")
     args = ap.parse_args()
     from pycraftax import cuda_env
@@ -117,10 +128,13 @@ def main() -> int:
     for v in args.variants.split(","):
         recipe, precision, encoder = v.split(":")
         try:
-            r = bench(recipe, precision, encoder, args.iters, args.reps)
+            r = bench(recipe, precision, encoder, args.iters, args.reps, args.phase_reps)
             print(f"{v:<22} {r['train_steps_per_s']:13,.0f} {r['policy_only_steps_per_s']:12,.0f} "
                   f"{r['iteration_s']:7.3f} {r['rollout_s']:9.3f} {r['policy_s']:8.4f} {r['env_s']:7.3f} "
                   f"{r['update_s']:8.4f}", flush=True)
+            if r["update_phases_ms"]:
+                split = ", ".join(f"{k} {ms:.3f}" for k, ms in r["update_phases_ms"].items() if ms is not None)
+                print(f"  one minibatch {r['minibatch_ms']:.3f} ms: {split}", flush=True)
         except Exception as exc:  # keep going: one failing variant should not hide the others
             traceback.print_exc()
             r = dict(recipe=recipe, precision=precision, encoder=encoder, error=f"{type(exc).__name__}: {exc}")

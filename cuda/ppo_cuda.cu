@@ -29,14 +29,17 @@
  * on the number of rows, and the rollout (N rows per step), the update (T * B rows) and the
  * replay (T * N rows) must give every sample bitwise the same log-prob and value, so that
  * PPO's first-epoch ratio is exactly 1. fwd_gemm_kernel (fp32) and fwd_gemm_tf32_kernel (TF32
- * tensor cores, wmma) accumulate each output over K in one fixed order whatever M is.
- * Backward GEMMs stay cuBLAS.
+ * tensor cores, wmma) accumulate each output over K in one fixed order whatever M is;
+ * mm_kernel (cp.async pipeline; also the whole GRU step in one launch) and narrow_gemm_kernel
+ * compute the same sums in the same order, faster, and are used wherever their shapes fit
+ * (PYCRAFTAX_PPO_LEGACY=1 at create turns them off, for comparisons). Backward GEMMs stay cuBLAS.
  *
  * Sparse encoder (default): the obs is 8217 one-hot map features + 51 scalars, about 4%
  * nonzero. Each obs row's nonzeros are listed once (sparse_compact_kernel, index order);
  * Dense_0's forward is a gather-sum of kernel rows in list order, its kernel gradient a
  * per-feature-row sum over a bitmap of the minibatch rows holding that feature (no sort,
- * no float atomics, fixed order).
+ * no float atomics, fixed order) with TF32 off, one cuBLAS TF32 GEMM over the gathered dense
+ * minibatch obs with TF32 on (6x faster; see encoder_backward).
  */
 #include <cuda_runtime.h>
 #include <cub/block/block_scan.cuh>
@@ -233,8 +236,13 @@ struct CraftaxPPO {
     int32_t *nz_cnt; /* [T + 1, N] */
     uint32_t *bitmap; /* [D, bm_words]: bit r of feature d = minibatch row r holds d */
     int bm_words;
+    int dw0_method;   /* DW0_*: how encoder_backward computes Dense_0's kernel gradient */
+    int legacy;       /* PYCRAFTAX_PPO_LEGACY=1 at create: the 2026-11-29 kernels (no mm_kernel, sparse
+                       * dW0), for before/after measurements and the bitwise-equality check */
+    int64_t x_rows;   /* rows of x (dense minibatch obs); 0 where no x is kept */
+    float *s_hnew;    /* [N, H]: a rollout step's new GRU state (mm_kernel must not write in place) */
     /* profile: graphs of the parts timed alone */
-    cudaGraphExec_t prof_exec[3];
+    cudaGraphExec_t prof_exec[CRAFTAX_PPO_PROFILE_COUNT];
 };
 
 const char *craftax_ppo_last_error(void) { return g_error; }
@@ -792,6 +800,249 @@ __global__ void __launch_bounds__(256) fwd_gemm_tf32_kernel(int M, int Nc, int K
     }
 }
 
+/* Narrow layers (Nc < 64: the actor's 43 logits, the critic's value): one thread per output,
+ * fmaf over k = 0 .. K-1 from +0 in fwd_gemm_kernel's order (bitwise the same), cw threads per
+ * row (cw: Nc rounded up to a power of two), 256 / cw rows per block: the 128 x 64 tile gave a
+ * 1024-row rollout step 8 blocks, each walking 32 k-chunks one L2 round trip at a time. */
+__global__ void __launch_bounds__(256) narrow_gemm_kernel(int M, int Nc, int K, int cw, const float *__restrict__ A,
+                                                          int lda, const float *__restrict__ B, int ldb,
+                                                          const float *__restrict__ bias, int relu, float *C,
+                                                          int ldc) {
+    const int m = blockIdx.x * (blockDim.x / cw) + threadIdx.x / cw, n = threadIdx.x % cw;
+    if (m >= M || n >= Nc) return;
+    const float *a = A + (int64_t)m * lda;
+    float acc = 0.0f;
+#pragma unroll 8
+    for (int k = 0; k < K; k++) acc = fmaf(a[k], B[(int64_t)k * ldb + n], acc);
+    float v = acc;
+    if (bias) v = v + bias[n];
+    if (relu) v = v > 0.0f ? v : 0.0f;
+    C[(int64_t)m * ldc + n] = v;
+}
+
+/* ---- forward GEMMs v2: cp.async pipeline, same per-output order as the kernels above -------
+ * mm_kernel computes the same products as fwd_gemm_kernel / fwd_gemm_tf32_kernel, bitwise:
+ * every output is still accumulated from +0 over k = 0, 1, ... (fp32: one fmaf per k; TF32:
+ * one wmma m16n16k8 per 8 k, operands rounded with __float_to_tf32), with K zero-padded to a
+ * multiple of 32 as before. What changes is only how operands reach shared memory: 16-byte
+ * cp.async copies, MM_STAGES chunks of 32 k in flight, so a block no longer waits one L2 round
+ * trip per chunk (the GRU's per-step GEMMs over 128 rows were latency-bound that way: about
+ * 35 us a step). Since the
+ * result of an output depends only on its own row, column and this k order, the tile shape can
+ * be chosen per call (by M too) and the old kernels stay as the fallback for unaligned shapes.
+ *
+ * GRU = 1: one step of the GRU forward in one launch. A = h_prev [M, H] read through the reset
+ * mask (rows with keep[r] zero-filled by the copy itself), B = Wh [H, 3H]; a block owns MM_JT
+ * hidden units j0.. and takes the r, z and n gate columns of each (its B tile is the three
+ * column slices side by side), so the GRU cell runs in the epilogue on the block's own hh
+ * values: no hh buffer, no reset / cell launches. Same float ops as reset_hidden_kernel +
+ * gru_cell_kernel. */
+#define MM_KC 32
+#define MM_JT 16
+
+struct MMArgs {
+    int M, Nc, K; /* GRU: Nc = H, K = H */
+    const float *A;
+    int lda;
+    const float *B;
+    int ldb;
+    const float *bias;
+    int relu;
+    float *C;
+    int ldc;
+    /* GRU only */
+    const uint8_t *keep;
+    const float *xi, *bi, *bhn;
+    float *h_out, *hp_out, *r_out, *z_out, *n_out, *hn_out;
+};
+
+static __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, bool valid) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    const int n = valid ? 16 : 0; /* 0: the 16 bytes are zero-filled, gmem not read */
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n));
+}
+static __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> static __device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+template <int BM, int BN, int STAGES> struct MMShape {
+    static constexpr int LDA_S = MM_KC + 4, LDB_S = BN + 4, LDC_S = BN + 4;
+    static constexpr int STAGE = BM * LDA_S + MM_KC * LDB_S; /* floats; a multiple of 8 (32 B) */
+    static constexpr int SMEM_FLOATS = STAGES * STAGE > BM * LDC_S ? STAGES * STAGE : BM * LDC_S;
+    static constexpr size_t SMEM_BYTES = SMEM_FLOATS * sizeof(float);
+};
+
+template <int BM, int BN, int WARPS_M, int WARPS_N, int TF32, int GRU, int MM_STAGES>
+__global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) mm_kernel(const MMArgs p) {
+    using namespace nvcuda;
+    typedef MMShape<BM, BN, MM_STAGES> S;
+    constexpr int NT = WARPS_M * WARPS_N * 32;
+    static_assert(!GRU || BN == 3 * MM_JT, "a GRU tile is the r, z, n slices of MM_JT units");
+    extern __shared__ __align__(128) float4 mm_smem4[];
+    float *sm = (float *)mm_smem4;
+    const int tid = threadIdx.x;
+    const int m0 = blockIdx.y * BM;
+    const int n0 = blockIdx.x * (GRU ? MM_JT : BN); /* GRU: the first hidden unit j0 */
+    const int M = p.M, K = p.K;
+    const int nchunks = (K + MM_KC - 1) / MM_KC;
+
+    auto load_stage = [&](int stage, int chunk) {
+        float *As = sm + stage * S::STAGE, *Bs = As + BM * S::LDA_S;
+        const int k0 = chunk * MM_KC;
+        for (int i = tid; i < BM * (MM_KC / 4); i += NT) {
+            const int m = i / (MM_KC / 4), kq = (i % (MM_KC / 4)) * 4;
+            const int gm = m0 + m, gk = k0 + kq;
+            bool valid = gm < M && gk < K;
+            if (GRU && valid) valid = !p.keep[gm];
+            cp_async16(As + m * S::LDA_S + kq, valid ? p.A + (int64_t)gm * p.lda + gk : p.A, valid);
+        }
+        for (int i = tid; i < MM_KC * (BN / 4); i += NT) {
+            const int k = i / (BN / 4), cq = (i % (BN / 4)) * 4;
+            const int gk = k0 + k;
+            const int gn = GRU ? (cq / MM_JT) * p.Nc + n0 + cq % MM_JT : n0 + cq;
+            const bool valid = gk < K && (GRU || gn < p.Nc);
+            cp_async16(Bs + k * S::LDB_S + cq, valid ? p.B + (int64_t)gk * p.ldb + gn : p.B, valid);
+        }
+    };
+
+    /* accumulators: wmma fragments (TF32) or a register tile (fp32) */
+    constexpr int WTM = BM / WARPS_M, WTN = BN / WARPS_N, FM = WTM / 16, FN = WTN / 16;
+    const int warp = tid / 32, wm = warp / WARPS_N, wn = warp % WARPS_N;
+    wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc[TF32 ? FM : 1][TF32 ? FN : 1];
+    /* fp32: TX threads along the columns, each RPT rows x CPT columns: generic columns
+     * tx * CPT + c (a float4 of B), GRU column tx (one thread per column of the 3 gate slices) */
+    constexpr int TX = GRU ? BN : 16, CPT = GRU ? 1 : BN / 16, RPT = BM / (NT / TX);
+    static_assert(NT % TX == 0 && BM % (NT / TX) == 0, "fp32 thread layout");
+    const int tx = tid % TX, ty = tid / TX;
+    float sacc[TF32 ? 1 : RPT][TF32 ? 1 : CPT];
+    auto scol = [&](int c) { return GRU ? tx : tx * CPT + c; };
+    if constexpr (TF32) {
+#pragma unroll
+        for (int i = 0; i < FM; i++)
+#pragma unroll
+            for (int j = 0; j < FN; j++) wmma::fill_fragment(acc[i][j], 0.0f);
+    } else {
+#pragma unroll
+        for (int i = 0; i < RPT; i++)
+#pragma unroll
+            for (int c = 0; c < CPT; c++) sacc[i][c] = 0.0f;
+    }
+
+#pragma unroll
+    for (int s = 0; s < MM_STAGES - 1; s++) {
+        if (s < nchunks) load_stage(s, s);
+        cp_async_commit();
+    }
+    for (int c = 0; c < nchunks; c++) {
+        cp_async_wait<MM_STAGES - 2>();
+        __syncthreads(); /* chunk c landed for every thread; stage (c - 1) % STAGES is free */
+        const int pf = c + MM_STAGES - 1;
+        if (pf < nchunks) load_stage(pf % MM_STAGES, pf);
+        cp_async_commit();
+        const float *As = sm + (c % MM_STAGES) * S::STAGE, *Bs = As + BM * S::LDA_S;
+        if constexpr (TF32) {
+#pragma unroll
+            for (int kk = 0; kk < MM_KC; kk += 8) {
+                wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> a[FM];
+                wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major> b[FN];
+#pragma unroll
+                for (int i = 0; i < FM; i++) {
+                    wmma::load_matrix_sync(a[i], As + (wm * WTM + i * 16) * S::LDA_S + kk, S::LDA_S);
+#pragma unroll
+                    for (int e = 0; e < a[i].num_elements; e++) a[i].x[e] = wmma::__float_to_tf32(a[i].x[e]);
+                }
+#pragma unroll
+                for (int j = 0; j < FN; j++) {
+                    wmma::load_matrix_sync(b[j], Bs + kk * S::LDB_S + wn * WTN + j * 16, S::LDB_S);
+#pragma unroll
+                    for (int e = 0; e < b[j].num_elements; e++) b[j].x[e] = wmma::__float_to_tf32(b[j].x[e]);
+                }
+#pragma unroll
+                for (int i = 0; i < FM; i++)
+#pragma unroll
+                    for (int j = 0; j < FN; j++) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
+            }
+        } else {
+#pragma unroll 4
+            for (int k = 0; k < MM_KC; k++) {
+                float b[CPT];
+#pragma unroll
+                for (int q = 0; q < CPT; q++) b[q] = Bs[k * S::LDB_S + scol(q)];
+#pragma unroll
+                for (int i = 0; i < RPT; i++) {
+                    const float a = As[(ty * RPT + i) * S::LDA_S + k];
+#pragma unroll
+                    for (int q = 0; q < CPT; q++) sacc[i][q] = fmaf(a, b[q], sacc[i][q]);
+                }
+            }
+        }
+    }
+    cp_async_wait<0>();
+    __syncthreads(); /* all stages consumed: the C tile reuses the memory */
+    float *Cs = sm;
+    if constexpr (TF32) {
+#pragma unroll
+        for (int i = 0; i < FM; i++)
+#pragma unroll
+            for (int j = 0; j < FN; j++)
+                wmma::store_matrix_sync(Cs + (wm * WTM + i * 16) * S::LDC_S + wn * WTN + j * 16, acc[i][j], S::LDC_S,
+                                        wmma::mem_row_major);
+    } else {
+#pragma unroll
+        for (int i = 0; i < RPT; i++)
+#pragma unroll
+            for (int q = 0; q < CPT; q++) Cs[(ty * RPT + i) * S::LDC_S + scol(q)] = sacc[i][q];
+    }
+    __syncthreads();
+    if constexpr (!GRU) {
+        for (int i = tid; i < BM * BN; i += NT) {
+            const int m = i / BN, n = i % BN, gm = m0 + m, gn = n0 + n;
+            if (gm >= M || gn >= p.Nc) continue;
+            float v = Cs[m * S::LDC_S + n];
+            if (p.bias) v = v + p.bias[gn];
+            if (p.relu) v = v > 0.0f ? v : 0.0f;
+            p.C[(int64_t)gm * p.ldc + gn] = v;
+        }
+    } else {
+        const int H = p.Nc;
+        for (int i = tid; i < BM * MM_JT; i += NT) {
+            const int m = i / MM_JT, jj = i % MM_JT, gm = m0 + m, j = n0 + jj;
+            if (gm >= M) continue;
+            const float *c = Cs + m * S::LDC_S;
+            const float *x = p.xi + (int64_t)gm * 3 * H;
+            const float xr = x[j] + p.bi[j], xz = x[H + j] + p.bi[H + j], xn = x[2 * H + j] + p.bi[2 * H + j];
+            const float r = sigmoidf_np(xr + c[jj]);
+            const float z = sigmoidf_np(xz + c[MM_JT + jj]);
+            const float hn = c[2 * MM_JT + jj] + p.bhn[j];
+            const float n = tanhf(xn + r * hn);
+            const int64_t o = (int64_t)gm * H + j;
+            const float hp = p.keep[gm] ? 0.0f : p.A[(int64_t)gm * p.lda + j];
+            const float h = (1.0f - z) * n + z * hp;
+            p.h_out[o] = h;
+            if (p.hp_out) p.hp_out[o] = hp;
+            if (p.r_out) {
+                p.r_out[o] = r;
+                p.z_out[o] = z;
+                p.n_out[o] = n;
+                p.hn_out[o] = hn;
+            }
+        }
+    }
+}
+
+/* The instantiations used (tile, warps, stages): generic 128 x 64 with 8 warps, 3 stages; GRU
+ * steps 32 rows x 16 units (6 warps, one per gate and 16 rows; the update's 128-row minibatch
+ * steps give 4 x 32 blocks, one per SM, 8 stages) or 128 rows x 16 units (12 warps, 4 stages;
+ * rollout steps over all envs, the fast recipe's 2048-row minibatches). The first version, 2
+ * and 4 warps a block, took ~38 us a step: too few warps to hide the per-chunk latencies. */
+#define MM_GENERIC(tf) mm_kernel<128, 64, 4, 2, tf, 0, 3>
+#define MM_GRU_SMALL(tf) mm_kernel<32, 3 * MM_JT, 2, 3, tf, 1, 8>
+#define MM_GRU_LARGE(tf) mm_kernel<128, 3 * MM_JT, 4, 3, tf, 1, 4>
+#define MM_GENERIC_SMEM (MMShape<128, 64, 3>::SMEM_BYTES)
+#define MM_GRU_SMALL_SMEM (MMShape<32, 3 * MM_JT, 8>::SMEM_BYTES)
+#define MM_GRU_LARGE_SMEM (MMShape<128, 3 * MM_JT, 4>::SMEM_BYTES)
+
 /* ---- sparse encoder ------------------------------------------------------------------------ */
 /* The row of list storage that minibatch row r = t * Bc + b reads: slot t0 + t, env index[b]
  * (b itself where index is NULL). */
@@ -1007,14 +1258,93 @@ static int colsum(CraftaxPPO *t, int R, int N, const float *d, int ldd, float *o
 /* Forward C[M, Nc] = A[M, K] @ B[K, Nc] (+ bias, relu): fwd_gemm_kernel, or on TF32 tensor
  * cores where tf32 is on and the layer is wide enough to fill a tile. The kernel is chosen
  * by the layer's shape alone, never by M, so every batch of a sample agrees bitwise. */
+static int aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
+
 static int fwd_gemm(CraftaxPPO *t, int M, int Nc, int K, const float *A, int lda, const float *B, int ldb,
                     const float *bias, int relu, float *C, int ldc, const char *what) {
     const dim3 grid((unsigned)((Nc + FBN - 1) / FBN), (unsigned)((M + FBM - 1) / FBM));
-    if (t->c.tf32 && Nc >= FBN)
+    const int tc = t->c.tf32 && Nc >= FBN; /* by the layer's shape only, as before */
+    if (!t->legacy && Nc < FBN) { /* narrow: fp32 whatever tf32 says, as the old rule */
+        int cw = 1;
+        while (cw < Nc) cw *= 2;
+        narrow_gemm_kernel<<<(unsigned)((M + 256 / cw - 1) / (256 / cw)), 256, 0, t->stream>>>(
+            M, Nc, K, cw, A, lda, B, ldb, bias, relu, C, ldc);
+        return check_launch(t, what);
+    }
+    /* mm_kernel where its 16-byte copies fit the shape (bitwise the same as the old kernels) */
+    if (!t->legacy && K % 4 == 0 && lda % 4 == 0 && ldb % 4 == 0 && Nc % 4 == 0 && aligned16(A) && aligned16(B)) {
+        MMArgs a;
+        memset(&a, 0, sizeof(a));
+        a.M = M, a.Nc = Nc, a.K = K, a.A = A, a.lda = lda, a.B = B, a.ldb = ldb, a.bias = bias, a.relu = relu;
+        a.C = C, a.ldc = ldc;
+        const size_t smem = MM_GENERIC_SMEM;
+        if (tc)
+            MM_GENERIC(1)<<<grid, 256, smem, t->stream>>>(a);
+        else
+            MM_GENERIC(0)<<<grid, 256, smem, t->stream>>>(a);
+        return check_launch(t, what);
+    }
+    if (tc)
         fwd_gemm_tf32_kernel<<<grid, 256, 0, t->stream>>>(M, Nc, K, A, lda, B, ldb, bias, relu, C, ldc);
     else
         fwd_gemm_kernel<<<grid, 256, 0, t->stream>>>(M, Nc, K, A, lda, B, ldb, bias, relu, C, ldc);
     return check_launch(t, what);
+}
+
+/* One GRU step over M rows (numpy_ppo.forward's loop body): hp = where(keep, 0, h_prev),
+ * h_out = cell(xi + bi, hp @ Wh); hp is stored where store_hp (the update's cache; the
+ * fallback always writes it, as its GEMM input), r/z/n/hn where r is given. h_out must not
+ * alias h_prev (mm_kernel's blocks read all of h_prev's row while others write theirs). One
+ * fused mm_kernel launch where H % MM_JT == 0, else reset + GEMM + cell (bitwise the same). */
+static int gru_step(CraftaxPPO *t, int M, const float *h_prev, const uint8_t *keep, const float *xi, float *hp,
+                    int store_hp, float *h_out, float *r, float *z, float *n, float *hn) {
+    const int H = t->H;
+    const float *p = t->params;
+    const float *Wh = p + t->off[P_WH];
+    const int tc = t->c.tf32 && 3 * H >= FBN; /* fwd_gemm's rule for this GEMM */
+    if (!t->legacy && H % MM_JT == 0 && aligned16(h_prev) && aligned16(Wh)) {
+        MMArgs a;
+        memset(&a, 0, sizeof(a));
+        a.M = M, a.Nc = H, a.K = H, a.A = h_prev, a.lda = H, a.B = Wh, a.ldb = 3 * H;
+        a.keep = keep, a.xi = xi, a.bi = p + t->off[P_BI], a.bhn = p + t->off[P_BHN];
+        a.h_out = h_out, a.hp_out = store_hp ? hp : NULL, a.r_out = r, a.z_out = z, a.n_out = n, a.hn_out = hn;
+        if (M >= 512) { /* many rows: taller tiles read each Wh slice for more rows */
+            const dim3 grid((unsigned)(H / MM_JT), (unsigned)((M + 127) / 128));
+            const size_t smem = MM_GRU_LARGE_SMEM;
+            if (tc)
+                MM_GRU_LARGE(1)<<<grid, 384, smem, t->stream>>>(a);
+            else
+                MM_GRU_LARGE(0)<<<grid, 384, smem, t->stream>>>(a);
+        } else { /* a minibatch's few rows: small tiles, more blocks */
+            const dim3 grid((unsigned)(H / MM_JT), (unsigned)((M + 31) / 32));
+            const size_t smem = MM_GRU_SMALL_SMEM;
+            if (tc)
+                MM_GRU_SMALL(1)<<<grid, 192, smem, t->stream>>>(a);
+            else
+                MM_GRU_SMALL(0)<<<grid, 192, smem, t->stream>>>(a);
+        }
+        return check_launch(t, "gru_step");
+    }
+    reset_hidden_kernel<<<blocks_for((int64_t)M * H), TPB, 0, t->stream>>>(hp, h_prev, keep, M, H);
+    LAUNCH(t, "reset_hidden");
+    TRY(fwd_gemm(t, M, 3 * H, H, hp, H, Wh, 3 * H, NULL, 0, t->hh, 3 * H, "GRU hidden"));
+    gru_cell_kernel<<<blocks_for((int64_t)M * H), TPB, 0, t->stream>>>(xi, p + t->off[P_BI], t->hh,
+                                                                       p + t->off[P_BHN], hp, h_out, r, z, n, hn, M, H);
+    return check_launch(t, "gru_cell");
+}
+
+/* Dynamic shared memory above 48 KiB must be allowed per kernel, once. */
+static int mm_setup(void) {
+#define MM_ATTR(kern, bytes) \
+    CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(bytes)), "mm smem")
+    MM_ATTR(MM_GENERIC(0), MM_GENERIC_SMEM);
+    MM_ATTR(MM_GENERIC(1), MM_GENERIC_SMEM);
+    MM_ATTR(MM_GRU_SMALL(0), MM_GRU_SMALL_SMEM);
+    MM_ATTR(MM_GRU_SMALL(1), MM_GRU_SMALL_SMEM);
+    MM_ATTR(MM_GRU_LARGE(0), MM_GRU_LARGE_SMEM);
+    MM_ATTR(MM_GRU_LARGE(1), MM_GRU_LARGE_SMEM);
+#undef MM_ATTR
+    return 0;
 }
 
 static int dalloc(CraftaxPPO *t, void **p, size_t bytes, const char *what) {
@@ -1080,12 +1410,26 @@ static int compact_slots(CraftaxPPO *t, int s0, int count) {
     return check_launch(t, "sparse_compact");
 }
 
-/* Dense_0's kernel gradient from demb [T * Bc, E] of the minibatch (index, Bc). */
-static int encoder_backward(CraftaxPPO *t, int Bc, const int32_t *index) {
+/* Dense_0's kernel gradient from demb [T * Bc, E] of the minibatch (index, Bc).
+ * DW0_GEMM: x^T @ demb by cuBLAS over the dense minibatch obs (the sparse encoder gathers them
+ * here, from the stored obs, into x); DW0_SPARSE: the bitmap walk (exact fp32, fixed order).
+ * With TF32 on, the sparse encoder uses the GEMM: 69 GFLOP on tensor cores beat the walk,
+ * which reads a demb row per nonzero (~5 GB per 8192-row minibatch). */
+enum { DW0_GEMM = 0, DW0_SPARSE = 1 };
+static int encoder_backward(CraftaxPPO *t, int Bc, const int32_t *index, int method) {
     const int T = t->T, E = t->E, D = t->D;
     const int R = T * Bc;
     float *dW = t->grads + t->off[P_W0];
-    if (!t->sparse) return gemm(t, 1, 0, D, E, R, t->x, D, t->demb, E, 0.0f, dW, E, "dW0");
+    if (method == DW0_GEMM) {
+        if (t->sparse) {
+            if (!t->x_rows || R > t->x_rows)
+                return fail(CRAFTAX_PPO_ERR_ARGUMENT, "dW0 as a GEMM needs TF32 with the sparse encoder");
+            gather_obs_kernel<<<R, 256, 0, t->stream>>>(t->obs, index, T, t->N, Bc, D, t->x);
+            LAUNCH(t, "gather_obs");
+        }
+        return gemm(t, 1, 0, D, E, R, t->x, D, t->demb, E, 0.0f, dW, E, "dW0");
+    }
+    if (!t->sparse) return fail(CRAFTAX_PPO_ERR_ARGUMENT, "the sparse dW0 needs the sparse encoder");
     const int words = (R + 31) / 32;
     if (words > t->bm_words) return fail(CRAFTAX_PPO_ERR_ARGUMENT, "internal: bitmap too small");
     CUDA_TRY(cudaMemsetAsync(t->bitmap, 0, (size_t)D * words * sizeof(uint32_t), t->stream), "bitmap memset");
@@ -1101,29 +1445,38 @@ static int encoder_backward(CraftaxPPO *t, int Bc, const int32_t *index) {
 
 /* numpy_ppo.forward over a segment of T steps of Bc columns (rows r = t * Bc + b), from
  * m_h0 with keep flags m_dones; caches everything backward needs. */
-static int segment_forward(CraftaxPPO *t, int Bc, const int32_t *index) {
-    const int T = t->T, H = t->H, E = t->E;
-    const int R = T * Bc;
-    const float *p = t->params;
-    TRY(encode(t, R, 0, index, Bc, t->x, t->emb));
-    TRY(fwd_gemm(t, R, 3 * H, E, t->emb, E, p + t->off[P_WI], 3 * H, NULL, 0, t->xi, 3 * H, "GRU input"));
+/* The forward's parts (each a profiler phase too). */
+static int fwd_encode(CraftaxPPO *t, int Bc, const int32_t *index) {
+    return encode(t, t->T * Bc, 0, index, Bc, t->x, t->emb);
+}
+
+/* The GRU's input projection of all T steps at once (it does not depend on the state). */
+static int fwd_gru_input(CraftaxPPO *t, int Bc) {
+    const int H = t->H, E = t->E;
+    return fwd_gemm(t, t->T * Bc, 3 * H, E, t->emb, E, t->params + t->off[P_WI], 3 * H, NULL, 0, t->xi, 3 * H,
+                    "GRU input");
+}
+
+static int fwd_gru_loop(CraftaxPPO *t, int Bc) {
+    const int T = t->T, H = t->H;
     for (int s = 0; s < T; s++) {
         const int64_t o = (int64_t)s * Bc * H;
         const float *h_prev = s == 0 ? t->m_h0 : t->hs + o - (int64_t)Bc * H;
-        reset_hidden_kernel<<<blocks_for((int64_t)Bc * H), TPB, 0, t->stream>>>(t->hps + o, h_prev,
-                                                                                t->m_dones + (int64_t)s * Bc, Bc, H);
-        LAUNCH(t, "reset_hidden");
-        TRY(fwd_gemm(t, Bc, 3 * H, H, t->hps + o, H, p + t->off[P_WH], 3 * H, NULL, 0, t->hh, 3 * H, "GRU hidden"));
-        gru_cell_kernel<<<blocks_for((int64_t)Bc * H), TPB, 0, t->stream>>>(
-            t->xi + (int64_t)s * Bc * 3 * H, p + t->off[P_BI], t->hh, p + t->off[P_BHN], t->hps + o, t->hs + o,
-            t->rs + o, t->zs + o, t->ns + o, t->hns + o, Bc, H);
-        LAUNCH(t, "gru_cell");
+        TRY(gru_step(t, Bc, h_prev, t->m_dones + (int64_t)s * Bc, t->xi + (int64_t)s * Bc * 3 * H, t->hps + o, 1,
+                     t->hs + o, t->rs + o, t->zs + o, t->ns + o, t->hns + o));
     }
-    return heads_forward(t, R, t->hs, t->a1, t->a2, t->logits, t->c1, t->c2, t->value);
+    return 0;
+}
+
+static int segment_forward(CraftaxPPO *t, int Bc, const int32_t *index) {
+    TRY(fwd_encode(t, Bc, index));
+    TRY(fwd_gru_input(t, Bc));
+    TRY(fwd_gru_loop(t, Bc));
+    return heads_forward(t, t->T * Bc, t->hs, t->a1, t->a2, t->logits, t->c1, t->c2, t->value);
 }
 
 /* numpy_ppo.backward: gradients of every parameter into t->grads. */
-static int segment_backward(CraftaxPPO *t, int Bc, const int32_t *index) {
+static int bwd_heads(CraftaxPPO *t, int Bc) {
     const int T = t->T, H = t->H, E = t->E, A = t->A;
     const int R = T * Bc;
     const float *p = t->params;
@@ -1156,7 +1509,13 @@ static int segment_backward(CraftaxPPO *t, int Bc, const int32_t *index) {
     TRY(gemm(t, 1, 0, H, E, R, t->hs, H, t->da1, E, 0.0f, g + t->off[P_W4], E, "dW4"));
     TRY(colsum(t, R, E, t->da1, E, g + t->off[P_B4], "db4"));
     TRY(gemm(t, 0, 1, R, H, E, t->da1, E, p + t->off[P_W4], E, 1.0f, t->dy, H, "dy critic"));
-    /* GRU, BPTT over the segment (h0 is a constant) */
+    return 0;
+}
+
+/* GRU, BPTT over the segment (h0 is a constant): dxi, dhh of every step. */
+static int bwd_gru_loop(CraftaxPPO *t, int Bc) {
+    const int T = t->T, H = t->H;
+    const float *p = t->params;
     for (int s = T - 1; s >= 0; s--) {
         const int64_t o = (int64_t)s * Bc * H;
         gru_backward_kernel<<<blocks_for((int64_t)Bc * H), TPB, 0, t->stream>>>(
@@ -1167,6 +1526,15 @@ static int segment_backward(CraftaxPPO *t, int Bc, const int32_t *index) {
             TRY(gemm(t, 0, 1, Bc, H, 3 * H, t->dhh + (int64_t)s * Bc * 3 * H, 3 * H, p + t->off[P_WH], 3 * H, 1.0f,
                      t->dhp, H, "dhp"));
     }
+    return 0;
+}
+
+/* The GRU's weight and bias gradients (all steps at once) and demb. */
+static int bwd_gru_weights(CraftaxPPO *t, int Bc) {
+    const int H = t->H, E = t->E;
+    const int R = t->T * Bc;
+    const float *p = t->params;
+    float *g = t->grads;
     TRY(gemm(t, 1, 0, H, 3 * H, R, t->hps, H, t->dhh, 3 * H, 0.0f, g + t->off[P_WH], 3 * H, "dWh"));
     TRY(colsum(t, R, H, t->dhh + 2 * H, 3 * H, g + t->off[P_BHN], "dbhn"));
     TRY(gemm(t, 1, 0, E, 3 * H, R, t->emb, E, t->dxi, 3 * H, 0.0f, g + t->off[P_WI], 3 * H, "dWi"));
@@ -1174,9 +1542,20 @@ static int segment_backward(CraftaxPPO *t, int Bc, const int32_t *index) {
     TRY(gemm(t, 0, 1, R, E, 3 * H, t->dxi, 3 * H, p + t->off[P_WI], 3 * H, 0.0f, t->demb, E, "demb"));
     relu_mask_kernel<<<blocks_for((int64_t)R * E), TPB, 0, t->stream>>>(t->demb, t->emb, (int64_t)R * E);
     LAUNCH(t, "relu_mask");
-    TRY(encoder_backward(t, Bc, index));
-    TRY(colsum(t, R, E, t->demb, E, g + t->off[P_B0], "db0"));
     return 0;
+}
+
+static int bwd_encoder(CraftaxPPO *t, int Bc, const int32_t *index) {
+    TRY(encoder_backward(t, Bc, index, t->dw0_method));
+    return colsum(t, t->T * Bc, t->E, t->demb, t->E, t->grads + t->off[P_B0], "db0");
+}
+
+/* numpy_ppo.backward: gradients of every parameter into t->grads. */
+static int segment_backward(CraftaxPPO *t, int Bc, const int32_t *index) {
+    TRY(bwd_heads(t, Bc));
+    TRY(bwd_gru_loop(t, Bc));
+    TRY(bwd_gru_weights(t, Bc));
+    return bwd_encoder(t, Bc, index);
 }
 
 /* Gather the minibatch of envs `index` (device, Bc entries) from the rollout storage. */
@@ -1196,9 +1575,8 @@ static int gather_minibatch(CraftaxPPO *t, const int32_t *index, int Bc) {
 }
 
 /* ppo_loss on the gathered minibatch: forward, loss terms, backward; stats row `stats`. */
-static int loss_and_grads(CraftaxPPO *t, int Bc, const int32_t *index, double *stats) {
+static int loss_terms(CraftaxPPO *t, int Bc, double *stats) {
     const int R = t->T * Bc;
-    TRY(segment_forward(t, Bc, index));
     adv_stats_kernel<<<1, TPB, 0, t->stream>>>(t->m_adv, R, t->scal);
     LAUNCH(t, "adv_stats");
     ppo_loss_kernel<<<blocks_for(R), TPB, 0, t->stream>>>(t->logits, t->value, t->m_actions, t->m_logp, t->m_values,
@@ -1208,6 +1586,12 @@ static int loss_and_grads(CraftaxPPO *t, int Bc, const int32_t *index, double *s
     LAUNCH(t, "ppo_loss");
     loss_reduce_kernel<<<1, TPB, 0, t->stream>>>(t->row_terms, R, t->c.vf_coef, t->c.ent_coef, stats);
     LAUNCH(t, "loss_reduce");
+    return 0;
+}
+
+static int loss_and_grads(CraftaxPPO *t, int Bc, const int32_t *index, double *stats) {
+    TRY(segment_forward(t, Bc, index));
+    TRY(loss_terms(t, Bc, stats));
     return segment_backward(t, Bc, index);
 }
 
@@ -1235,21 +1619,17 @@ static int enqueue_update(CraftaxPPO *t);
 static int env_step(CraftaxPPO *t, int s);
 /* The policy at one step over all N envs: obs slot s, keep flags dones[s], state hstate. */
 static int policy_step(CraftaxPPO *t, int s, int sample) {
-    /* the bootstrap step (sample = 0) must leave hstate alone: its new state goes to s_hp,
-     * which gru_cell reads and writes element by element in the same thread */
-    float *h_out = sample ? t->hstate : t->s_hp;
+    /* the new state goes to s_hnew (gru_step never writes in place); a sampling step then
+     * makes it the state, the bootstrap step (sample = 0) leaves hstate alone */
+    float *h_out = t->s_hnew;
     const int N = t->N, H = t->H, E = t->E, D = t->D;
     const float *p = t->params;
     TRY(encode(t, N, s, NULL, N, t->obs + (int64_t)s * N * D, t->s_pre));
     TRY(fwd_gemm(t, N, 3 * H, E, t->s_pre, E, p + t->off[P_WI], 3 * H, NULL, 0, t->s_xi, 3 * H, "GRU input (step)"));
-    reset_hidden_kernel<<<blocks_for((int64_t)N * H), TPB, 0, t->stream>>>(t->s_hp, t->hstate,
-                                                                           t->dones + (int64_t)s * N, N, H);
-    LAUNCH(t, "reset_hidden(step)");
-    TRY(fwd_gemm(t, N, 3 * H, H, t->s_hp, H, p + t->off[P_WH], 3 * H, NULL, 0, t->s_hh, 3 * H, "GRU hidden (step)"));
-    gru_cell_kernel<<<blocks_for((int64_t)N * H), TPB, 0, t->stream>>>(t->s_xi, p + t->off[P_BI], t->s_hh,
-                                                                       p + t->off[P_BHN], t->s_hp, h_out, NULL,
-                                                                       NULL, NULL, NULL, N, H);
-    LAUNCH(t, "gru_cell(step)");
+    TRY(gru_step(t, N, t->hstate, t->dones + (int64_t)s * N, t->s_xi, t->s_hp, 0, h_out, NULL, NULL, NULL, NULL));
+    if (sample)
+        CUDA_TRY(cudaMemcpyAsync(t->hstate, h_out, (size_t)N * H * sizeof(float), cudaMemcpyDeviceToDevice,
+                                 t->stream), "copy hstate");
     TRY(heads_forward(t, N, h_out, t->s_a1, t->s_a2, t->s_logits, t->s_c1, t->s_c2, t->values + (int64_t)s * N));
     if (sample) {
         sample_kernel<<<blocks_for(N), TPB, 0, t->stream>>>(t->s_logits, N, t->A, s, t->c.seed, t->scal,
@@ -1306,9 +1686,37 @@ static int env_step(CraftaxPPO *t, int s) {
 
 /* Profiler parts: the rollout's policy work without env steps (over the stored obs), the
  * env steps without the policy (the stored actions), the update alone. */
+/* One phase of one minibatch's update (the first minibatch of the current permutation, over
+ * whatever the buffers hold: craftax_ppo_profile runs the whole minibatch once first). */
+static int enqueue_phase(CraftaxPPO *t, int part) {
+    const int B = t->B;
+    const int32_t *index = t->perm;
+    switch (part) {
+    case CRAFTAX_PPO_PROFILE_GATHER: return gather_minibatch(t, index, B);
+    case CRAFTAX_PPO_PROFILE_ENCODE: return fwd_encode(t, B, index);
+    case CRAFTAX_PPO_PROFILE_GRU_INPUT: return fwd_gru_input(t, B);
+    case CRAFTAX_PPO_PROFILE_GRU_FORWARD: return fwd_gru_loop(t, B);
+    case CRAFTAX_PPO_PROFILE_HEADS_FORWARD:
+        return heads_forward(t, t->T * B, t->hs, t->a1, t->a2, t->logits, t->c1, t->c2, t->value);
+    case CRAFTAX_PPO_PROFILE_LOSS: return loss_terms(t, B, t->losses);
+    case CRAFTAX_PPO_PROFILE_HEADS_BACKWARD: return bwd_heads(t, B);
+    case CRAFTAX_PPO_PROFILE_GRU_BPTT: return bwd_gru_loop(t, B);
+    case CRAFTAX_PPO_PROFILE_GRU_WEIGHTS: return bwd_gru_weights(t, B);
+    case CRAFTAX_PPO_PROFILE_ENCODER_BACKWARD: return bwd_encoder(t, B, index);
+    case CRAFTAX_PPO_PROFILE_OPTIMIZER:
+        TRY(grad_norm(t, NULL));
+        return adam_step(t);
+    case CRAFTAX_PPO_PROFILE_ENCODER_BACKWARD_ALT:
+        if (!t->sparse) return fail(CRAFTAX_PPO_ERR_ARGUMENT, "profile: no other dW0 method for the dense encoder");
+        return encoder_backward(t, B, index, t->dw0_method == DW0_GEMM ? DW0_SPARSE : DW0_GEMM);
+    default: return fail(CRAFTAX_PPO_ERR_ARGUMENT, "profile: unknown part %d", part);
+    }
+}
+
 static int enqueue_part(CraftaxPPO *t, int part) {
     const int T = t->T;
     if (part == CRAFTAX_PPO_PROFILE_UPDATE) return enqueue_update(t);
+    if (part > CRAFTAX_PPO_PROFILE_UPDATE) return enqueue_phase(t, part);
     for (int s = 0; s < T; s++) {
         if (part == CRAFTAX_PPO_PROFILE_POLICY) {
             TRY(compact_slots(t, s, 1));
@@ -1509,7 +1917,7 @@ static void release(CraftaxPPO *t) {
     if (!t) return;
     if (t->stream) cudaStreamSynchronize(t->stream);
     if (t->graph_exec) cudaGraphExecDestroy(t->graph_exec);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < CRAFTAX_PPO_PROFILE_COUNT; i++)
         if (t->prof_exec[i]) cudaGraphExecDestroy(t->prof_exec[i]);
     if (t->graph) cudaGraphDestroy(t->graph);
     if (t->blas && g_blas.destroy) g_blas.destroy(t->blas);
@@ -1548,6 +1956,7 @@ static int create(const CraftaxPPOConfig *config, void *env_states, void *env_sc
         t->has_env = 1;
     }
     TRY(load_cublas());
+    TRY(mm_setup());
     CUDA_TRY(cudaStreamCreateWithFlags(&t->stream, cudaStreamNonBlocking), "cudaStreamCreate");
     CUDA_TRY(cudaEventCreate(&t->ev0), "cudaEventCreate");
     CUDA_TRY(cudaEventCreate(&t->ev1), "cudaEventCreate");
@@ -1629,8 +2038,17 @@ static int create(const CraftaxPPOConfig *config, void *env_states, void *env_sc
     }
     ALLOC(t, t->sort_temp, t->sort_temp_bytes);
     ALLOC(t, t->mb_index, N * 4);
-    /* dense encoder only: the gathered minibatch obs (replay's all-env batch included) */
-    ALLOC(t, t->x, (c->encoder == CRAFTAX_PPO_ENCODER_SPARSE ? 1 : R * D) * f);
+    /* the gathered minibatch obs: the dense encoder's input (replay's all-env batch included);
+     * with the sparse encoder only for dW0 as a TF32 GEMM (the update's T * B rows) */
+    t->sparse = c->encoder == CRAFTAX_PPO_ENCODER_SPARSE;
+    {
+        const char *legacy = getenv("PYCRAFTAX_PPO_LEGACY");
+        t->legacy = legacy && atoi(legacy) == 1;
+    }
+    t->dw0_method = t->sparse && (!c->tf32 || t->legacy) ? DW0_SPARSE : DW0_GEMM;
+    t->x_rows = !t->sparse ? (int64_t)R : c->tf32 ? (int64_t)t->R : 0;
+    ALLOC(t, t->x, (t->x_rows ? t->x_rows * D : 1) * f);
+    ALLOC(t, t->s_hnew, N * H * f);
     ALLOC(t, t->m_dones, R + Bn);
     ALLOC(t, t->m_actions, R * 4);
     ALLOC(t, t->m_logp, R * f);
@@ -1665,7 +2083,6 @@ static int create(const CraftaxPPOConfig *config, void *env_states, void *env_sc
     ALLOC(t, t->ones, R * f);
     ALLOC(t, t->row_terms, R * 5 * sizeof(double));
     ALLOC(t, t->replay, 2 * T * N * f);
-    t->sparse = c->encoder == CRAFTAX_PPO_ENCODER_SPARSE;
     if (t->sparse) {
         const size_t nz = (T + 1) * N * (size_t)c->max_nnz;
         ALLOC(t, t->nz_idx, nz * 4);
@@ -1696,6 +2113,14 @@ static int create(const CraftaxPPOConfig *config, void *env_states, void *env_sc
     CUDA_TRY(cudaMemsetAsync(t->ret_acc, 0, N * f, t->stream), "memset");
     CUDA_TRY(cudaMemsetAsync(t->len_acc, 0, N * 4, t->stream), "memset");
     CUDA_TRY(cudaMemsetAsync(t->ep_return, 0, T * N * (2 + ACH_WORDS) * 4, t->stream), "memset");
+    { /* the identity permutation until the first update: the profiler's phases read perm */
+        int32_t *iota = (int32_t *)malloc(N * 4);
+        if (!iota) return fail(CRAFTAX_PPO_ERR_NO_MEMORY, "create: host out of memory");
+        for (size_t i = 0; i < N; i++) iota[i] = (int32_t)i;
+        cudaError_t err = cudaMemcpy(t->perm, iota, N * 4, cudaMemcpyHostToDevice);
+        free(iota);
+        if (err != cudaSuccess) return cuda_fail(err, "create: perm");
+    }
     fill_kernel<<<blocks_for(R), TPB, 0, t->stream>>>(t->ones, 1.0f, (int64_t)R);
     LAUNCH(t, "fill ones");
     return sync(t, "create");
@@ -1863,11 +2288,21 @@ int craftax_ppo_apply_grads(CraftaxPPO *t) {
 
 int craftax_ppo_profile(CraftaxPPO *t, int part, int reps, float *ms) {
     if (!t || !ms) return fail(CRAFTAX_PPO_ERR_NULL, "profile: NULL");
-    if (part < 0 || part > 2) return fail(CRAFTAX_PPO_ERR_ARGUMENT, "profile: unknown part %d", part);
+    if (part < 0 || part >= CRAFTAX_PPO_PROFILE_COUNT)
+        return fail(CRAFTAX_PPO_ERR_ARGUMENT, "profile: unknown part %d", part);
     if (reps < 1) return fail(CRAFTAX_PPO_ERR_ARGUMENT, "profile: reps %d < 1", reps);
-    if (!t->has_env && part != CRAFTAX_PPO_PROFILE_UPDATE)
+    if (!t->has_env && part < CRAFTAX_PPO_PROFILE_UPDATE)
         return fail(CRAFTAX_PPO_ERR_NO_ENV, "profile: this trainer has no env");
+    if (part == CRAFTAX_PPO_PROFILE_ENCODER_BACKWARD_ALT && !t->sparse)
+        return fail(CRAFTAX_PPO_ERR_ARGUMENT, "profile: no other dW0 method for the dense encoder");
+    if (part == CRAFTAX_PPO_PROFILE_ENCODER_BACKWARD_ALT && t->dw0_method == DW0_SPARSE && !t->x_rows)
+        return fail(CRAFTAX_PPO_ERR_ARGUMENT, "profile: dW0 as a GEMM needs TF32 with the sparse encoder");
     const int graph = t->c.use_graph && !t->c.debug;
+    if (part > CRAFTAX_PPO_PROFILE_UPDATE) { /* a phase: fill every buffer it reads first */
+        TRY(gather_minibatch(t, t->perm, t->B));
+        TRY(loss_and_grads(t, t->B, t->perm, t->losses));
+        TRY(sync(t, "profile"));
+    }
     if (graph && !t->prof_exec[part]) {
         TRY(enqueue_part(t, part)); /* eagerly once: cuBLAS loads its kernels outside capture */
         TRY(sync(t, "profile"));

@@ -35,7 +35,8 @@ extern "C" {
 /* Encoder (obs -> Dense_0): dense (forward GEMM, cuBLAS kernel gradient), or sparse (the
  * default in Python): the nonzeros of every obs row are listed once (index, value) as the env
  * writes it; the forward is a fixed-order gather-sum of kernel rows, the kernel gradient a
- * per-feature-row sum over the minibatch rows holding that feature (bitmap, no sort). */
+ * per-feature-row sum over the minibatch rows holding that feature (bitmap, no sort) with tf32
+ * off, a TF32 GEMM over the gathered dense minibatch obs with tf32 on. */
 #define CRAFTAX_PPO_ENCODER_DENSE 0
 #define CRAFTAX_PPO_ENCODER_SPARSE 1
 
@@ -177,6 +178,34 @@ int64_t craftax_ppo_nnz_overflow(CraftaxPPO *t);
 #define CRAFTAX_PPO_PROFILE_ENV 1
 /* PROFILE_UPDATE: epochs x minibatches of the update over the stored rollout */
 #define CRAFTAX_PPO_PROFILE_UPDATE 2
+/* Phases of one minibatch's update (its first minibatch of the current permutation), each
+ * timed alone; their sum is about update / (epochs x minibatches). */
+/* PROFILE_GATHER: minibatch gather (dones, actions, old log-probs, ..., dense obs) */
+#define CRAFTAX_PPO_PROFILE_GATHER 3
+/* PROFILE_ENCODE: Dense_0 forward (sparse gather-sum or GEMM) */
+#define CRAFTAX_PPO_PROFILE_ENCODE 4
+/* PROFILE_GRU_INPUT: the GRU's input projection of all steps (one GEMM) */
+#define CRAFTAX_PPO_PROFILE_GRU_INPUT 5
+/* PROFILE_GRU_FORWARD: the GRU's T recurrent steps */
+#define CRAFTAX_PPO_PROFILE_GRU_FORWARD 6
+/* PROFILE_HEADS_FORWARD: actor and critic MLPs */
+#define CRAFTAX_PPO_PROFILE_HEADS_FORWARD 7
+/* PROFILE_LOSS: advantage statistics, per-row PPO loss and its gradient, reduction */
+#define CRAFTAX_PPO_PROFILE_LOSS 8
+/* PROFILE_HEADS_BACKWARD: the heads' gradients down to dy */
+#define CRAFTAX_PPO_PROFILE_HEADS_BACKWARD 9
+/* PROFILE_GRU_BPTT: the GRU's T backward steps */
+#define CRAFTAX_PPO_PROFILE_GRU_BPTT 10
+/* PROFILE_GRU_WEIGHTS: dWh, dWi, GRU biases, demb */
+#define CRAFTAX_PPO_PROFILE_GRU_WEIGHTS 11
+/* PROFILE_ENCODER_BACKWARD: Dense_0's gradients as the trainer computes them */
+#define CRAFTAX_PPO_PROFILE_ENCODER_BACKWARD 12
+/* PROFILE_OPTIMIZER: global norm, clip, Adam */
+#define CRAFTAX_PPO_PROFILE_OPTIMIZER 13
+/* PROFILE_ENCODER_BACKWARD_ALT: sparse encoder only: dW0 by the method not in use (bitmap walk
+ * vs TF32 GEMM; the GEMM needs TF32 on), for comparison */
+#define CRAFTAX_PPO_PROFILE_ENCODER_BACKWARD_ALT 14
+#define CRAFTAX_PPO_PROFILE_COUNT 15
 int craftax_ppo_profile(CraftaxPPO *t, int part, int reps, float *ms);
 /* Milliseconds of the last craftax_ppo_iterate (device time, CUDA events). */
 float craftax_ppo_last_iterate_ms(const CraftaxPPO *t);

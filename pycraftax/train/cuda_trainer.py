@@ -38,6 +38,10 @@ ERR_NULL, ERR_CONFIG, ERR_NO_MEMORY, ERR_ARGUMENT, ERR_CUDA, ERR_CUBLAS, ERR_NO_
 ENCODER_DENSE, ENCODER_SPARSE = 0, 1
 ENCODERS = {"dense": ENCODER_DENSE, "sparse": ENCODER_SPARSE}
 PROFILE_POLICY, PROFILE_ENV, PROFILE_UPDATE = 0, 1, 2
+# phases of one minibatch's update, timed alone (cuda/ppo_cuda.h CRAFTAX_PPO_PROFILE_GATHER ...)
+PROFILE_PHASES = {"gather": 3, "encode": 4, "gru_input": 5, "gru_forward": 6, "heads_forward": 7, "loss": 8,
+                  "heads_backward": 9, "gru_bptt": 10, "gru_weights": 11, "encoder_backward": 12, "optimizer": 13,
+                  "encoder_backward_alt": 14}
 (BUF_PARAMS, BUF_GRADS, BUF_ADAM_MU, BUF_ADAM_NU, BUF_COUNTERS, BUF_HSTATE, BUF_LAST_DONE, BUF_ENV_KEY, BUF_RET_ACC,
  BUF_LEN_ACC, BUF_OBS, BUF_DONES, BUF_ACTIONS, BUF_LOGP, BUF_VALUES, BUF_REWARDS, BUF_ADVANTAGES, BUF_TARGETS, BUF_H0,
  BUF_EPISODES, BUF_LOSSES, BUF_REPLAY, BUF_CUR_OBS) = range(23)
@@ -271,7 +275,8 @@ class PPO:
     def profile(self, part: int, reps: int = 3) -> float:
         """Device ms per repetition of one part of an iteration alone (PROFILE_POLICY: the
         rollout's policy work without env steps; PROFILE_ENV: the env steps without the policy;
-        PROFILE_UPDATE: the update). Disturbs the run: benchmarks only."""
+        PROFILE_UPDATE: the update; PROFILE_PHASES: one phase of one minibatch's update).
+        Disturbs the run: benchmarks only."""
         ms = self.ffi.new("float *")
         self._check(self.lib.craftax_ppo_profile(self._h, int(part), int(reps), ms), "profile")
         return float(ms[0])
