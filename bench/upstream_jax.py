@@ -34,9 +34,11 @@ def build(mode: str, num_envs: int):
     from craftax.craftax_env import make_craftax_env_from_name
 
     env = make_craftax_env_from_name("Craftax-Symbolic-v1", auto_reset=False)
+    # Only the auto_reset=True env's `step` resets: the other's `step` is step_env alone.
+    official = make_craftax_env_from_name("Craftax-Symbolic-v1", auto_reset=True)
     params = env.default_params
     vstep_env = jax.vmap(env.step_env, in_axes=(0, 0, 0, None))
-    vstep = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+    vstep = jax.vmap(official.step, in_axes=(0, 0, 0, None))
     vreset = jax.vmap(env.reset_env, in_axes=(0, None))
     num_resets = max(1, num_envs // RESET_RATIO)
 
