@@ -182,6 +182,16 @@ class CraftaxEnv:
         check(lib.craftax_observe(ptr(self._states, "void *"), self.num_envs, ptr(obs, "float *")), "observe")
         return obs
 
+    def observe_compact(self) -> np.ndarray:
+        """The compact observation records of the current states, uint8 [N, 1008]
+        (pycraftax.obs_compact; what backend="cuda" returns with obs="compact"):
+        obs_compact.expand(records) is observe() bit for bit, in 1/33 of the bytes."""
+        self._check_open()
+        records = np.empty((self.num_envs, int(lib.craftax_obs_compact_size())), dtype=np.uint8)
+        check(lib.craftax_observe_compact(ptr(self._states, "void *"), self.num_envs, ptr(records, "uint8_t *")),
+              "observe_compact")
+        return records
+
     # -- parity hooks -----------------------------------------------------------------
     def get_state(self) -> dict[str, np.ndarray]:
         """Every EnvState leaf, [num_envs, *upstream shape], upstream dtype (a copy)."""

@@ -60,6 +60,11 @@ int craftax_reset_with_keys(void *states, const uint32_t *keys, int64_t num_envs
 /* render_craftax_symbolic for each env. */
 int craftax_observe(const void *states, int64_t num_envs, float *obs);
 int craftax_obs_size(void);
+/* The compact observation record of each env (craftax/obs.h: uint8 [num_envs,
+ * craftax_obs_compact_size()], the CUDA build's obs="compact"): craftax_observe's floats
+ * bit for bit once expanded (pycraftax.obs_compact.expand). */
+int craftax_observe_compact(const void *states, int64_t num_envs, uint8_t *records);
+int craftax_obs_compact_size(void);
 
 /* jax.random.split(key, num) of one raw key: out is uint32 [num, 2]. */
 void craftax_key_split(const uint32_t *key, uint32_t num, uint32_t *out);

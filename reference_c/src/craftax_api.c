@@ -169,6 +169,18 @@ int craftax_observe(const void *states, int64_t num_envs, float *obs) {
     return 0;
 }
 
+int craftax_observe_compact(const void *states, int64_t num_envs, uint8_t *records) {
+    if (!states || !records) return CRAFTAX_ERR_NULL;
+    if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
+    const CraftaxState *all = (const CraftaxState *)states;
+#pragma omp parallel for num_threads(craftax_get_num_threads()) schedule(static)
+    for (int64_t i = 0; i < num_envs; i++)
+        craftax_render_compact_lanes(&all[i], records + i * CRAFTAX_OBS_COMPACT_SIZE, 0, 0, 1);
+    return 0;
+}
+
+int craftax_obs_compact_size(void) { return CRAFTAX_OBS_COMPACT_SIZE; }
+
 uint64_t craftax_fnv1a(uint64_t h, const void *data, size_t n) {
     const unsigned char *p = (const unsigned char *)data;
     for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ULL;

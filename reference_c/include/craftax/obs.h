@@ -19,20 +19,63 @@ static inline CRAFTAX_HD int craftax_is_boss_vulnerable(const CraftaxState *s) {
 
 /* _add_mob_to_map: a scatter of `on_screen && mask` for every slot, dead or alive. A dead
  * or off-screen slot writes 0 and can erase a mob drawn before it; negative local
- * coordinates wrap once (JAX scatter) and coordinates still out of range are dropped. */
-static inline CRAFTAX_HD void craftax_obs_add_mob(float *obs, const CraftaxState *s, const int32_t pos[2],
-                                                  uint8_t mask, int32_t type_id, int mob_class) {
+ * coordinates wrap once (JAX scatter) and coordinates still out of range are dropped.
+ * Returns 0 for a dropped slot, else 1 with the view cell (r * 11 + c), the mob channel
+ * (0..39) and the value to write. */
+static inline CRAFTAX_HD int craftax_obs_mob_slot(const CraftaxState *s, const int32_t pos[2], uint8_t mask,
+                                                  int32_t type_id, int mob_class, int *cell, int *channel,
+                                                  int *on_screen) {
     const int32_t lx = pos[0] - s->player_position[0] + CRAFTAX_OBS_ROWS / 2;
     const int32_t ly = pos[1] - s->player_position[1] + CRAFTAX_OBS_COLS / 2;
-    const int on_screen = lx >= 0 && ly >= 0 && lx < CRAFTAX_OBS_ROWS && ly < CRAFTAX_OBS_COLS && mask;
+    *on_screen = lx >= 0 && ly >= 0 && lx < CRAFTAX_OBS_ROWS && ly < CRAFTAX_OBS_COLS && mask;
     int32_t ix = lx < 0 ? lx + CRAFTAX_OBS_ROWS : lx;
     int32_t iy = ly < 0 ? ly + CRAFTAX_OBS_COLS : ly;
     int32_t ch = mob_class * CRAFTAX_NUM_MOB_TYPES + type_id;
     ch = ch < 0 ? ch + CRAFTAX_NUM_MOB_CLASSES * CRAFTAX_NUM_MOB_TYPES : ch;
     if (ix < 0 || iy < 0 || ix >= CRAFTAX_OBS_ROWS || iy >= CRAFTAX_OBS_COLS || ch < 0 ||
         ch >= CRAFTAX_NUM_MOB_CLASSES * CRAFTAX_NUM_MOB_TYPES)
+        return 0;
+    *cell = ix * CRAFTAX_OBS_COLS + iy;
+    *channel = ch;
+    return 1;
+}
+
+/* Byte layout of the compact record, see craftax_render_compact_lanes below. */
+#define CRAFTAX_OBS_COMPACT_CELLS 208
+#define CRAFTAX_OBS_COMPACT_SIZE 1008
+
+/* The mob layer of the view, every slot of every mob class in upstream's scatter order,
+ * into the float obs (`obs`) or the compact record's mob bits (`rec`), whichever is not NULL. */
+static inline CRAFTAX_HD void craftax_obs_scatter_mob(float *obs, uint8_t *rec, const CraftaxState *s,
+                                                      const int32_t pos[2], uint8_t mask, int32_t type_id,
+                                                      int mob_class) {
+    int cell, ch, on_screen;
+    if (!craftax_obs_mob_slot(s, pos, mask, type_id, mob_class, &cell, &ch, &on_screen)) return;
+    if (obs) {
+        obs[cell * CRAFTAX_OBS_CHANNELS + 42 + ch] = on_screen ? 1.0f : 0.0f;
         return;
-    obs[(ix * CRAFTAX_OBS_COLS + iy) * CRAFTAX_OBS_CHANNELS + 42 + ch] = on_screen ? 1.0f : 0.0f;
+    }
+    uint8_t *byte = rec + CRAFTAX_OBS_COMPACT_CELLS + cell * 8 + 3 + ch / 8;
+    const uint8_t bit = (uint8_t)(1u << (ch % 8));
+    *byte = on_screen ? (uint8_t)(*byte | bit) : (uint8_t)(*byte & ~bit);
+}
+static inline CRAFTAX_HD void craftax_obs_scatter_mobs(float *obs, uint8_t *rec, const CraftaxState *s) {
+    const int level = s->player_level;
+    for (int i = 0; i < CRAFTAX_MAX_MELEE_MOBS; i++)
+        craftax_obs_scatter_mob(obs, rec, s, s->melee_mobs.position[level][i], s->melee_mobs.mask[level][i],
+                                s->melee_mobs.type_id[level][i], 0);
+    for (int i = 0; i < CRAFTAX_MAX_PASSIVE_MOBS; i++)
+        craftax_obs_scatter_mob(obs, rec, s, s->passive_mobs.position[level][i], s->passive_mobs.mask[level][i],
+                                s->passive_mobs.type_id[level][i], 1);
+    for (int i = 0; i < CRAFTAX_MAX_RANGED_MOBS; i++)
+        craftax_obs_scatter_mob(obs, rec, s, s->ranged_mobs.position[level][i], s->ranged_mobs.mask[level][i],
+                                s->ranged_mobs.type_id[level][i], 2);
+    for (int i = 0; i < CRAFTAX_MAX_MOB_PROJECTILES; i++)
+        craftax_obs_scatter_mob(obs, rec, s, s->mob_projectiles.position[level][i], s->mob_projectiles.mask[level][i],
+                                s->mob_projectiles.type_id[level][i], 3);
+    for (int i = 0; i < CRAFTAX_MAX_PLAYER_PROJECTILES; i++)
+        craftax_obs_scatter_mob(obs, rec, s, s->player_projectiles.position[level][i],
+                                s->player_projectiles.mask[level][i], s->player_projectiles.type_id[level][i], 4);
 }
 
 /* x / 10 in upstream is computed by XLA as x * float32(0.1) (UPSTREAM_NOTES 3.1) when x
@@ -101,23 +144,7 @@ static inline CRAFTAX_HD void craftax_render_symbolic_lanes(const CraftaxState *
     craftax_lanes_sync(lanes);
 
     /* Mob layer first, unmasked, exactly as the scatter builds it. */
-    if (lane == 0) {
-        for (int i = 0; i < CRAFTAX_MAX_MELEE_MOBS; i++)
-            craftax_obs_add_mob(obs, s, s->melee_mobs.position[level][i], s->melee_mobs.mask[level][i],
-                                s->melee_mobs.type_id[level][i], 0);
-        for (int i = 0; i < CRAFTAX_MAX_PASSIVE_MOBS; i++)
-            craftax_obs_add_mob(obs, s, s->passive_mobs.position[level][i], s->passive_mobs.mask[level][i],
-                                s->passive_mobs.type_id[level][i], 1);
-        for (int i = 0; i < CRAFTAX_MAX_RANGED_MOBS; i++)
-            craftax_obs_add_mob(obs, s, s->ranged_mobs.position[level][i], s->ranged_mobs.mask[level][i],
-                                s->ranged_mobs.type_id[level][i], 2);
-        for (int i = 0; i < CRAFTAX_MAX_MOB_PROJECTILES; i++)
-            craftax_obs_add_mob(obs, s, s->mob_projectiles.position[level][i], s->mob_projectiles.mask[level][i],
-                                s->mob_projectiles.type_id[level][i], 3);
-        for (int i = 0; i < CRAFTAX_MAX_PLAYER_PROJECTILES; i++)
-            craftax_obs_add_mob(obs, s, s->player_projectiles.position[level][i], s->player_projectiles.mask[level][i],
-                                s->player_projectiles.type_id[level][i], 4);
-    }
+    if (lane == 0) craftax_obs_scatter_mobs(obs, 0, s);
     craftax_lanes_sync(lanes);
 
     for (int rc = lane; rc < CRAFTAX_OBS_ROWS * CRAFTAX_OBS_COLS; rc += lanes) {
@@ -156,34 +183,12 @@ static inline CRAFTAX_HD void craftax_render_symbolic(const CraftaxState *s, flo
  *                    bit k % 8 of byte 3 + k / 8), as the mob scatter leaves them;
  *   bytes [1000, 1008) zero (16-byte records).
  * Mob bits of an invisible cell are kept as scattered; the expansion masks them. */
-#define CRAFTAX_OBS_COMPACT_CELLS 208
-#define CRAFTAX_OBS_COMPACT_SIZE 1008
-
 static inline CRAFTAX_HD void craftax_store_u64(uint8_t *p, uint64_t v) {
 #ifdef __CUDA_ARCH__
     *(uint64_t *)p = v; /* 8-byte aligned by the layout */
 #else
     memcpy(p, &v, 8);
 #endif
-}
-
-/* _add_mob_to_map on the compact record's mob bits (same wrap, drop and erase rules as
- * craftax_obs_add_mob). */
-static inline CRAFTAX_HD void craftax_obs_compact_add_mob(uint8_t *rec, const CraftaxState *s, const int32_t pos[2],
-                                                          uint8_t mask, int32_t type_id, int mob_class) {
-    const int32_t lx = pos[0] - s->player_position[0] + CRAFTAX_OBS_ROWS / 2;
-    const int32_t ly = pos[1] - s->player_position[1] + CRAFTAX_OBS_COLS / 2;
-    const int on_screen = lx >= 0 && ly >= 0 && lx < CRAFTAX_OBS_ROWS && ly < CRAFTAX_OBS_COLS && mask;
-    int32_t ix = lx < 0 ? lx + CRAFTAX_OBS_ROWS : lx;
-    int32_t iy = ly < 0 ? ly + CRAFTAX_OBS_COLS : ly;
-    int32_t ch = mob_class * CRAFTAX_NUM_MOB_TYPES + type_id;
-    ch = ch < 0 ? ch + CRAFTAX_NUM_MOB_CLASSES * CRAFTAX_NUM_MOB_TYPES : ch;
-    if (ix < 0 || iy < 0 || ix >= CRAFTAX_OBS_ROWS || iy >= CRAFTAX_OBS_COLS || ch < 0 ||
-        ch >= CRAFTAX_NUM_MOB_CLASSES * CRAFTAX_NUM_MOB_TYPES)
-        return;
-    uint8_t *byte = rec + CRAFTAX_OBS_COMPACT_CELLS + (ix * CRAFTAX_OBS_COLS + iy) * 8 + 3 + ch / 8;
-    const uint8_t bit = (uint8_t)(1u << (ch % 8));
-    *byte = on_screen ? (uint8_t)(*byte | bit) : (uint8_t)(*byte & ~bit);
 }
 
 /* The compact record of craftax_render_symbolic_lanes(s, ., fresh_world): same reads, same
@@ -210,22 +215,7 @@ static inline CRAFTAX_HD void craftax_render_compact_lanes(const CraftaxState *s
     }
     craftax_lanes_sync(lanes);
     if (lane == 0) {
-        for (int i = 0; i < CRAFTAX_MAX_MELEE_MOBS; i++)
-            craftax_obs_compact_add_mob(rec, s, s->melee_mobs.position[level][i], s->melee_mobs.mask[level][i],
-                                        s->melee_mobs.type_id[level][i], 0);
-        for (int i = 0; i < CRAFTAX_MAX_PASSIVE_MOBS; i++)
-            craftax_obs_compact_add_mob(rec, s, s->passive_mobs.position[level][i], s->passive_mobs.mask[level][i],
-                                        s->passive_mobs.type_id[level][i], 1);
-        for (int i = 0; i < CRAFTAX_MAX_RANGED_MOBS; i++)
-            craftax_obs_compact_add_mob(rec, s, s->ranged_mobs.position[level][i], s->ranged_mobs.mask[level][i],
-                                        s->ranged_mobs.type_id[level][i], 2);
-        for (int i = 0; i < CRAFTAX_MAX_MOB_PROJECTILES; i++)
-            craftax_obs_compact_add_mob(rec, s, s->mob_projectiles.position[level][i],
-                                        s->mob_projectiles.mask[level][i], s->mob_projectiles.type_id[level][i], 3);
-        for (int i = 0; i < CRAFTAX_MAX_PLAYER_PROJECTILES; i++)
-            craftax_obs_compact_add_mob(rec, s, s->player_projectiles.position[level][i],
-                                        s->player_projectiles.mask[level][i], s->player_projectiles.type_id[level][i],
-                                        4);
+        craftax_obs_scatter_mobs(0, rec, s);
         craftax_render_symbolic_scalars_to(s, (float *)(void *)rec, fresh_world);
     }
     craftax_lanes_sync(lanes);
