@@ -60,6 +60,29 @@ static inline CRAFTAX_HD int craftax_popc32(uint32_t x) {
  * (lanes = 32, all 32 lanes calling; lanes = 1 from a lone thread also works).
  * craftax_lanes_sync orders the lanes' memory accesses between dependent passes. */
 #define CRAFTAX_WARP_LANES 32
+/* for (x = lane; x < n; x += lanes): a lane's share of a pass on the GPU; on a CPU (always
+ * one lane) the plain unit-stride loop, which compilers vectorise. */
+#ifdef __CUDA_ARCH__
+#define CRAFTAX_LANE_FIRST(lane) (lane)
+#define CRAFTAX_LANE_STRIDE(lanes) (lanes)
+#else
+#define CRAFTAX_LANE_FIRST(lane) ((void)(lane), 0)
+#define CRAFTAX_LANE_STRIDE(lanes) ((void)(lanes), 1)
+#endif
+#define CRAFTAX_FOR_LANE(x, n, lane, lanes) \
+    for (int x = CRAFTAX_LANE_FIRST(lane); x < (n); x += CRAFTAX_LANE_STRIDE(lanes))
+/* The 48 x 48 cells (i, j) of a per-cell pass: a lane's share of them, cell c = i * 48 + j
+ * taken by lane c % lanes, on the GPU; row by row on a CPU (one lane), where the nested
+ * loops vectorise. `continue` moves to the next cell in both. */
+#ifdef __CUDA_ARCH__
+#define CRAFTAX_FOR_CELLS(i, j, lane, lanes)                                                   \
+    for (int cell_ = (lane); cell_ < CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE; cell_ += (lanes))      \
+        for (int i = cell_ / CRAFTAX_MAP_SIZE, j = cell_ % CRAFTAX_MAP_SIZE, once_ = 1; once_; once_ = 0)
+#else
+#define CRAFTAX_FOR_CELLS(i, j, lane, lanes)                                                   \
+    for (int i = ((void)(lane), (void)(lanes), 0); i < CRAFTAX_MAP_SIZE; i++)                  \
+        for (int j = 0; j < CRAFTAX_MAP_SIZE; j++)
+#endif
 
 static inline CRAFTAX_HD void craftax_lanes_sync(int lanes) {
 #ifdef __CUDA_ARCH__

@@ -63,7 +63,7 @@ static inline CRAFTAX_HD void craftax_perlin_noise_lanes(CraftaxKey key, int res
     craftax_split2(key, &unused, &sub);
     const int cols = res1 + 1;
     craftax_lanes_sync(lanes); /* the previous field's lanes are done with the gradients */
-    for (int i = lane; i < (res0 + 1) * cols; i += lanes) {
+    CRAFTAX_FOR_LANE(i, (res0 + 1) * cols, lane, lanes) {
         float u = angles01 ? angles01[i] : craftax_uniform(sub, (uint32_t)i);
         float angle = 6.28318548f * u; /* 2*jnp.pi (a Python float) times a float32 array */
         grad_x[i] = craftax_cosf(angle);
@@ -77,7 +77,7 @@ static inline CRAFTAX_HD void craftax_perlin_noise_lanes(CraftaxKey key, int res
         gy_of[j] = (float)j / (float)d1; /* mgrid[0:res:res/48] % 1, exact */
         t1_of[j] = craftax_noise_interpolant(gy_of[j]);
     }
-    for (int i_cj = lane; i_cj < n * res1; i_cj += lanes) { /* lanes take (row, gradient cell) pairs */
+    CRAFTAX_FOR_LANE(i_cj, n * res1, lane, lanes) { /* lanes take (row, gradient cell) pairs */
         const int i = i_cj / res1, cj = i_cj % res1;
         const float gx = (float)(i % d0) / (float)d0;
         const float t0 = craftax_noise_interpolant(gx);
@@ -123,8 +123,7 @@ static inline CRAFTAX_HD void craftax_fractal_noise_parts_lanes(CraftaxKey key, 
     craftax_perlin_noise_lanes(sub, res0, res1, angles01, out, out_glow, grad_x, grad_y, lane, lanes);
     /* min and max come from their own kernel, which blends like the map's (craftax_noise_blend). */
     float lo = CRAFTAX_SQRT2_F * out[0][0], hi = lo;
-    for (int c = lane; c < CRAFTAX_NOISE_N * CRAFTAX_NOISE_N; c += lanes) {
-        const int i = c / CRAFTAX_NOISE_N, j = c % CRAFTAX_NOISE_N;
+    CRAFTAX_FOR_CELLS(i, j, lane, lanes) {
         const float v = CRAFTAX_SQRT2_F * out[i][j];
         lo = v < lo ? v : lo;
         hi = v > hi ? v : hi;
@@ -159,8 +158,7 @@ static inline CRAFTAX_HD void craftax_fractal_noise_lanes(CraftaxKey key, int re
     float lo, inv_range;
     craftax_fractal_noise_parts_lanes(key, res0, res1, angles01, out, out_glow, &lo, &inv_range, grad_x, grad_y, lane,
                                       lanes);
-    for (int c = lane; c < CRAFTAX_NOISE_N * CRAFTAX_NOISE_N; c += lanes) {
-        const int i = c / CRAFTAX_NOISE_N, j = c % CRAFTAX_NOISE_N;
+    CRAFTAX_FOR_CELLS(i, j, lane, lanes) {
         out[i][j] = craftax_noise_normalised(out[i][j], lo, inv_range);
         if (out_glow) out_glow[i][j] = craftax_noise_normalised(out_glow[i][j], lo, inv_range);
     }

@@ -140,14 +140,14 @@ static inline CRAFTAX_HD void craftax_render_symbolic_lanes(const CraftaxState *
     const int level = s->player_level;
     const int32_t x0 = s->player_position[0] - CRAFTAX_OBS_ROWS / 2;
     const int32_t y0 = s->player_position[1] - CRAFTAX_OBS_COLS / 2;
-    for (int i = lane; i < CRAFTAX_OBS_SIZE; i += lanes) obs[i] = 0.0f;
+    CRAFTAX_FOR_LANE(i, CRAFTAX_OBS_SIZE, lane, lanes) obs[i] = 0.0f;
     craftax_lanes_sync(lanes);
 
     /* Mob layer first, unmasked, exactly as the scatter builds it. */
     if (lane == 0) craftax_obs_scatter_mobs(obs, 0, s);
     craftax_lanes_sync(lanes);
 
-    for (int rc = lane; rc < CRAFTAX_OBS_ROWS * CRAFTAX_OBS_COLS; rc += lanes) {
+    CRAFTAX_FOR_LANE(rc, CRAFTAX_OBS_ROWS * CRAFTAX_OBS_COLS, lane, lanes) {
         const int r = rc / CRAFTAX_OBS_COLS, c = rc % CRAFTAX_OBS_COLS;
         {
             float *cell = obs + (r * CRAFTAX_OBS_COLS + c) * CRAFTAX_OBS_CHANNELS;
@@ -198,7 +198,7 @@ static inline CRAFTAX_HD void craftax_render_compact_lanes(const CraftaxState *s
     const int level = s->player_level;
     const int32_t x0 = s->player_position[0] - CRAFTAX_OBS_ROWS / 2;
     const int32_t y0 = s->player_position[1] - CRAFTAX_OBS_COLS / 2;
-    for (int rc = lane; rc < CRAFTAX_OBS_ROWS * CRAFTAX_OBS_COLS; rc += lanes) {
+    CRAFTAX_FOR_LANE(rc, CRAFTAX_OBS_ROWS * CRAFTAX_OBS_COLS, lane, lanes) {
         const int r = rc / CRAFTAX_OBS_COLS, c = rc % CRAFTAX_OBS_COLS;
         const int32_t x = x0 + r, y = y0 + c;
         const int inside = x >= 0 && y >= 0 && x < CRAFTAX_MAP_SIZE && y < CRAFTAX_MAP_SIZE;

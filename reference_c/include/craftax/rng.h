@@ -80,7 +80,7 @@ static inline CRAFTAX_HD float craftax_uniform(CraftaxKey key, uint32_t index) {
 /* jax.random.uniform(key, (n,)) into out: a branch-free loop that compilers vectorise,
  * cheaper than drawing a few hundred elements one by one. */
 static inline CRAFTAX_HD void craftax_uniform_field_lanes(CraftaxKey key, int n, float *out, int lane, int lanes) {
-    for (int i = lane; i < n; i += lanes) out[i] = craftax_uniform(key, (uint32_t)i);
+    CRAFTAX_FOR_LANE(i, n, lane, lanes) out[i] = craftax_uniform(key, (uint32_t)i);
 }
 static inline CRAFTAX_HD void craftax_uniform_field(CraftaxKey key, int n, float *out) {
     craftax_uniform_field_lanes(key, n, out, 0, 1);
@@ -114,7 +114,7 @@ static inline CRAFTAX_HD int32_t craftax_randint(CraftaxKey key, uint32_t index,
 static inline CRAFTAX_HD void craftax_cumsum_f32_lanes(const float *x, int n, float *out, float *block_prefix,
                                                        int lane, int lanes) {
     const int num_blocks = (n + 15) / 16;
-    for (int blk = lane; blk < num_blocks; blk += lanes) {
+    CRAFTAX_FOR_LANE(blk, num_blocks, lane, lanes) {
         const int end = blk * 16 + 16 < n ? blk * 16 + 16 : n;
         float acc = 0.0f;
         for (int i = blk * 16; i < end; i++) {
@@ -147,7 +147,7 @@ static inline CRAFTAX_HD void craftax_cumsum_f32_lanes(const float *x, int n, fl
         for (int b = 16; b < num_blocks; b++) block_prefix[b] += group_total_prefix[b / 16 - 1];
     }
     craftax_lanes_sync(lanes);
-    for (int i = 16 + lane; i < n; i += lanes) out[i] += block_prefix[i / 16 - 1];
+    for (int i = 16 + CRAFTAX_LANE_FIRST(lane); i < n; i += CRAFTAX_LANE_STRIDE(lanes)) out[i] += block_prefix[i / 16 - 1];
 }
 static inline CRAFTAX_HD void craftax_cumsum_f32(const float *x, int n, float *out) {
     float block_prefix[256];

@@ -57,10 +57,10 @@ static inline CRAFTAX_HD int32_t craftax_choice_normalised_mask_lanes(CraftaxKey
                                                                       int lane, int lanes) {
     craftax_lanes_sync(lanes);
     int32_t count = 0;
-    for (int i = lane; i < n; i += lanes) count += mask[i] ? 1 : 0;
+    CRAFTAX_FOR_LANE(i, n, lane, lanes) count += mask[i] ? 1 : 0;
     count = craftax_lanes_sum_i32(count, lanes);
     const float total = (float)count;
-    for (int i = lane; i < n; i += lanes) p[i] = (mask[i] ? 1.0f : 0.0f) / total;
+    CRAFTAX_FOR_LANE(i, n, lane, lanes) p[i] = (mask[i] ? 1.0f : 0.0f) / total;
     craftax_lanes_sync(lanes);
     craftax_cumsum_f32_lanes(p, n, cumsum, block_prefix, lane, lanes);
     craftax_lanes_sync(lanes);
@@ -130,8 +130,7 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
     const float water_inv_strength = 1.0f / (float)cfg->water_strength;
     const float mountain_inv_strength = 1.0f / (float)cfg->mountain_strength;
     /* Branch-free pass (vectorises): the water and mountain fields, and the lava glow mask. */
-    for (int c = lane; c < CRAFTAX_CELLS; c += lanes) {
-        const int i = c / CRAFTAX_N, j = c % CRAFTAX_N;
+    CRAFTAX_FOR_CELLS(i, j, lane, lanes) {
         {
             const int32_t dx = i - centre, dy = j - centre;
             const float proximity = sqrtf((float)(dx * dx + dy * dy));
@@ -148,8 +147,7 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
         }
     }
     /* The map kernel (broadcast_select_fusion): one value of each field serves all its tests. */
-    for (int c = lane; c < CRAFTAX_CELLS; c += lanes) {
-        const int i = c / CRAFTAX_N, j = c % CRAFTAX_N;
+    CRAFTAX_FOR_CELLS(i, j, lane, lanes) {
         {
             const float water = w->water[i][j], mountain = w->mountain[i][j];
             uint8_t block = water > cfg->water_threshold ? cfg->sea_block : cfg->default_block;
@@ -176,24 +174,32 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
         CraftaxKey ore_key;
         craftax_split2(ore_carry, &ore_carry, &ore_key);
         if (!(cfg->ore_chances[ore] > 0.0f)) continue; /* uniform < 0 never holds */
-        /* uniform(ore_key, (48, 48)) element c is a pure function of (key, c), so it is drawn
-         * only for the cells that hold the requirement block (as the tree field does). */
+        /* uniform(ore_key, (48, 48)) element c is a pure function of (key, c). A GPU warp
+         * draws it only for the cells that hold the requirement block (as the tree field
+         * does); a CPU draws the whole field in one loop that it vectorises, which is faster
+         * than a draw per qualifying cell there. Same bits either way. */
         uint8_t *cells = &map[0][0];
-        for (int c = lane; c < CRAFTAX_CELLS; c += lanes)
+#ifdef __CUDA_ARCH__
+        CRAFTAX_FOR_LANE(c, CRAFTAX_CELLS, lane, lanes)
             if (cells[c] == cfg->ore_requirement_blocks[ore] &&
                 craftax_uniform(ore_key, (uint32_t)c) < cfg->ore_chances[ore])
                 cells[c] = cfg->ores[ore];
+#else
+        craftax_uniform_field(ore_key, CRAFTAX_CELLS, w->p);
+        for (int c = 0; c < CRAFTAX_CELLS; c++)
+            if (cells[c] == cfg->ore_requirement_blocks[ore] && w->p[c] < cfg->ore_chances[ore])
+                cells[c] = cfg->ores[ore];
+#endif
     }
 
     uint8_t *flat = &map[0][0];
-    for (int c = lane; c < CRAFTAX_CELLS; c += lanes) {
-        const int i = c / CRAFTAX_N, j = c % CRAFTAX_N;
+    CRAFTAX_FOR_CELLS(i, j, lane, lanes) {
         if (w->mountain[i][j] > 0.85f && w->tree_noise[i][j] > 0.7f) map[i][j] = cfg->lava;
     }
     uint8_t *cell_mask = w->mask_b;
 
     /* always_diamond: one STONE cell (chosen even when the flag is off) becomes DIAMOND. */
-    for (int c = lane; c < CRAFTAX_CELLS; c += lanes) cell_mask[c] = flat[c] == BLOCK_STONE;
+    CRAFTAX_FOR_LANE(c, CRAFTAX_CELLS, lane, lanes) cell_mask[c] = flat[c] == BLOCK_STONE;
     craftax_split2(rng, &rng, &sub);
     {
         const int32_t idx = craftax_choice_normalised_mask_lanes(sub, cell_mask, CRAFTAX_CELLS, w->p, w->cumsum,
@@ -203,8 +209,7 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
     }
     craftax_lanes_sync(lanes);
 
-    for (int c = lane; c < CRAFTAX_CELLS; c += lanes) {
-        const int i = c / CRAFTAX_N, j = c % CRAFTAX_N;
+    CRAFTAX_FOR_CELLS(i, j, lane, lanes) {
         {
             light_map[i][j] = cfg->default_light;
             item_map[i][j] = ITEM_NONE;
@@ -213,7 +218,7 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
     map[centre][centre] = cfg->player_spawn;
     craftax_lanes_sync(lanes);
 
-    for (int c = lane; c < CRAFTAX_CELLS; c += lanes) cell_mask[c] = flat[c] == cfg->valid_ladder;
+    CRAFTAX_FOR_LANE(c, CRAFTAX_CELLS, lane, lanes) cell_mask[c] = flat[c] == cfg->valid_ladder;
     craftax_split2(rng, &rng, &sub);
     const int32_t down = craftax_choice_mask_lanes(sub, cell_mask, CRAFTAX_CELLS, w->cumsum, lane, lanes);
     craftax_split2(rng, &rng, &sub);
@@ -229,7 +234,7 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
         const int32_t x0 = craftax_dynamic_slice_start(up_x - 4, CRAFTAX_N, 9);
         const int32_t y0 = craftax_dynamic_slice_start(up_y - 4, CRAFTAX_N, 9);
         const float dl = cfg->default_light;
-        for (int ab = lane; ab < 9 * 9; ab += lanes) {
+        CRAFTAX_FOR_LANE(ab, 9 * 9, lane, lanes) {
             const int a = ab / 9, b = ab % 9;
             light_map[x0 + a][y0 + b] = CRAFTAX_TORCH_LIGHT_MAP[a][b] * (1.0f - dl) + dl;
         }
@@ -241,8 +246,7 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
     if (glows) {
         const uint8_t *lava_mask = w->mask_a;
         const float kernel[3][3] = {{0.2f, 0.7f, 0.2f}, {0.7f, 1.0f, 0.7f}, {0.2f, 0.7f, 0.2f}};
-        for (int c = lane; c < CRAFTAX_CELLS; c += lanes) {
-            const int i = c / CRAFTAX_N, j = c % CRAFTAX_N;
+        CRAFTAX_FOR_CELLS(i, j, lane, lanes) {
             {
                 float glow = 0.0f;
                 for (int a = -1; a <= 1; a++)
@@ -255,8 +259,7 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
             }
         }
     } else {
-        for (int c = lane; c < CRAFTAX_CELLS; c += lanes) {
-            const int i = c / CRAFTAX_N, j = c % CRAFTAX_N;
+        CRAFTAX_FOR_CELLS(i, j, lane, lanes) {
             light_map[i][j] = craftax_clip_f32(light_map[i][j], 0.0f, 1.0f);
         }
     }
@@ -302,7 +305,7 @@ static inline CRAFTAX_HD void craftax_generate_dungeon(CraftaxKey rng, const Cra
     }
 
     craftax_lanes_sync(lanes); /* the previous floor's lanes are done with the scratch */
-    for (int ij = lane; ij < P * P; ij += lanes) {
+    CRAFTAX_FOR_LANE(ij, P * P, lane, lanes) {
         const int i = ij / P, j = ij % P;
         {
             const int inside = i >= pad && j >= pad && i < pad + CRAFTAX_N && j < pad + CRAFTAX_N;
@@ -394,8 +397,7 @@ static inline CRAFTAX_HD void craftax_generate_dungeon(CraftaxKey rng, const Cra
 
     uint8_t(*map)[CRAFTAX_N] = s->map[level];
     uint8_t(*item_map)[CRAFTAX_N] = s->item_map[level];
-    for (int c = lane; c < CRAFTAX_CELLS; c += lanes) {
-        const int i = c / CRAFTAX_N, j = c % CRAFTAX_N;
+    CRAFTAX_FOR_CELLS(i, j, lane, lanes) {
         {
             map[i][j] = pmap[i + pad][j + pad];
             item_map[i][j] = pitems[i + pad][j + pad];
@@ -407,8 +409,7 @@ static inline CRAFTAX_HD void craftax_generate_dungeon(CraftaxKey rng, const Cra
      * mossy; walls with no open neighbour become darkness; one path in ten without an
      * item becomes the floor's rare block. */
     uint8_t *adjacent = w->mask_a;
-    for (int c = lane; c < CRAFTAX_CELLS; c += lanes) {
-        const int i = c / CRAFTAX_N, j = c % CRAFTAX_N;
+    CRAFTAX_FOR_CELLS(i, j, lane, lanes) {
         {
             int open = map[i][j] != BLOCK_WALL;
             if (i > 0) open |= map[i - 1][j] != BLOCK_WALL;
@@ -422,8 +423,7 @@ static inline CRAFTAX_HD void craftax_generate_dungeon(CraftaxKey rng, const Cra
     craftax_split2(rng, &rng, &sub);
     {
         const float rare_cumsum[2] = {0.9f, 0.9f + 0.1f};
-        for (int c = lane; c < CRAFTAX_CELLS; c += lanes) {
-            const int i = c / CRAFTAX_N, j = c % CRAFTAX_N;
+        CRAFTAX_FOR_CELLS(i, j, lane, lanes) {
             {
                 /* The draw is made only where it can matter (see the tree field above). */
                 const uint32_t cell = (uint32_t)(i * CRAFTAX_N + j);
@@ -444,13 +444,12 @@ static inline CRAFTAX_HD void craftax_generate_dungeon(CraftaxKey rng, const Cra
     }
 
     float(*light_map)[CRAFTAX_N] = s->light_map[level];
-    for (int c = lane; c < CRAFTAX_CELLS; c += lanes) {
-        const int i = c / CRAFTAX_N, j = c % CRAFTAX_N;
+    CRAFTAX_FOR_CELLS(i, j, lane, lanes) {
         light_map[i][j] = 1.0f;
     }
 
     uint8_t *path_mask = w->mask_b;
-    for (int c = lane; c < CRAFTAX_CELLS; c += lanes) path_mask[c] = (&map[0][0])[c] == BLOCK_PATH;
+    CRAFTAX_FOR_LANE(c, CRAFTAX_CELLS, lane, lanes) path_mask[c] = (&map[0][0])[c] == BLOCK_PATH;
     craftax_split2(rng, &rng, &sub);
     const int32_t down = craftax_choice_normalised_mask_lanes(sub, path_mask, CRAFTAX_CELLS, w->p, w->cumsum,
                                                               w->block_prefix, lane, lanes);
