@@ -23,40 +23,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+# Runs in a fresh process pinned to the measured cores, so that XLA sizes its thread pool
+# to them; conformance.upstream sets the XLA flag of the reference semantics first.
 UPSTREAM_SNIPPET = r"""
-import os, sys, time, json
-cores = json.loads(sys.argv[1]); num_envs = int(sys.argv[2]); seconds = float(sys.argv[3]); auto = sys.argv[5] == "1"
+import json, os, sys
+cores = json.loads(sys.argv[1]); num_envs = int(sys.argv[2]); seconds = float(sys.argv[3]); mode = sys.argv[5]
 os.sched_setaffinity(0, set(cores))
 sys.path.insert(0, sys.argv[4])
-from conformance import upstream  # sets the XLA flag before jax is imported
-import jax, jax.numpy as jnp
-from craftax.craftax_env import make_craftax_env_from_name
-env = make_craftax_env_from_name("Craftax-Symbolic-v1", auto_reset=auto)
-params = env.default_params
-T = 10 if auto else 100
-step = env.step if auto else env.step_env
-@jax.jit
-def rollout(rng, state):
-    def body(carry, _):
-        rng, state = carry
-        rng, k_act, k_step = jax.random.split(rng, 3)
-        actions = jax.random.randint(k_act, (num_envs,), 0, 43)
-        obs, state, reward, done, info = jax.vmap(step, in_axes=(0, 0, 0, None))(
-            jax.random.split(k_step, num_envs), state, actions, params)
-        return (rng, state), obs.sum() + reward.sum() + done.sum()
-    (rng, state), out = jax.lax.scan(body, (rng, state), None, length=T)
-    return rng, state, out.sum()
-rng = jax.random.PRNGKey(0)
-obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(rng, num_envs), params)
-t0 = time.perf_counter(); rng, state, s = jax.block_until_ready(rollout(rng, state)); compile_s = time.perf_counter() - t0
-steps, start, calls = 0, time.perf_counter(), 0
-while True:
-    rng, state, s = jax.block_until_ready(rollout(rng, state)); steps += T * num_envs; calls += 1
-    el = time.perf_counter() - start
-    if el >= seconds and calls >= 2: break
-print(json.dumps({"cores": len(cores), "num_envs": num_envs, "auto_reset": auto, "steps": steps, "seconds": el,
-                  "steps_per_s": steps / el, "steps_per_s_per_core": steps / el / len(cores),
-                  "first_call_seconds": compile_s}))
+from conformance import upstream  # noqa: F401
+from bench.upstream_jax import measure
+r = measure(mode, num_envs, seconds)
+r.update(cores=len(cores), auto_reset=mode == "auto", steps_per_s_per_core=r["steps_per_s"] / len(cores))
+print(json.dumps(r))
 """
 
 
@@ -68,7 +46,7 @@ def run_upstream(cores: list[int], num_envs: int, seconds: float, auto_reset: bo
         return None
     out = subprocess.run(
         [sys.executable, "-c", UPSTREAM_SNIPPET, json.dumps(cores), str(num_envs), str(seconds), str(ROOT),
-         "1" if auto_reset else "0"],
+         "auto" if auto_reset else "no_reset"],
         capture_output=True, text=True, timeout=3000,
     )
     if out.returncode != 0:
@@ -118,7 +96,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"step-{result['time_utc'].replace(':', '')}.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {path.relative_to(ROOT)}")
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

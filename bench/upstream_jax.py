@@ -1,13 +1,16 @@
 """Upstream craftax 1.6.1 (JAX) env throughput on JAX's default device (the GPU where there
-is one): the figure our CUDA sweep is divided by, measured in the same run.
+is one): the figure our CUDA sweep is divided by, measured in the same run. bench/step.py
+calls measure() too, in a process pinned to the CPU cores it measures.
 
     python bench/upstream_jax.py --out bench/results/upstream-gpu.json \
         --config auto:8192 --config optimistic:65536
 
-Both modes step Craftax-Symbolic-v1 with uniformly random actions inside one jitted
+Every mode steps Craftax-Symbolic-v1 with uniformly random actions inside one jitted
 lax.scan of T steps, observations produced every step:
 - auto: the official `env.step` (auto-reset; JAX generates a fresh world for every env
   every step and selects it where done) - the exact game, what our CUDA env matches.
+- no_reset: `step_env` alone (no world is generated; an episode that ends keeps stepping):
+  an upper bound for any reset strategy.
 - optimistic: `step_env` plus N/16 fresh worlds per step handed to the envs that ended
   (the reset pool of Craftax_Baselines' optimistic-reset wrapper, re-implemented here from
   its description): upstream's fastest setting, used for the 0.96 M steps/s anchor. It is
@@ -26,6 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 STEPS_PER_CALL = 32
 RESET_RATIO = 16
+MODES = ("auto", "optimistic", "no_reset")
 
 
 def build(mode: str, num_envs: int):
@@ -58,7 +62,11 @@ def build(mode: str, num_envs: int):
         obs, state, reward, done, info = vstep(jax.random.split(key, num_envs), state, actions, params)
         return obs, state, reward, done
 
-    one_step = official_step if mode == "auto" else optimistic_step
+    def no_reset_step(key, state, actions):
+        obs, state, reward, done, info = vstep_env(jax.random.split(key, num_envs), state, actions, params)
+        return obs, state, reward, done
+
+    one_step = {"auto": official_step, "optimistic": optimistic_step, "no_reset": no_reset_step}[mode]
 
     @jax.jit
     def rollout(key, state):
@@ -99,16 +107,17 @@ def measure(mode: str, num_envs: int, seconds: float) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", action="append", default=None,
-                        help="MODE:NUM_ENVS with MODE auto|optimistic (repeatable; default auto:8192 optimistic:65536)")
+                        help="MODE:NUM_ENVS with MODE auto|optimistic|no_reset (repeatable; default auto:8192 "
+                             "optimistic:16384)")
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
-    configs = args.config or ["auto:8192", "optimistic:65536"]
+    configs = args.config or ["auto:8192", "optimistic:16384"]
     results = []
     for config in configs:
         mode, _, envs = config.partition(":")
-        if mode not in ("auto", "optimistic") or not envs.isdigit():
-            parser.error(f"--config must be auto:N or optimistic:N, got {config!r}")
+        if mode not in MODES or not envs.isdigit():
+            parser.error(f"--config must be MODE:N with MODE one of {MODES}, got {config!r}")
         r = measure(mode, int(envs), args.seconds)
         print(f"upstream {mode} {int(envs):,} envs: {r['steps_per_s']:,.0f} steps/s "
               f"(first call {r['first_call_seconds']:.0f} s, {r['device']})", flush=True)
