@@ -33,7 +33,7 @@ from pycraftax import _state, jax_random, obs_compact
 from pycraftax._cdef import cdef_declarations
 from pycraftax._native import ffi as c_ffi
 from pycraftax.achievements import ACHIEVEMENTS, NUM_ACHIEVEMENTS, log_achievements_to_info
-from pycraftax.env import NUM_ACTIONS, OBS_SIZE, check_actions, check_keys
+from pycraftax.env import NUM_ACTIONS, OBS_SIZE, check_actions, check_keys, reset_keys
 from pycraftax.params import EnvParams, StaticEnvParams, to_c
 from pycraftax.spaces import Box, Discrete
 
@@ -572,11 +572,7 @@ class CudaCraftaxEnv:
     def reset(self, seed: int | None = None):
         """As CraftaxEnv.reset: env i gets key split(PRNGKey(seed), N)[i], or keys from the
         env's own stream without a seed. Returns (obs CudaArray float32 [N, 8268], {})."""
-        if seed is not None:
-            keys = jax_random.split(jax_random.prng_key(seed), self.num_envs)
-        else:
-            self._key, sub = jax_random.split(self._key, 2)
-            keys = jax_random.split(sub, self.num_envs)
+        self._key, keys = reset_keys(self._key, seed, self.num_envs)
         return self.reset_with_keys(keys)
 
     def reset_with_keys(self, keys):

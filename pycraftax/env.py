@@ -31,6 +31,16 @@ def check_actions(actions, num_envs: int) -> np.ndarray:
     return np.ascontiguousarray(actions, dtype=np.int32)
 
 
+def reset_keys(env_key: np.ndarray, seed: int | None, num_envs: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the env's next key, the reset keys) of reset(seed=...) on every backend: with a seed,
+    env i gets split(PRNGKey(seed), num_envs)[i] and the env's key stream is untouched;
+    without, keys are split from the next key of that stream."""
+    if seed is not None:
+        return env_key, jax_random.split(jax_random.prng_key(seed), num_envs)
+    env_key, sub = jax_random.split(env_key, 2)
+    return env_key, jax_random.split(sub, num_envs)
+
+
 def check_keys(keys, num_envs: int) -> np.ndarray:
     """Validate raw JAX keys: uint32 [num_envs, 2]."""
     if not isinstance(keys, np.ndarray):
@@ -70,11 +80,7 @@ class CraftaxEnv:
         """Reset every env. With `seed`, env i gets key split(PRNGKey(seed), num_envs)[i],
         exactly as `jax.vmap(env.reset)(jax.random.split(PRNGKey(seed), num_envs))`;
         without, fresh keys are drawn from the env's own key stream."""
-        if seed is not None:
-            keys = jax_random.split(jax_random.prng_key(seed), self.num_envs)
-        else:
-            self._key, sub = jax_random.split(self._key, 2)
-            keys = jax_random.split(sub, self.num_envs)
+        self._key, keys = reset_keys(self._key, seed, self.num_envs)
         return self.reset_with_keys(keys)
 
     def reset_with_keys(self, keys: np.ndarray) -> tuple[np.ndarray, dict]:
