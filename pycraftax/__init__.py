@@ -31,8 +31,15 @@ def cuda_available() -> bool:
     return cuda_env.available()
 
 
-def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, obs: str = "float", **params):
+def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, obs: str = "float",
+         resets: str = "auto", reset_ratio: int | None = None, **params):
     """Create `num_envs` envs of `env_id`.
+
+    resets: "auto" (default) resets each env that ends with a fresh world of its own, as
+    upstream's CraftaxSymbolicEnv.step; "optimistic" is Craftax_Baselines'
+    OptimisticResetVecEnvWrapper, the official PPO-RNN's default: num_envs / reset_ratio
+    fresh worlds per step (reset_ratio defaults to min(16, num_envs) and must divide
+    num_envs), shared by the envs that ended.
 
     obs: "float" (default) returns the symbolic obs, float32 [N, 8268]; "compact" (needs
     backend="cuda") returns compact uint8 records [N, 1008] that expand exactly to it
@@ -55,6 +62,9 @@ def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, o
     if obs == "compact" and backend != "cuda":
         raise ValueError("obs='compact' needs backend='cuda'")
     env_params, static_params = split_params(params)
+    from pycraftax.env import check_resets
+
+    check_resets(resets, reset_ratio, num_envs)
 
     from pycraftax.jax_random import prng_key
 
@@ -64,7 +74,8 @@ def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, o
 
         reason = cuda_env.unavailable_reason()
         if reason is None:
-            return cuda_env.CudaCraftaxEnv(num_envs, seed, env_params, static_params, obs=obs)
+            return cuda_env.CudaCraftaxEnv(num_envs, seed, env_params, static_params, obs=obs, resets=resets,
+                                           reset_ratio=reset_ratio)
         if backend == "cuda":
             raise RuntimeError(
                 f"backend='cuda' is not available: {reason}; use backend='c' (or 'auto', which falls back to C)"
@@ -75,7 +86,7 @@ def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, o
 
     from pycraftax.env import CraftaxEnv
 
-    return CraftaxEnv(num_envs, seed, env_params, static_params)
+    return CraftaxEnv(num_envs, seed, env_params, static_params, resets=resets, reset_ratio=reset_ratio)
 
 
 __all__ = ["make", "list_envs", "cuda_available", "EnvParams", "StaticEnvParams", "__version__"]

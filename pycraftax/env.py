@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from pycraftax import _state
-from pycraftax._native import check, lib, ptr
+from pycraftax._native import check, ffi, lib, ptr
 from pycraftax import jax_random
 from pycraftax.achievements import NUM_ACHIEVEMENTS, log_achievements_to_info
 from pycraftax.params import EnvParams, StaticEnvParams, to_c
@@ -52,6 +52,33 @@ def check_keys(keys, num_envs: int) -> np.ndarray:
     return np.ascontiguousarray(keys)
 
 
+RESET_MODES = ("auto", "optimistic")
+DEFAULT_RESET_RATIO = 16
+
+
+def check_resets(resets: str, reset_ratio, num_envs: int) -> tuple[str, int | None]:
+    """Validate make()'s reset strategy; returns (resets, reset_ratio or None for "auto").
+
+    "auto": upstream CraftaxSymbolicEnv.step, a fresh world per ended episode.
+    "optimistic": Craftax_Baselines' OptimisticResetVecEnvWrapper (the official PPO-RNN's
+    default): num_envs / reset_ratio fresh worlds per step, shared by the envs that ended;
+    reset_ratio defaults to min(16, num_envs), as ppo_rnn.py sets it, and must divide num_envs.
+    """
+    if resets not in RESET_MODES:
+        raise ValueError(f"resets must be one of {list(RESET_MODES)}, got {resets!r}")
+    if resets == "auto":
+        if reset_ratio is not None:
+            raise ValueError("reset_ratio applies to resets='optimistic' only")
+        return resets, None
+    if reset_ratio is None:
+        reset_ratio = min(DEFAULT_RESET_RATIO, num_envs)
+    if isinstance(reset_ratio, bool) or not isinstance(reset_ratio, (int, np.integer)):
+        raise TypeError(f"reset_ratio must be an int, got {type(reset_ratio).__name__}")
+    if reset_ratio < 1 or num_envs % reset_ratio:
+        raise ValueError(f"reset_ratio must be >= 1 and divide num_envs={num_envs}, got {reset_ratio}")
+    return resets, int(reset_ratio)
+
+
 class CraftaxEnv:
     """`num_envs` full-Craftax envs stepped as one batch (Craftax-Symbolic-v1).
 
@@ -61,8 +88,10 @@ class CraftaxEnv:
 
     env_id = "Craftax-Symbolic-v1"
 
-    def __init__(self, num_envs: int, seed: int, params: EnvParams, static_params: StaticEnvParams):
+    def __init__(self, num_envs: int, seed: int, params: EnvParams, static_params: StaticEnvParams,
+                 resets: str = "auto", reset_ratio: int | None = None):
         self.num_envs = num_envs
+        self.resets, self.reset_ratio = check_resets(resets, reset_ratio, num_envs)
         self.params = params
         self.static_params = static_params
         self.backend = "c"
@@ -105,9 +134,10 @@ class CraftaxEnv:
     def step(self, actions: np.ndarray):
         """One step of every env with same-step auto-reset, like upstream CraftaxSymbolicEnv.step.
 
-        Env i steps with key k_i, where k = split(sub, num_envs) and `self._key, sub =
-        split(self._key)`; inside, key_step, key_reset = split(k_i) exactly as upstream's
-        auto-reset wrapper. Where an episode ended, obs is the first obs of the next episode.
+        `self._key, sub = split(self._key)`. resets="auto": env i steps with key k_i, where
+        k = split(sub, num_envs); inside, key_step, key_reset = split(k_i) exactly as upstream's
+        auto-reset env. resets="optimistic": OptimisticResetVecEnvWrapper.step(sub, ...)
+        (see check_resets). Where an episode ended, obs is the first obs of the next episode.
 
         Returns (obs float32 [N, 8268], reward float32 [N], terminated bool [N],
         truncated bool [N], info). terminated: died or beat the necromancer; truncated:
@@ -119,7 +149,6 @@ class CraftaxEnv:
         self._check_open()
         actions = check_actions(actions, self.num_envs)
         self._key, sub = jax_random.split(self._key, 2)
-        keys = jax_random.split(sub, self.num_envs)
         n = self.num_envs
         obs = np.empty((n, OBS_SIZE), dtype=np.float32)
         reward = np.empty(n, dtype=np.float32)
@@ -127,14 +156,17 @@ class CraftaxEnv:
         terminated = np.empty(n, dtype=np.uint8)
         truncated = np.empty(n, dtype=np.uint8)
         final_ach = np.empty((n, NUM_ACHIEVEMENTS), dtype=np.uint8)
-        check(
-            lib.craftax_step_autoreset(
-                ptr(self._states, "void *"), ptr(actions, "int32_t *"), ptr(keys, "uint32_t *"), n,
-                self._c_params, ptr(obs, "float *"), ptr(reward, "float *"), ptr(done, "uint8_t *"),
-                ptr(terminated, "uint8_t *"), ptr(truncated, "uint8_t *"), ptr(final_ach, "uint8_t *"),
-            ),
-            "step",
-        )
+        outputs = (ptr(obs, "float *"), ptr(reward, "float *"), ptr(done, "uint8_t *"), ptr(terminated, "uint8_t *"),
+                   ptr(truncated, "uint8_t *"), ptr(final_ach, "uint8_t *"))
+        if self.resets == "optimistic":
+            sub = np.ascontiguousarray(sub)
+            check(lib.craftax_step_optimistic(ptr(self._states, "void *"), ptr(actions, "int32_t *"),
+                                              ptr(sub, "uint32_t *"), n, self.reset_ratio, self._c_params,
+                                              *outputs, ffi.NULL), "step")
+        else:
+            keys = jax_random.split(sub, n)
+            check(lib.craftax_step_autoreset(ptr(self._states, "void *"), ptr(actions, "int32_t *"),
+                                             ptr(keys, "uint32_t *"), n, self._c_params, *outputs), "step")
         done = done.astype(bool)
         self._episode_return += reward
         self._episode_length += 1
@@ -220,4 +252,5 @@ class CraftaxEnv:
             raise RuntimeError("this env is closed")
 
     def __repr__(self) -> str:
-        return f"CraftaxEnv({self.env_id!r}, num_envs={self.num_envs}, backend={self.backend!r})"
+        resets = "" if self.resets == "auto" else f", resets='optimistic', reset_ratio={self.reset_ratio}"
+        return f"CraftaxEnv({self.env_id!r}, num_envs={self.num_envs}, backend={self.backend!r}{resets})"

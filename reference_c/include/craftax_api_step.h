@@ -33,6 +33,19 @@ int craftax_step_autoreset(void *states, const int32_t *actions, const uint32_t 
                            const CraftaxParams *params, float *obs, float *rewards, uint8_t *dones,
                            uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements);
 
+/* One step of OptimisticResetVecEnvWrapper (Craftax_Baselines, the official PPO-RNN's reset
+ * wrapper; rules in craftax/step.h, craftax_optimistic_keys) over all num_envs envs with the
+ * wrapper's one key (uint32 [2]): every env steps with step_env, no auto-reset; the done ones
+ * then take one of the step's num_envs / reset_ratio fresh worlds as the wrapper assigns
+ * them, and their obs is that world's reset obs. num_envs must be a multiple of reset_ratio
+ * (>= 1). rewards, dones, terminated, truncated and final_achievements as in
+ * craftax_step_autoreset; reset_worlds int32 [N] receives each done env's world index (-1
+ * where not done). Outputs other than states may be NULL. */
+int craftax_step_optimistic(void *states, const int32_t *actions, const uint32_t *key, int64_t num_envs,
+                            int32_t reset_ratio, const CraftaxParams *params, float *obs, float *rewards,
+                            uint8_t *dones, uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements,
+                            int32_t *reset_worlds);
+
 #ifdef __cplusplus
 }
 #endif

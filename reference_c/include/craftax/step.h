@@ -131,17 +131,27 @@ static inline CRAFTAX_HD float craftax_light_level_autoreset(int32_t timestep, i
  * the same key) before it is used again. Returns the reward. craftax_autoreset_step_only is
  * this part without its not-done tail (craftax_autoreset_observe_part_lanes), for a batched
  * caller that renders the obs separately. */
+/* step_env(key_step) without its obs, plus what a resetting caller needs: *done,
+ * *terminated (ended by death or by beating the boss, not only by the time limit) and
+ * final_achievements (when not NULL) of the stepped state. */
+static inline CRAFTAX_HD float craftax_step_env_ending(CraftaxState *state, CraftaxKey key_step, int32_t action,
+                                                       const CraftaxParams *params, uint8_t *done,
+                                                       uint8_t *terminated, uint8_t *final_achievements,
+                                                       CraftaxSpawnScratch *spawn) {
+    const float reward = craftax_step_scratch(state, key_step, action, params, spawn);
+    *done = (uint8_t)craftax_is_game_over(state, params);
+    *terminated = (uint8_t)(state->player_health <= 0.0f || craftax_has_beaten_boss(state));
+    if (final_achievements) memcpy(final_achievements, state->achievements, CRAFTAX_NUM_ACHIEVEMENTS);
+    return reward;
+}
+
 static inline CRAFTAX_HD float craftax_autoreset_step_only(CraftaxState *state, CraftaxKey key, int32_t action,
                                                            const CraftaxParams *params, uint8_t *done,
                                                            uint8_t *terminated, uint8_t *final_achievements,
                                                            CraftaxSpawnScratch *spawn) {
     CraftaxKey key_step, key_reset;
     craftax_split2(key, &key_step, &key_reset);
-    const float reward = craftax_step_scratch(state, key_step, action, params, spawn);
-    *done = (uint8_t)craftax_is_game_over(state, params);
-    *terminated = (uint8_t)(state->player_health <= 0.0f || craftax_has_beaten_boss(state));
-    if (final_achievements) memcpy(final_achievements, state->achievements, CRAFTAX_NUM_ACHIEVEMENTS);
-    return reward;
+    return craftax_step_env_ending(state, key_step, action, params, done, terminated, final_achievements, spawn);
 }
 /* The step part's tail for a not-done env (lanes: common.h). */
 static inline CRAFTAX_HD void craftax_autoreset_observe_part_lanes(CraftaxState *state, const CraftaxParams *params,
@@ -192,6 +202,41 @@ static inline CRAFTAX_HD float craftax_step_autoreset_one(CraftaxState *state, C
         craftax_autoreset_step_part(state, key, action, params, obs, done, terminated, final_achievements, &spawn);
     if (*done) craftax_autoreset_reset_part(state, key, params, obs, scratch);
     return reward;
+}
+
+/* Optimistic resets: OptimisticResetVecEnvWrapper.step of Craftax_Baselines (the official
+ * PPO-RNN's default, reset_ratio 16; not in the craftax 1.6.1 wheel), over N envs with one
+ * key per batch step:
+ *   rng, k = split(key);  step_env(split(k, N)[i]) for every env (no auto-reset);
+ *   rng, k = split(rng);  world j = reset_env(split(k, R)[j]) for j < R = N / reset_ratio;
+ *   rng, k = split(rng);  sel = choice(k, arange(N), (R,), p=done, replace=False);
+ * a done env takes world j where sel[j] is it, else world i / reset_ratio (so envs can
+ * share a world); its obs is that world's reset obs. Worlds depend on the key alone, not
+ * on the episode, so a batched caller can generate them ahead of the step. */
+static inline CRAFTAX_HD void craftax_optimistic_keys(CraftaxKey key, CraftaxKey *step_parent,
+                                                      CraftaxKey *reset_parent, CraftaxKey *choice_key) {
+    CraftaxKey rng;
+    craftax_split2(key, &rng, step_parent);
+    craftax_split2(rng, &rng, reset_parent);
+    craftax_split2(rng, &rng, choice_key);
+}
+
+/* choice(p=done, replace=False) is lax.top_k of gumbel(k, (N,)) + log(done). gumbel is
+ * -log(-log(u)), u from the 23 mantissa bits of random_bits(k, i): strictly increasing in
+ * those bits (adjacent values stay several ulp apart), so top_k's order is: done envs by
+ * mantissa descending, ties (equal bits) by index ascending, then the -inf not-done envs
+ * by index. Sorting these keys ascending gives that order. */
+#define CRAFTAX_OPTIMISTIC_NOT_DONE ((uint64_t)1 << 55)
+static inline CRAFTAX_HD uint64_t craftax_optimistic_order_key(CraftaxKey choice_key, uint32_t env, int done) {
+    if (!done) return CRAFTAX_OPTIMISTIC_NOT_DONE | env;
+    const uint32_t mantissa = craftax_random_bits(choice_key, env) >> 9;
+    return ((uint64_t)(0x7FFFFFu - mantissa) << 32) | env;
+}
+
+/* The world of the env at position `rank` of that order, when it is done. */
+static inline CRAFTAX_HD int32_t craftax_optimistic_world(int64_t rank, uint32_t env, int32_t num_worlds,
+                                                          int32_t reset_ratio) {
+    return rank < num_worlds ? (int32_t)rank : (int32_t)(env / (uint32_t)reset_ratio);
 }
 
 #endif
