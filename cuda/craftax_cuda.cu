@@ -31,6 +31,7 @@
  * API: cuda/craftax_cuda.h (device pointers; every call synchronizes before returning).
  */
 #include <cuda_runtime.h>
+#include <cub/device/device_radix_sort.cuh>
 
 #include <mutex>
 #include <stdio.h>
@@ -41,7 +42,7 @@
 #include "craftax/worldgen.h"
 #include "craftax_cuda.h"
 
-#define API_VERSION 3
+#define API_VERSION 4
 #define THREADS 128
 /* Auto-reset: the reset kernel's blocks are small so that a few hundred resets spread
  * over many SMs (one warp per SM) instead of filling a few. */
@@ -198,12 +199,15 @@ __global__ void reset_kernel(CraftaxState *states, const uint32_t *keys, int64_t
     emit_obs_global_warp(&states[i], obs_row(obs, i), compact_row(obs_compact, i), 1, lane);
 }
 
-__global__ void observe_kernel(const CraftaxState *states, int64_t num_envs, float *obs, uint8_t *obs_compact) {
+/* fresh_world (may be NULL: none): envs whose state was just generated (obs.h). */
+__global__ void observe_kernel(const CraftaxState *states, int64_t num_envs, float *obs, uint8_t *obs_compact,
+                               const uint8_t *fresh_world) {
     __shared__ WarpObs sh[OBS_WARPS];
     const int64_t i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / LANES;
     const int lane = (int)(threadIdx.x % LANES);
     if (i >= num_envs) return;
-    emit_obs_warp(&states[i], obs_row(obs, i), compact_row(obs_compact, i), 0, lane, &sh[threadIdx.x / LANES]);
+    emit_obs_warp(&states[i], obs_row(obs, i), compact_row(obs_compact, i), fresh_world ? fresh_world[i] : 0, lane,
+                  &sh[threadIdx.x / LANES]);
 }
 
 /* Expands compact records to the float obs: a thread per float4 (exact, obs.h). */
@@ -315,6 +319,84 @@ __global__ void track_episodes_kernel(const float *rewards, const uint8_t *dones
         for (int k = 0; k < CRAFTAX_NUM_ACHIEVEMENTS; k++)
             achievements_scaled[i * CRAFTAX_NUM_ACHIEVEMENTS + k] =
                 (float)final_achievements[i * CRAFTAX_NUM_ACHIEVEMENTS + k] * (float)done * 100.0f;
+}
+
+/* ---- optimistic resets (craftax/step.h: craftax_optimistic_keys) ------------------------ */
+static __device__ __forceinline__ CraftaxKey load_key(const uint32_t *keys, int64_t s) {
+    const CraftaxKey k = {{keys[2 * s], keys[2 * s + 1]}};
+    return k;
+}
+
+/* worlds[s * num_worlds + j] = reset_env(split(reset_parent(keys[s]), num_worlds)[j]): the
+ * fresh worlds of num_keys (future) wrapper steps, a warp per world, no obs (a taken world
+ * is rendered with the env's obs). */
+__global__ void generate_worlds_kernel(CraftaxState *worlds, const uint32_t *keys, int64_t num_keys,
+                                       int32_t num_worlds, const CraftaxParams params, CraftaxCudaScratch *scratch) {
+    const int64_t w = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / LANES;
+    const int lane = (int)(threadIdx.x % LANES);
+    if (w >= num_keys * num_worlds) return;
+    CraftaxKey step_parent, reset_parent, choice_key;
+    craftax_optimistic_keys(load_key(keys, w / num_worlds), &step_parent, &reset_parent, &choice_key);
+    const CraftaxKey key = craftax_split_at(reset_parent, (uint32_t)(w % num_worlds));
+    craftax_reset_env_lanes(key, &params, &worlds[w], &scratch[w].worldgen, lane, LANES);
+}
+
+/* Every env's step_env (no reset), its ending flags, and its key in the wrapper's order. */
+__global__ void optimistic_step_kernel(CraftaxState *states, const int32_t *actions, const uint32_t *key,
+                                       int64_t num_envs, const CraftaxParams params, float *rewards, uint8_t *dones,
+                                       uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements,
+                                       CraftaxCudaScratch *scratch, uint64_t *order) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= num_envs) return;
+    CraftaxKey step_parent, reset_parent, choice_key;
+    craftax_optimistic_keys(load_key(key, 0), &step_parent, &reset_parent, &choice_key);
+    uint8_t done, term;
+    uint8_t *ach = final_achievements ? final_achievements + i * CRAFTAX_NUM_ACHIEVEMENTS : NULL;
+    const float r = craftax_step_env_ending(&states[i], craftax_split_at(step_parent, (uint32_t)i), actions[i],
+                                            &params, &done, &term, ach, &scratch[i].spawn);
+    if (rewards) rewards[i] = r;
+    dones[i] = done;
+    if (terminated) terminated[i] = (uint8_t)(done && term);
+    if (truncated) truncated[i] = (uint8_t)(done && !term);
+    if (ach && !done) memset(ach, 0, CRAFTAX_NUM_ACHIEVEMENTS);
+    order[i] = craftax_optimistic_order_key(choice_key, (uint32_t)i, done);
+}
+
+static __device__ __forceinline__ void copy_state_warp(CraftaxState *dst, const CraftaxState *src, int lane) {
+    uint32_t *d = (uint32_t *)dst;
+    const uint32_t *s = (const uint32_t *)src;
+    for (size_t q = lane; q < sizeof(CraftaxState) / 4; q += LANES) d[q] = s[q];
+}
+
+/* The ended envs take their worlds, a warp per rank of the wrapper's order (`sorted`). With
+ * pregenerated `worlds` each copies its world (pass 0). Without (worlds NULL), pass 0
+ * generates world r into the env of rank r < num_worlds, the only worlds anyone takes (an
+ * env of rank >= num_worlds takes world i / reset_ratio, whose first taker is the env of
+ * that lower rank), and pass 1 copies them to the envs of rank >= num_worlds. */
+__global__ void optimistic_take_kernel(CraftaxState *states, const uint64_t *sorted, int64_t num_envs,
+                                       int32_t num_worlds, int32_t reset_ratio, const CraftaxState *worlds,
+                                       const uint32_t *key, const CraftaxParams params, CraftaxCudaScratch *scratch,
+                                       int pass, int32_t *reset_worlds) {
+    const int64_t rank = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / LANES;
+    const int lane = (int)(threadIdx.x % LANES);
+    if (rank >= num_envs) return;
+    const uint64_t entry = sorted[rank];
+    const uint32_t i = (uint32_t)(entry & 0xFFFFFFFFu);
+    const int done = !(entry & CRAFTAX_OPTIMISTIC_NOT_DONE);
+    const int32_t w = craftax_optimistic_world(rank, i, num_worlds, reset_ratio);
+    if (reset_worlds && lane == 0 && pass == 0) reset_worlds[i] = done ? w : -1;
+    if (!done) return;
+    if (worlds) {
+        copy_state_warp(&states[i], &worlds[w], lane);
+    } else if (pass == 0) {
+        if (rank >= num_worlds) return;
+        CraftaxKey step_parent, reset_parent, choice_key;
+        craftax_optimistic_keys(load_key(key, 0), &step_parent, &reset_parent, &choice_key);
+        craftax_reset_env_lanes(craftax_split_at(reset_parent, (uint32_t)w), &params, &states[i],
+                                &scratch[i].worldgen, lane, LANES);
+    } else if (rank >= num_worlds) {
+        copy_state_warp(&states[i], &states[(uint32_t)(sorted[w] & 0xFFFFFFFFu)], lane);
+    }
 }
 
 /* ---- host side ------------------------------------------------------------------------- */
@@ -439,7 +521,7 @@ int craftax_cuda_init(int device) {
         cudaFree(d_count);
         if (err2 != cudaSuccess) return record(err2, "kernel warm-up");
     }
-    observe_kernel<<<1, THREADS>>>(NULL, 0, NULL, NULL);
+    observe_kernel<<<1, THREADS>>>(NULL, 0, NULL, NULL, NULL);
     return finish_launch("kernel warm-up");
 }
 
@@ -598,7 +680,8 @@ int craftax_cuda_observe_ex(const void *states, int64_t num_envs, float *obs, ui
     if (!states || (!obs && !obs_compact)) return CRAFTAX_ERR_NULL;
     if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
     if (num_envs == 0) return 0;
-    observe_kernel<<<grid_for_warps(num_envs), THREADS>>>((const CraftaxState *)states, num_envs, obs, obs_compact);
+    observe_kernel<<<grid_for_warps(num_envs), THREADS>>>((const CraftaxState *)states, num_envs, obs, obs_compact,
+                                                          NULL);
     return finish_launch("observe");
 }
 
@@ -632,7 +715,7 @@ int craftax_cuda_step_with_keys_ex(void *states, const int32_t *actions, const u
                                                  rewards, dones, (CraftaxCudaScratch *)scratch);
     if (obs || obs_compact)
         observe_kernel<<<grid_for_warps(num_envs), THREADS>>>((const CraftaxState *)states, num_envs, obs,
-                                                              obs_compact);
+                                                              obs_compact, NULL);
     return finish_launch("step_with_keys");
 }
 
@@ -806,6 +889,90 @@ int craftax_cuda_step_autoreset(void *states, const int32_t *actions, const uint
     if (num_envs == 0) return 0;
     return craftax_cuda_step_autoreset_scratch(states, actions, keys, num_envs, params, obs, rewards, dones,
                                                terminated, truncated, final_achievements, g_scratch);
+}
+
+/* ---- optimistic resets ------------------------------------------------------------------ */
+/* Work space of the optimistic step: the wrapper key (for the synchronous call), the order
+ * keys, the sorted keys, then cub's radix-sort temporary storage. */
+#define OPT_KEY_BYTES 256
+static size_t optimistic_sort_bytes(int64_t num_envs) {
+    size_t bytes = 0;
+    cub::DeviceRadixSort::SortKeys((void *)NULL, bytes, (const uint64_t *)NULL, (uint64_t *)NULL, (int)num_envs, 0, 56);
+    return bytes;
+}
+
+size_t craftax_cuda_optimistic_work_size(int64_t num_envs) {
+    if (num_envs < 0 || num_envs > INT32_MAX) return 0;
+    return OPT_KEY_BYTES + 2 * (size_t)num_envs * sizeof(uint64_t) + optimistic_sort_bytes(num_envs);
+}
+
+int craftax_cuda_generate_worlds_stream(void *worlds, const uint32_t *keys, int64_t num_keys, int32_t num_worlds,
+                                        const CraftaxParams *params, void *scratch, uintptr_t stream) {
+    if (!worlds || !keys || !params || !scratch) return CRAFTAX_ERR_NULL;
+    if (num_keys < 0 || num_worlds < 0) return CRAFTAX_ERR_NUM_ENVS;
+    if (params->day_length <= 0) return CRAFTAX_ERR_ARGUMENT;
+    const int64_t n = num_keys * num_worlds;
+    if (n == 0) return 0;
+    generate_worlds_kernel<<<grid_for_warps(n), THREADS, 0, (cudaStream_t)stream>>>(
+        (CraftaxState *)worlds, keys, num_keys, num_worlds, *params, (CraftaxCudaScratch *)scratch);
+    CUDA_TRY(cudaGetLastError(), "generate_worlds");
+    return 0;
+}
+
+int craftax_cuda_step_optimistic_stream(void *states, const int32_t *actions, const uint32_t *key, int64_t num_envs,
+                                        int32_t reset_ratio, const CraftaxParams *params, const void *worlds,
+                                        float *obs, uint8_t *obs_compact, float *rewards, uint8_t *dones,
+                                        uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements,
+                                        int32_t *reset_worlds, void *scratch, void *work, uintptr_t stream) {
+    if (!states || !actions || !key || !params || !dones || !scratch || !work) return CRAFTAX_ERR_NULL;
+    if (num_envs < 0 || num_envs > INT32_MAX) return CRAFTAX_ERR_NUM_ENVS;
+    if (reset_ratio < 1 || num_envs % reset_ratio != 0 || params->day_length <= 0) return CRAFTAX_ERR_ARGUMENT;
+    if (num_envs == 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    CraftaxState *st = (CraftaxState *)states;
+    CraftaxCudaScratch *scr = (CraftaxCudaScratch *)scratch;
+    const int32_t num_worlds = (int32_t)(num_envs / reset_ratio);
+    uint64_t *order = (uint64_t *)((char *)work + OPT_KEY_BYTES);
+    uint64_t *sorted = order + num_envs;
+    void *sort_temp = sorted + num_envs;
+    size_t sort_bytes = optimistic_sort_bytes(num_envs);
+    optimistic_step_kernel<<<grid_for(num_envs), THREADS, 0, s>>>(st, actions, key, num_envs, *params, rewards, dones,
+                                                                  terminated, truncated, final_achievements, scr,
+                                                                  order);
+    CUDA_TRY(cudaGetLastError(), "step_optimistic (step)");
+    CUDA_TRY(cub::DeviceRadixSort::SortKeys(sort_temp, sort_bytes, order, sorted, (int)num_envs, 0, 56, s),
+             "step_optimistic (order)");
+    const CraftaxState *pool = (const CraftaxState *)worlds;
+    for (int pass = 0; pass < (pool ? 1 : 2); pass++) {
+        optimistic_take_kernel<<<grid_for_warps(num_envs), THREADS, 0, s>>>(
+            st, sorted, num_envs, num_worlds, reset_ratio, pool, key, *params, scr, pass, reset_worlds);
+        CUDA_TRY(cudaGetLastError(), "step_optimistic (resets)");
+    }
+    if (obs || obs_compact) {
+        observe_kernel<<<grid_for_warps(num_envs), THREADS, 0, s>>>(st, num_envs, obs, obs_compact, dones);
+        CUDA_TRY(cudaGetLastError(), "step_optimistic (obs)");
+    }
+    return 0;
+}
+
+int craftax_cuda_step_optimistic_ex(void *states, const int32_t *actions, const uint32_t *key, int64_t num_envs,
+                                    int32_t reset_ratio, const CraftaxParams *params, float *obs,
+                                    uint8_t *obs_compact, float *rewards, uint8_t *dones, uint8_t *terminated,
+                                    uint8_t *truncated, uint8_t *final_achievements, int32_t *reset_worlds,
+                                    void *scratch, void *work) {
+    if (!states || !actions || !key || !params || !dones || !scratch || !work) return CRAFTAX_ERR_NULL;
+    if (num_envs < 0 || num_envs > INT32_MAX) return CRAFTAX_ERR_NUM_ENVS;
+    if (reset_ratio < 1 || num_envs % reset_ratio != 0 || params->day_length <= 0) return CRAFTAX_ERR_ARGUMENT;
+    if (num_envs == 0) return 0;
+    int rc = check_actions_device(actions, num_envs);
+    if (rc) return rc;
+    uint32_t *device_key = (uint32_t *)work;
+    CUDA_TRY(cudaMemcpy(device_key, key, 2 * sizeof(uint32_t), cudaMemcpyHostToDevice), "step_optimistic (key)");
+    rc = craftax_cuda_step_optimistic_stream(states, actions, device_key, num_envs, reset_ratio, params, NULL, obs,
+                                             obs_compact, rewards, dones, terminated, truncated, final_achievements,
+                                             reset_worlds, scratch, work, 0);
+    if (rc) return rc;
+    return finish_launch("step_optimistic");
 }
 
 int craftax_cuda_track_episodes(const float *rewards, const uint8_t *dones, const uint8_t *final_achievements,

@@ -149,6 +149,32 @@ int craftax_cuda_track_episodes(const float *rewards, const uint8_t *dones, cons
                                 int64_t num_envs, float *ret_acc, int32_t *len_acc, float *ep_return,
                                 int32_t *ep_length, float *discount, float *achievements_scaled);
 
+/* Optimistic resets (reference_c/include/craftax/step.h: craftax_optimistic_keys; the C API's
+ * craftax_step_optimistic): one step of Craftax_Baselines' OptimisticResetVecEnvWrapper.
+ * `work` is device memory of craftax_cuda_optimistic_work_size(num_envs) bytes, `scratch`
+ * num_envs world-generation scratch entries. craftax_cuda_step_optimistic_ex: `key` (uint32
+ * [2]) is a HOST pointer, synchronous, actions checked; the taken worlds are generated after
+ * the step (only those). craftax_cuda_step_optimistic_stream: `key` is a DEVICE pointer,
+ * enqueued on `stream` (graph-capturable), actions must be valid; with `worlds` (the step's
+ * num_envs / reset_ratio worlds, from craftax_cuda_generate_worlds_stream) the ended envs
+ * copy them instead. craftax_cuda_generate_worlds_stream: worlds[s * num_worlds + j] = the
+ * j-th fresh world of the wrapper step with key keys[s] (device uint32 [num_keys, 2]), for
+ * generating a rollout's worlds ahead of it; scratch: num_keys * num_worlds entries. The obs
+ * of an env that took a world is that world's reset obs. */
+size_t craftax_cuda_optimistic_work_size(int64_t num_envs);
+int craftax_cuda_step_optimistic_ex(void *states, const int32_t *actions, const uint32_t *key, int64_t num_envs,
+                                    int32_t reset_ratio, const CraftaxParams *params, float *obs,
+                                    uint8_t *obs_compact, float *rewards, uint8_t *dones, uint8_t *terminated,
+                                    uint8_t *truncated, uint8_t *final_achievements, int32_t *reset_worlds,
+                                    void *scratch, void *work);
+int craftax_cuda_step_optimistic_stream(void *states, const int32_t *actions, const uint32_t *key, int64_t num_envs,
+                                        int32_t reset_ratio, const CraftaxParams *params, const void *worlds,
+                                        float *obs, uint8_t *obs_compact, float *rewards, uint8_t *dones,
+                                        uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements,
+                                        int32_t *reset_worlds, void *scratch, void *work, uintptr_t stream);
+int craftax_cuda_generate_worlds_stream(void *worlds, const uint32_t *keys, int64_t num_keys, int32_t num_worlds,
+                                        const CraftaxParams *params, void *scratch, uintptr_t stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -33,7 +33,7 @@ from pycraftax import _state, jax_random, obs_compact
 from pycraftax._cdef import cdef_declarations
 from pycraftax._native import ffi as c_ffi
 from pycraftax.achievements import ACHIEVEMENTS, NUM_ACHIEVEMENTS, log_achievements_to_info
-from pycraftax.env import NUM_ACTIONS, OBS_SIZE, check_actions, check_keys, reset_keys
+from pycraftax.env import NUM_ACTIONS, OBS_SIZE, check_actions, check_keys, check_resets, reset_keys
 from pycraftax.params import EnvParams, StaticEnvParams, to_c
 from pycraftax.spaces import Box, Discrete
 
@@ -94,6 +94,9 @@ def bind(path: Path):
     return ffi, ffi.dlopen(str(path))
 
 
+API_VERSION = 4  # cuda/craftax_cuda.cu: 4 added optimistic resets
+
+
 class _Lib:
     """The loaded library, its ffi and the selected device (loaded once per process)."""
 
@@ -105,6 +108,9 @@ class _Lib:
                 f"{path}: state size {int(self.lib.craftax_cuda_state_size())} != the C extension's "
                 f"{_state.STATE_SIZE}; rebuild the CUDA library (make -C cuda) from the same headers"
             )
+        if int(self.lib.craftax_cuda_api_version()) < API_VERSION:
+            raise RuntimeError(f"{path}: API version {int(self.lib.craftax_cuda_api_version())} < {API_VERSION} "
+                               "(built from older sources); rebuild it (make -C cuda)")
         if int(self.lib.craftax_cuda_params_size()) != c_ffi.sizeof("CraftaxParams"):
             raise RuntimeError(f"{path}: CraftaxParams layout differs from the C extension's; rebuild it")
         rc = self.lib.craftax_cuda_init(int(os.environ.get("PYCRAFTAX_CUDA_DEVICE", "0")))
@@ -453,10 +459,11 @@ class CudaCraftaxEnv:
     }
 
     def __init__(self, num_envs: int, seed: int, params: EnvParams, static_params: StaticEnvParams,
-                 obs: str = "float"):
+                 obs: str = "float", resets: str = "auto", reset_ratio: int | None = None):
         if obs not in OBS_MODES:
             raise ValueError(f"obs must be one of {list(OBS_MODES)}, got {obs!r}")
         self.obs_mode = obs
+        self.resets, self.reset_ratio = check_resets(resets, reset_ratio, num_envs)
         self._lib = load()
         self.num_envs = num_envs
         self.params = params
@@ -507,6 +514,9 @@ class CudaCraftaxEnv:
             per_env = int(lib.lib.craftax_cuda_scratch_size()) if shape is None else int(
                 np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
             sizes.append(n * per_env)
+        if self.resets == "optimistic":  # the wrapper's order keys and sort space
+            names.append("optimistic_work")
+            sizes.append(int(lib.lib.craftax_cuda_optimistic_work_size(n)))
         need = sum(sizes)
         free, total = lib.mem_info()
         if need > free:
@@ -615,17 +625,19 @@ class CudaCraftaxEnv:
         lib, n = self._lib, self.num_envs
         actions_p = self._load_actions(actions)
         self._key, sub = jax_random.split(self._key, 2)
-        lib.check(lib.lib.craftax_cuda_key_split(lib.ffi.from_buffer("uint32_t[]", sub), n,
-                                                 self._p("keys", "uint32_t *")), "key split")
-        lib.check(
-            lib.lib.craftax_cuda_step_autoreset_ex(
-                self._p("states"), actions_p, self._p("keys", "uint32_t *"), n, self._params,
-                *self._obs_ptrs(), self._p("reward", "float *"), self._p("done", "uint8_t *"),
-                self._p("terminated", "uint8_t *"), self._p("truncated", "uint8_t *"),
-                self._p("final_achievements", "uint8_t *"), self._p("scratch"),
-            ),
-            "step",
-        )
+        outputs = (*self._obs_ptrs(), self._p("reward", "float *"), self._p("done", "uint8_t *"),
+                   self._p("terminated", "uint8_t *"), self._p("truncated", "uint8_t *"),
+                   self._p("final_achievements", "uint8_t *"))
+        if self.resets == "optimistic":
+            lib.check(lib.lib.craftax_cuda_step_optimistic_ex(
+                self._p("states"), actions_p, lib.ffi.from_buffer("uint32_t[]", sub), n, self.reset_ratio,
+                self._params, *outputs, lib.ffi.NULL, self._p("scratch"), self._p("optimistic_work")), "step")
+        else:
+            lib.check(lib.lib.craftax_cuda_key_split(lib.ffi.from_buffer("uint32_t[]", sub), n,
+                                                     self._p("keys", "uint32_t *")), "key split")
+            lib.check(lib.lib.craftax_cuda_step_autoreset_ex(
+                self._p("states"), actions_p, self._p("keys", "uint32_t *"), n, self._params, *outputs,
+                self._p("scratch")), "step")
         lib.check(
             lib.lib.craftax_cuda_track_episodes(
                 self._p("reward", "float *"), self._p("done", "uint8_t *"), self._p("final_achievements", "uint8_t *"),
@@ -734,4 +746,6 @@ class CudaCraftaxEnv:
             raise RuntimeError("this env is closed")
 
     def __repr__(self) -> str:
-        return f"CudaCraftaxEnv({self.env_id!r}, num_envs={self.num_envs}, backend='cuda', device={self.device!r})"
+        resets = "" if self.resets == "auto" else f", resets='optimistic', reset_ratio={self.reset_ratio}"
+        return (f"CudaCraftaxEnv({self.env_id!r}, num_envs={self.num_envs}, backend='cuda', device={self.device!r}"
+                f"{resets})")
