@@ -11,10 +11,10 @@ lax.scan of T steps, observations produced every step:
   every step and selects it where done) - the exact game, what our CUDA env matches.
 - no_reset: `step_env` alone (no world is generated; an episode that ends keeps stepping):
   an upper bound for any reset strategy.
-- optimistic: `step_env` plus N/16 fresh worlds per step handed to the envs that ended
-  (the reset pool of Craftax_Baselines' optimistic-reset wrapper, re-implemented here from
-  its description): upstream's fastest setting, used for the 0.96 M steps/s anchor. It is
-  not the official env's semantics (done envs share the step's few worlds).
+- optimistic: Craftax_Baselines' OptimisticResetVecEnvWrapper (conformance/wrappers.py):
+  `step_env` plus N/16 fresh worlds per step taken by the envs that ended, the official
+  PPO-RNN's setting and upstream's fastest, used for the 0.96 M steps/s anchor; pycraftax's
+  resets="optimistic" is the same game (conformance/test_optimistic.py).
 """
 
 from __future__ import annotations
@@ -44,18 +44,13 @@ def build(mode: str, num_envs: int):
     vstep_env = jax.vmap(env.step_env, in_axes=(0, 0, 0, None))
     vstep = jax.vmap(official.step, in_axes=(0, 0, 0, None))
     vreset = jax.vmap(env.reset_env, in_axes=(0, None))
-    num_resets = max(1, num_envs // RESET_RATIO)
+
+    from conformance.wrappers import optimistic_reset_step
+
+    wrapper_step = optimistic_reset_step(env, num_envs, min(RESET_RATIO, num_envs), params)
 
     def optimistic_step(key, state, actions):
-        k_step, k_reset = jax.random.split(key)
-        obs, state, reward, done, info = vstep_env(jax.random.split(k_step, num_envs), state, actions, params)
-        obs_new, state_new = vreset(jax.random.split(k_reset, num_resets), params)
-        # The i-th env that ended this step takes fresh world i mod num_resets.
-        slot = (jnp.cumsum(done) - 1) % num_resets
-        pick = lambda fresh, old: jnp.where(
-            done.reshape((-1,) + (1,) * (old.ndim - 1)), fresh[slot], old)
-        state = jax.tree_util.tree_map(pick, state_new, state)
-        obs = pick(obs_new, obs)
+        obs, state, reward, done, info, _ = wrapper_step(key, state, actions)
         return obs, state, reward, done
 
     def official_step(key, state, actions):

@@ -53,34 +53,12 @@ def reset(keys: np.ndarray, params=None) -> tuple[np.ndarray, dict[str, np.ndarr
     return np.asarray(obs)[:n], state
 
 
+
 @functools.lru_cache(maxsize=None)
 def optimistic_step_fn(num_envs: int, reset_ratio: int, params=None):
-    """OptimisticResetVecEnvWrapper.step of Craftax_Baselines (craftax's GitHub
-    environment_base/wrappers.py; the 1.6.1 wheel does not ship it), over the package's own
-    no-auto-reset env, jitted: (rng, state, action) -> (obs, state, reward, done, info,
-    reset_indexes). Written from the wrapper's code, line for line in meaning."""
+    """OptimisticResetVecEnvWrapper.step over the package's own no-auto-reset env, jitted:
+    (rng, state, action) -> (obs, state, reward, done, info, reset_indexes)."""
+    from conformance.wrappers import optimistic_reset_step
+
     params = DEFAULT_PARAMS if params is None else params
-    num_resets = num_envs // reset_ratio
-    step_fn = jax.vmap(ENV.step, in_axes=(0, 0, 0, None))
-    reset_fn = jax.vmap(ENV.reset, in_axes=(0, None))
-
-    def step(rng, state, action):
-        rng, sub = jax.random.split(rng)
-        obs_st, state_st, reward, done, info = step_fn(jax.random.split(sub, num_envs), state, action, params)
-        rng, sub = jax.random.split(rng)
-        obs_re, state_re = reset_fn(jax.random.split(sub, num_resets), params)
-        rng, sub = jax.random.split(rng)
-        reset_indexes = jnp.arange(num_resets).repeat(reset_ratio)
-        being_reset = jax.random.choice(sub, jnp.arange(num_envs), shape=(num_resets,), p=done, replace=False)
-        reset_indexes = reset_indexes.at[being_reset].set(jnp.arange(num_resets))
-        obs_re = obs_re[reset_indexes]
-        state_re = jax.tree_util.tree_map(lambda x: x[reset_indexes], state_re)
-
-        def select(d, re, st):
-            return jax.tree_util.tree_map(lambda x, y: jax.lax.select(d, x, y), re, st)
-
-        state = jax.vmap(select)(done, state_re, state_st)
-        obs = jax.vmap(select)(done, obs_re, obs_st)
-        return obs, state, reward, done, info, reset_indexes
-
-    return jax.jit(step)
+    return jax.jit(optimistic_reset_step(ENV, num_envs, reset_ratio, params))

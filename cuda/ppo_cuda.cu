@@ -207,7 +207,15 @@ struct CraftaxPPO {
     float *logp, *values, *rewards, *adv, *targets, *h0, *hstate, *ret_acc;
     int32_t *len_acc;
     uint32_t *env_keys;
+    uint32_t *scal_sub_key; /* &scal->sub_key: the wrapper key of the current step */
     int32_t *done_list;
+    /* optimistic resets: the next rollout's worlds [T, W], their scratch, the wrapper keys
+     * of its T steps, the step's work space; generated on pool_stream beside the update */
+    int W;
+    void *pool_worlds, *pool_scratch, *opt_work;
+    uint32_t *pool_keys;
+    cudaStream_t pool_stream;
+    cudaEvent_t pool_fork, pool_join;
     uint8_t *terminated, *truncated, *final_ach;
     float *ep_return;
     int32_t *ep_length;
@@ -1639,6 +1647,8 @@ static int policy_step(CraftaxPPO *t, int s, int sample) {
     return 0;
 }
 
+static int fork_pool_generation(CraftaxPPO *t);
+
 static int enqueue_rollout(CraftaxPPO *t) {
     const int N = t->N, T = t->T, H = t->H;
     const int64_t D = t->D;
@@ -1660,21 +1670,64 @@ static int enqueue_rollout(CraftaxPPO *t) {
     gae_kernel<<<blocks_for(N), TPB, 0, t->stream>>>(t->rewards, t->values, t->dones, T, N, t->c.gamma,
                                                      t->c.gae_lambda, t->adv, t->targets);
     LAUNCH(t, "gae");
+    return fork_pool_generation(t);
+}
+
+/* The wrapper keys (sub keys) of the next T env steps, from the env key as it stands. */
+__global__ void future_keys_kernel(const Scalars *sc, int T, uint32_t *keys) {
+    CraftaxKey k = {{sc->env_key[0], sc->env_key[1]}};
+    for (int s = 0; s < T; s++) {
+        CraftaxKey next, sub;
+        craftax_split2(k, &next, &sub);
+        keys[2 * s] = sub.k[0];
+        keys[2 * s + 1] = sub.k[1];
+        k = next;
+    }
+}
+
+/* Optimistic resets: the worlds of the next rollout depend on the env key alone, so they are
+ * generated ahead, on pool_stream, while the update runs; pool_join orders the next rollout
+ * after them. Called at the end of a rollout (and once by begin). */
+static int fork_pool_generation(CraftaxPPO *t) {
+    if (!t->W) return 0;
+    CUDA_TRY(cudaEventRecord(t->pool_fork, t->stream), "pool fork");
+    CUDA_TRY(cudaStreamWaitEvent(t->pool_stream, t->pool_fork, 0), "pool fork");
+    future_keys_kernel<<<1, 1, 0, t->pool_stream>>>(t->scal, t->T, t->pool_keys);
+    CUDA_TRY(cudaGetLastError(), "future_keys");
+    int rc = craftax_cuda_generate_worlds_stream(t->pool_worlds, t->pool_keys, t->T, t->W, &t->env_params,
+                                                 t->pool_scratch, (uintptr_t)t->pool_stream);
+    if (rc != 0) return fail(CRAFTAX_PPO_ERR_CUDA, "generate worlds: %s (code %d)", craftax_cuda_last_error(), rc);
+    CUDA_TRY(cudaEventRecord(t->pool_join, t->pool_stream), "pool join");
     return 0;
 }
 
-/* The env's share of one rollout step: key split, auto-reset step, obs lists, episode log. */
+static int join_pool_generation(CraftaxPPO *t) {
+    if (t->W) CUDA_TRY(cudaStreamWaitEvent(t->stream, t->pool_join, 0), "pool join");
+    return 0;
+}
+
+/* The env's share of one rollout step: key split, env step (auto or optimistic resets), obs
+ * lists, episode log. */
 static int env_step(CraftaxPPO *t, int s) {
     const int N = t->N;
     const int64_t D = t->D;
     env_key_advance_kernel<<<1, 1, 0, t->stream>>>(t->scal);
     LAUNCH(t, "env_key_advance");
-    env_key_split_kernel<<<blocks_for(N), TPB, 0, t->stream>>>(t->scal, N, t->env_keys);
-    LAUNCH(t, "env_key_split");
-    int rc = craftax_cuda_step_autoreset_stream(
-        t->env_states, t->actions + (int64_t)s * N, t->env_keys, N, &t->env_params, t->obs + (int64_t)(s + 1) * N * D,
-        t->rewards + (int64_t)s * N, t->dones + (int64_t)(s + 1) * N, t->terminated, t->truncated, t->final_ach,
-        t->env_scratch, t->done_list, (uintptr_t)t->stream);
+    int rc;
+    if (t->W) {
+        rc = craftax_cuda_step_optimistic_stream(
+            t->env_states, t->actions + (int64_t)s * N, t->scal_sub_key, N, t->c.reset_ratio, &t->env_params,
+            (const char *)t->pool_worlds + (size_t)s * t->W * craftax_cuda_state_size(),
+            t->obs + (int64_t)(s + 1) * N * D, NULL, t->rewards + (int64_t)s * N, t->dones + (int64_t)(s + 1) * N,
+            t->terminated, t->truncated, t->final_ach, NULL, t->env_scratch, t->opt_work, (uintptr_t)t->stream);
+    } else {
+        env_key_split_kernel<<<blocks_for(N), TPB, 0, t->stream>>>(t->scal, N, t->env_keys);
+        LAUNCH(t, "env_key_split");
+        rc = craftax_cuda_step_autoreset_stream(
+            t->env_states, t->actions + (int64_t)s * N, t->env_keys, N, &t->env_params,
+            t->obs + (int64_t)(s + 1) * N * D, t->rewards + (int64_t)s * N, t->dones + (int64_t)(s + 1) * N,
+            t->terminated, t->truncated, t->final_ach, t->env_scratch, t->done_list, (uintptr_t)t->stream);
+    }
     if (rc != 0) return fail(CRAFTAX_PPO_ERR_CUDA, "env step: %s (code %d)", craftax_cuda_last_error(), rc);
     LAUNCH(t, "env step");
     track_kernel<<<blocks_for(N), TPB, 0, t->stream>>>(
@@ -1760,6 +1813,7 @@ static int enqueue_update(CraftaxPPO *t) {
 static int enqueue_iteration(CraftaxPPO *t) {
     TRY(enqueue_rollout(t));
     TRY(enqueue_update(t));
+    TRY(join_pool_generation(t));
     advance_iteration_kernel<<<1, 1, 0, t->stream>>>(t->scal);
     LAUNCH(t, "advance_iteration");
     return 0;
@@ -1892,6 +1946,9 @@ static int validate(const CraftaxPPOConfig *c) {
     POS(num_envs) POS(num_steps) POS(obs_size) POS(num_actions) POS(width) POS(hidden) POS(update_epochs)
     POS(num_minibatches) POS(num_updates)
 #undef POS
+    if (c->reset_ratio < 0 || (c->reset_ratio > 0 && c->num_envs % c->reset_ratio))
+        return fail(CRAFTAX_PPO_ERR_CONFIG, "reset_ratio %d must be 0 (auto resets) or divide num_envs %d",
+                    c->reset_ratio, c->num_envs);
     if (c->num_envs % c->num_minibatches)
         return fail(CRAFTAX_PPO_ERR_CONFIG, "num_minibatches (%d) must divide num_envs (%d)", c->num_minibatches,
                     c->num_envs);
@@ -1916,6 +1973,7 @@ static int validate(const CraftaxPPOConfig *c) {
 static void release(CraftaxPPO *t) {
     if (!t) return;
     if (t->stream) cudaStreamSynchronize(t->stream);
+    if (t->pool_stream) cudaStreamSynchronize(t->pool_stream);
     if (t->graph_exec) cudaGraphExecDestroy(t->graph_exec);
     for (int i = 0; i < CRAFTAX_PPO_PROFILE_COUNT; i++)
         if (t->prof_exec[i]) cudaGraphExecDestroy(t->prof_exec[i]);
@@ -1924,6 +1982,9 @@ static void release(CraftaxPPO *t) {
     for (int i = 0; i < t->num_allocs; i++) cudaFree(t->allocs[i]);
     if (t->ev0) cudaEventDestroy(t->ev0);
     if (t->ev1) cudaEventDestroy(t->ev1);
+    if (t->pool_fork) cudaEventDestroy(t->pool_fork);
+    if (t->pool_join) cudaEventDestroy(t->pool_join);
+    if (t->pool_stream) cudaStreamDestroy(t->pool_stream);
     if (t->stream) cudaStreamDestroy(t->stream);
     free(t);
 }
@@ -2011,6 +2072,17 @@ static int create(const CraftaxPPOConfig *config, void *env_states, void *env_sc
     ALLOC(t, t->len_acc, N * 4);
     ALLOC(t, t->env_keys, N * 2 * 4);
     ALLOC(t, t->done_list, (N + 1) * 4);
+    t->scal_sub_key = (uint32_t *)((char *)t->scal + offsetof(Scalars, sub_key));
+    if (t->has_env && c->reset_ratio > 0) {
+        t->W = (int)(N / c->reset_ratio);
+        CUDA_TRY(cudaStreamCreateWithFlags(&t->pool_stream, cudaStreamNonBlocking), "cudaStreamCreate");
+        CUDA_TRY(cudaEventCreateWithFlags(&t->pool_fork, cudaEventDisableTiming), "cudaEventCreate");
+        CUDA_TRY(cudaEventCreateWithFlags(&t->pool_join, cudaEventDisableTiming), "cudaEventCreate");
+        ALLOC(t, t->pool_worlds, T * t->W * craftax_cuda_state_size());
+        ALLOC(t, t->pool_scratch, T * t->W * craftax_cuda_scratch_size());
+        ALLOC(t, t->pool_keys, T * 2 * 4);
+        ALLOC(t, t->opt_work, craftax_cuda_optimistic_work_size((int64_t)N));
+    }
     ALLOC(t, t->terminated, N);
     ALLOC(t, t->truncated, N);
     ALLOC(t, t->final_ach, N * NUM_ACH);
@@ -2162,6 +2234,8 @@ int craftax_ppo_begin(CraftaxPPO *t, const uint32_t *env_key) {
     CUDA_TRY(cudaMemcpy((char *)t->scal + offsetof(Scalars, env_key), env_key, 2 * sizeof(uint32_t), cudaMemcpyHostToDevice), "begin: key");
     CUDA_TRY(cudaDeviceSynchronize(), "begin");
     TRY(compact_slots(t, (int)T, 1));
+    TRY(fork_pool_generation(t));
+    TRY(join_pool_generation(t));
     TRY(sync(t, "begin"));
     return 0;
 }
@@ -2205,6 +2279,7 @@ int craftax_ppo_rollout(CraftaxPPO *t) {
     if (!t) return fail(CRAFTAX_PPO_ERR_NULL, "rollout: NULL");
     if (!t->has_env) return fail(CRAFTAX_PPO_ERR_NO_ENV, "rollout: this trainer has no env");
     TRY(enqueue_rollout(t));
+    TRY(join_pool_generation(t));
     advance_iteration_kernel<<<1, 1, 0, t->stream>>>(t->scal);
     LAUNCH(t, "advance_iteration");
     return sync(t, "rollout");

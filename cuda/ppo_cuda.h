@@ -120,6 +120,9 @@ typedef struct {
     int32_t max_nnz;          /* sparse encoder: capacity of one obs row's nonzero list */
     int32_t use_graph;        /* 1: craftax_ppo_iterate captures and replays a CUDA graph */
     int32_t debug;            /* 1: synchronise and check after every kernel */
+    int32_t reset_ratio;      /* 0: auto-reset env (CraftaxSymbolicEnv.step); > 0: optimistic resets with this
+                                 ratio (OptimisticResetVecEnvWrapper, ppo_rnn.py's default), each rollout's
+                                 worlds generated during the previous update */
 } CraftaxPPOConfig;
 
 typedef struct CraftaxPPO CraftaxPPO;

@@ -158,6 +158,7 @@ class PPO:
             config.max_grad_norm
         c.seed, c.tf32, c.encoder, c.max_nnz = config.seed, int(tf32), encoder, max_nnz
         c.use_graph, c.debug = int(use_graph), int(debug)
+        c.reset_ratio = config.reset_ratio or 0
         if config.dtype != "float32":
             raise ValueError("the CUDA trainer runs float32 only (dtype='float32')")
         self.N, self.T, self.D, self.A, self.H = config.num_envs, config.num_steps, obs_size, num_actions, config.hidden
@@ -371,7 +372,8 @@ class CudaTrainer(Trainer):
         self.window_returns, self.window_lengths, self.window_ach = deque(maxlen=WINDOW), deque(maxlen=WINDOW), \
             deque(maxlen=WINDOW)
         self.history = []
-        self.env = pycraftax.make("Craftax-Symbolic-v1", num_envs=c.num_envs, backend="cuda", seed=c.seed)
+        self.env = pycraftax.make("Craftax-Symbolic-v1", num_envs=c.num_envs, backend="cuda", seed=c.seed,
+                                  resets=c.resets, reset_ratio=c.reset_ratio)
         self.ppo = PPO(c, self.env, obs_size=OBS_SIZE, num_actions=NUM_ACTIONS, tf32=tf32, use_graph=use_graph,
                        debug=debug, encoder=encoder, max_nnz=max_nnz)
         if _restore is None:

@@ -60,6 +60,10 @@ class TrainConfig:
     seed: int = 0
     dtype: str = "float32"
     checkpoint_every: int = 20
+    # "optimistic": Craftax_Baselines' OptimisticResetVecEnvWrapper with reset_ratio
+    # min(16, num_envs), what the official ppo_rnn.py trains on; "auto": a fresh world for every
+    # ended episode (upstream's auto-reset env.step).
+    resets: str = "optimistic"
 
     @classmethod
     def paper(cls, **kw) -> "TrainConfig":
@@ -70,6 +74,8 @@ class TrainConfig:
     @classmethod
     def from_dict(cls, d: dict) -> "TrainConfig":
         names = {f.name for f in dataclasses.fields(cls)}
+        d = dict(d)
+        d.setdefault("resets", "auto")  # checkpoints written before the option existed trained with auto resets
         unknown = sorted(set(d) - names)
         if unknown:
             raise ValueError(f"unknown training option(s) {unknown}; known: {sorted(names)}")
@@ -79,6 +85,11 @@ class TrainConfig:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+    @property
+    def reset_ratio(self) -> int | None:
+        """ppo_rnn.py's min(OPTIMISTIC_RESET_RATIO=16, NUM_ENVS); None with auto resets."""
+        return min(16, self.num_envs) if self.resets == "optimistic" else None
 
     @property
     def num_updates(self) -> int:
@@ -112,6 +123,11 @@ class TrainConfig:
                 raise ValueError(f"{name} must be a number in {rng}, got {v!r}")
         if not isinstance(self.anneal_lr, bool):
             raise ValueError(f"anneal_lr must be a bool, got {self.anneal_lr!r}")
+        if self.resets not in ("optimistic", "auto"):
+            raise ValueError(f"resets must be 'optimistic' or 'auto', got {self.resets!r}")
+        if self.resets == "optimistic" and self.num_envs % self.reset_ratio:
+            raise ValueError(f"resets='optimistic' needs num_envs ({self.num_envs}) to be a multiple of "
+                             f"reset_ratio min(16, num_envs) = {self.reset_ratio}, as ppo_rnn.py asserts")
         if self.dtype not in ("float32", "float64"):
             raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
 
@@ -172,7 +188,8 @@ class Trainer:
         self.model_config = npp.ModelConfig(obs_size=OBS_SIZE, num_actions=NUM_ACTIONS, width=c.width,
                                             hidden=c.hidden)
         self.loss_config = npp.LossConfig(clip_eps=c.clip_eps, vf_coef=c.vf_coef, ent_coef=c.ent_coef)
-        self.env = pycraftax.make("Craftax-Symbolic-v1", num_envs=c.num_envs, backend="c", seed=c.seed)
+        self.env = pycraftax.make("Craftax-Symbolic-v1", num_envs=c.num_envs, backend="c", seed=c.seed,
+                                  resets=c.resets, reset_ratio=c.reset_ratio)
         self.window_returns: deque = deque(maxlen=WINDOW)
         self.window_lengths: deque = deque(maxlen=WINDOW)
         self.window_ach: deque = deque(maxlen=WINDOW)
@@ -509,7 +526,7 @@ def train(config: TrainConfig | None = None, out_dir: str | None = None, **kw) -
 # -- command line (`pycraftax train` / `pycraftax eval`) -------------------------------------
 _CLI_FIELDS = ("total_timesteps", "num_envs", "num_steps", "update_epochs", "num_minibatches", "width", "hidden",
                "lr", "gamma", "gae_lambda", "clip_eps", "ent_coef", "vf_coef", "max_grad_norm", "seed", "dtype",
-               "checkpoint_every")
+               "checkpoint_every", "resets")
 
 
 def _int_arg(text: str) -> int:
@@ -532,7 +549,7 @@ def _int_arg(text: str) -> int:
 def add_train_args(p) -> None:
     defaults = TrainConfig()
     for name in _CLI_FIELDS:
-        ftype = {"dtype": str}.get(name, type(getattr(defaults, name)))
+        ftype = {"dtype": str, "resets": str}.get(name, type(getattr(defaults, name)))
         if ftype is int:
             ftype = _int_arg
         # dest cfg_<name>: None means "not given" (and stays clear of cli.py's generic checks)
