@@ -49,7 +49,8 @@ def commit() -> str | None:
         return None
 
 
-def bench(recipe: str, precision: str, encoder: str, iters: int, reps: int, phase_reps: int = 5) -> dict:
+def bench(recipe: str, precision: str, encoder: str, iters: int, reps: int, phase_reps: int = 5,
+          resets: str = "optimistic") -> dict:
     import numpy as np
 
     import pycraftax
@@ -59,10 +60,11 @@ def bench(recipe: str, precision: str, encoder: str, iters: int, reps: int, phas
     from pycraftax.train.trainer import TrainConfig
 
     sizes = RECIPES[recipe]
-    cfg = TrainConfig(total_timesteps=10**12, **sizes)
+    cfg = TrainConfig(total_timesteps=10**12, resets=resets, **sizes)
     lib = cuda_env.load()
     free0, _ = lib.mem_info()
-    env = pycraftax.make("Craftax-Symbolic-v1", num_envs=cfg.num_envs, backend="cuda", seed=0)
+    env = pycraftax.make("Craftax-Symbolic-v1", num_envs=cfg.num_envs, backend="cuda", seed=0, resets=cfg.resets,
+                         reset_ratio=cfg.reset_ratio)
     env.reset()
     ppo = ct.PPO(cfg, env, tf32=precision == "tf32", use_graph=True, encoder=encoder)
     ppo.begin(env._key)
@@ -92,7 +94,7 @@ def bench(recipe: str, precision: str, encoder: str, iters: int, reps: int, phas
                 phases[name] = None  # e.g. the other dW0 method where it needs TF32
     iteration_s, device_s = float(np.median(wall)), float(np.median(dev))
     rollout_s = device_s - update_s
-    res = dict(recipe=recipe, precision=precision, encoder=encoder, **sizes, steps_per_iteration=steps,
+    res = dict(recipe=recipe, precision=precision, encoder=encoder, resets=resets, **sizes, steps_per_iteration=steps,
                iters=iters, warmup_s=warm_s, iteration_s=iteration_s, iteration_device_s=device_s,
                train_steps_per_s=steps / iteration_s, rollout_s=rollout_s, update_s=update_s, policy_s=policy_s,
                env_s=rollout_s - policy_s, policy_only_steps_per_s=steps / (policy_s + update_s),
@@ -108,8 +110,8 @@ def bench(recipe: str, precision: str, encoder: str, iters: int, reps: int, phas
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--variants", default=DEFAULT_VARIANTS,
-                    help=f"comma list of recipe:precision:encoder, recipe in {sorted(RECIPES)}, precision fp32|tf32, "
-                         "encoder sparse|dense")
+                    help=f"comma list of recipe:precision:encoder[:resets], recipe in {sorted(RECIPES)}, precision "
+                         "fp32|tf32, encoder sparse|dense, resets optimistic (default, as ppo_rnn.py)|auto")
     ap.add_argument("--iters", type=int, default=1, help="timed full iterations (with env) per variant")
     ap.add_argument("--reps", type=int, default=3, help="graph replays of the policy / update parts")
     ap.add_argument("--phase-reps", type=int, default=5,
@@ -126,9 +128,10 @@ def main() -> int:
     print(f"{'variant':<22} {'train steps/s':>13} {'policy-only':>12} {'iter s':>7} {'rollout s':>9} "
           f"{'policy s':>8} {'env s':>7} {'update s':>8}", flush=True)
     for v in args.variants.split(","):
-        recipe, precision, encoder = v.split(":")
+        recipe, precision, encoder, *rest = v.split(":")
+        resets = rest[0] if rest else "optimistic"
         try:
-            r = bench(recipe, precision, encoder, args.iters, args.reps, args.phase_reps)
+            r = bench(recipe, precision, encoder, args.iters, args.reps, args.phase_reps, resets=resets)
             print(f"{v:<22} {r['train_steps_per_s']:13,.0f} {r['policy_only_steps_per_s']:12,.0f} "
                   f"{r['iteration_s']:7.3f} {r['rollout_s']:9.3f} {r['policy_s']:8.4f} {r['env_s']:7.3f} "
                   f"{r['update_s']:8.4f}", flush=True)
@@ -137,7 +140,8 @@ def main() -> int:
                 print(f"  one minibatch {r['minibatch_ms']:.3f} ms: {split}", flush=True)
         except Exception as exc:  # keep going: one failing variant should not hide the others
             traceback.print_exc()
-            r = dict(recipe=recipe, precision=precision, encoder=encoder, error=f"{type(exc).__name__}: {exc}")
+            r = dict(recipe=recipe, precision=precision, encoder=encoder, resets=resets,
+                     error=f"{type(exc).__name__}: {exc}")
         out["results"].append(r)
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         with open(path, "w") as f:

@@ -4,7 +4,7 @@
 
 7 envs, 40 auto-reset steps with a short time limit and injected deaths (so the done list,
 the dense reset kernel and the two-stream chunked path all run: chunks=3, min 2 envs), then
-8 step_with_keys steps; every output and the final state are compared with the C reference.
+8 step_with_keys steps, then 10 optimistic-reset steps of 8 envs; every output and the final state are compared with the C reference.
 Prints OK and exits 0 when all match.
 """
 
@@ -58,7 +58,22 @@ def main() -> int:
     cs, gs = c.get_state(), g.get_state()
     bad += sum(not same(cs[k], gs[k]) for k in cs)
     g.close()
-    print(f"{'OK' if bad == 0 else 'MISMATCH'}: {bad} mismatches, {ends} episode ends, {steps} + 8 steps of {n} envs")
+    # optimistic resets: order keys, radix sort, worlds generated into their first takers and
+    # copied to the envs that share them (8 envs, 2 worlds, all ending together)
+    kw = dict(num_envs=8, seed=4, max_timesteps=4, resets="optimistic", reset_ratio=4)
+    c, g = (pycraftax.make("Craftax-Symbolic-v1", backend=b, **kw) for b in ("c", "cuda"))
+    c.reset(seed=4)
+    g.reset(seed=4)
+    for t in range(10):
+        a = rng.integers(0, 43, 8).astype(np.int32)
+        co, go = c.step(a), g.step(a)
+        ends += int(np.sum(co[2]) + np.sum(co[3]))
+        bad += sum(not same(x, y) for x, y in zip(co[:4], go[:4]))
+    cs, gs = c.get_state(), g.get_state()
+    bad += sum(not same(cs[k], gs[k]) for k in cs)
+    g.close()
+    print(f"{'OK' if bad == 0 else 'MISMATCH'}: {bad} mismatches, {ends} episode ends, {steps} + 8 steps of {n} envs, "
+          "10 optimistic steps of 8 envs")
     return 0 if bad == 0 else 1
 
 
