@@ -162,6 +162,18 @@ def set_blas_threads(n: int) -> bool:
     return False
 
 
+def write_npz_fast(path: str, arrays: dict[str, np.ndarray]) -> None:
+    """An .npz that np.load reads, deflated at zlib level 1: env states and obs are mostly
+    repeated bytes (~20x smaller, at ~500 MB/s), so a checkpoint of 8,192 envs is ~0.1 GB
+    instead of 2.5 GB. (np.savez_compressed deflates at level 6: several times slower.)"""
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        for name, value in arrays.items():
+            with zf.open(name + ".npy", "w", force_zip64=True) as f:
+                np.lib.format.write_array(f, np.asanyarray(value), allow_pickle=False)
+
+
 def read_checkpoint(path: str) -> dict:
     """A checkpoint's arrays, with "meta" decoded; checks the version."""
     with np.load(path, allow_pickle=False) as z:
@@ -370,8 +382,7 @@ class Trainer:
         d = os.path.dirname(os.path.abspath(path))
         os.makedirs(d, exist_ok=True)
         tmp = f"{path}.tmp{os.getpid()}"
-        with open(tmp, "wb") as f:
-            np.savez(f, **self.state_arrays())
+        write_npz_fast(tmp, self.state_arrays())
         os.replace(tmp, path)
 
     @classmethod

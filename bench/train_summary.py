@@ -1,0 +1,79 @@
+"""Summary of one `pycraftax train` run from its metrics.jsonl (or .jsonl.gz): the score the
+Craftax paper reports (mean episode return, and as % of the 226 maximum) over the episodes
+that ended in the last 1% of updates, the learning curve at round step counts, throughput,
+and per-achievement success rates averaged over the last 50 updates' 64-episode windows.
+
+    python bench/train_summary.py RUN/metrics.jsonl --name fast-1e9 --out bench/results/x.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+MAX_RETURN = 226.0  # the Craftax paper's normaliser (% of max)
+
+
+def load(path: Path) -> list[dict]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def weighted_return(lines: list[dict]) -> tuple[float, int]:
+    eps = np.array([m["episodes"] for m in lines], np.float64)
+    ret = np.array([m["episode_return"] if m["episode_return"] is not None else 0.0 for m in lines])
+    return (float((ret * eps).sum() / eps.sum()) if eps.sum() else float("nan")), int(eps.sum())
+
+
+def summarize(lines: list[dict], final_fraction: float = 0.01) -> dict:
+    if not lines:
+        raise ValueError("no metrics lines")
+    k = max(1, int(len(lines) * final_fraction))
+    final, episodes = weighted_return(lines[-k:])
+    steps = np.array([m["env_steps"] for m in lines])
+    curve = []
+    for target in (1e6, 3e6, 1e7, 3e7, 1e8, 2e8, 3e8, 5e8, 7e8, 1e9, 2e9):
+        if target > steps[-1] * 1.0001:
+            break
+        i = int(np.searchsorted(steps, target))
+        i = min(i, len(lines) - 1)
+        window = lines[max(0, i - k + 1):i + 1]
+        r, n = weighted_return(window)
+        curve.append(dict(env_steps=int(steps[i]), episode_return=r, percent_of_max=100 * r / MAX_RETURN,
+                          episodes=n))
+    tail = [m["achievements"] for m in lines[-50:] if m.get("achievements")]
+    names = list(tail[-1]) if tail else []
+    rates = {n: float(np.mean([a[n] for a in tail])) for n in names}
+    wall = float(sum(m.get("iteration_s") or (m.get("rollout_s") or 0) + (m.get("learn_s") or 0) for m in lines))
+    return dict(updates=len(lines), env_steps=int(steps[-1]), final_updates=k, final_episodes=episodes,
+                final_return=final, final_percent_of_max=100 * final / MAX_RETURN,
+                training_seconds=wall, mean_steps_per_s=float(steps[-1] / wall) if wall else None,
+                median_update_steps_per_s=float(np.median([m["sps"] for m in lines])),
+                curve=curve, achievement_success_rates=dict(sorted(rates.items(), key=lambda x: -x[1])))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("metrics", type=Path)
+    ap.add_argument("--name", required=True)
+    ap.add_argument("--meta", default="{}", help="JSON object merged into the output (recipe, GPU, commit, ...)")
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+    out = dict(run=args.name, **json.loads(args.meta), **summarize(load(args.metrics)))
+    text = json.dumps(out, indent=1)
+    if args.out:
+        args.out.write_text(text + "\n")
+    print(f"{args.name}: {out['env_steps']:,} env steps, return {out['final_return']:.2f} "
+          f"({out['final_percent_of_max']:.2f}% of {MAX_RETURN:g}) over {out['final_episodes']:,} episodes, "
+          f"{out['training_seconds']:.0f} s of training")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
