@@ -117,10 +117,11 @@ def main() -> None:
         print(f"upstream {mode} {int(envs):,} envs: {r['steps_per_s']:,.0f} steps/s "
               f"(first call {r['first_call_seconds']:.0f} s, {r['device']})", flush=True)
         results.append(r)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"benchmark": "upstream-jax-env", "env": "Craftax-Symbolic-v1",
-                                    "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                                    "results": results}, indent=2) + "\n")
+        # after every config: a later one that runs out of memory or time keeps the earlier ones
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"benchmark": "upstream-jax-env", "env": "Craftax-Symbolic-v1",
+                                        "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                        "results": results}, indent=2) + "\n")
     print(f"wrote {args.out}")
 
 
