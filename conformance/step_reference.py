@@ -292,3 +292,22 @@ def first_difference(ours: dict[str, np.ndarray], theirs: dict[str, np.ndarray])
             idx = tuple(int(i) for i in np.argwhere(diff)[0])
             return name, idx[0], idx[1:], a[idx], b[idx]
     return None
+
+
+def assert_env_step_matches(where: str, env, out, j_state, j_obs, j_reward, j_done, j_info) -> np.ndarray:
+    """A pycraftax env.step's (obs, reward, terminated, truncated, info) and the env's new
+    state against upstream's outputs of the same step: every state leaf, obs and reward
+    bitwise, terminated | truncated == done, upstream's info entries; names the leaf, env and
+    index of a mismatch. Returns upstream's done as numpy."""
+    obs, reward, terminated, truncated, info = out
+    diff = first_difference(env.get_state(), flatten_state(j_state))
+    assert diff is None, f"{where}: leaf {diff[0]!r} env {diff[1]} index {diff[2]}: C {diff[3]!r} vs JAX {diff[4]!r}"
+    np.testing.assert_array_equal(obs.view(np.uint32), np.asarray(j_obs).view(np.uint32), err_msg=where)
+    np.testing.assert_array_equal(reward.view(np.uint32), np.asarray(j_reward, np.float32).view(np.uint32),
+                                  err_msg=where)
+    j_done = np.asarray(j_done)
+    np.testing.assert_array_equal(terminated | truncated, j_done, err_msg=where)
+    assert not np.any(terminated & truncated), where
+    for name, value in j_info.items():
+        np.testing.assert_array_equal(info[name], np.asarray(value), err_msg=f"{where}: {name}")
+    return j_done

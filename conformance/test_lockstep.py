@@ -146,8 +146,6 @@ def check_autoreset(n: int, steps: int, max_t: int, inject_seed: int | None = No
     import jax.numpy as jnp
     from craftax.craftax.envs.craftax_symbolic_env import CraftaxSymbolicEnv
 
-    from conformance.upstream import flatten_state
-
     upstream_env = CraftaxSymbolicEnv()
     params = upstream_env.default_params.replace(max_timesteps=max_t)
     env = pycraftax.make("Craftax-Symbolic-v1", num_envs=n, backend="c", seed=7, max_timesteps=max_t)
@@ -170,21 +168,13 @@ def check_autoreset(n: int, steps: int, max_t: int, inject_seed: int | None = No
         key, sub = jax_random.split(key, 2)
         keys = jax_random.split(sub, n)
         timestep_before = env.get_state()["timestep"]
-        obs, reward, terminated, truncated, info = env.step(actions)
+        out = env.step(actions)
+        obs, reward, terminated, truncated, info = out
         j_obs, j_state, j_rew, j_done, j_info = vstep(jnp.asarray(keys), j_state, jnp.asarray(actions, jnp.int32),
                                                       params)
         where = f"step {t} (inject seed {inject_seed})"
-        diff = ref.first_difference(env.get_state(), flatten_state(j_state))
-        assert diff is None, f"{where}: leaf {diff[0]!r} env {diff[1]} index {diff[2]}: C {diff[3]!r} vs JAX {diff[4]!r}"
-        np.testing.assert_array_equal(obs.view(np.uint32), np.asarray(j_obs).view(np.uint32), err_msg=where)
-        np.testing.assert_array_equal(reward.view(np.uint32), np.asarray(j_rew, np.float32).view(np.uint32),
-                                      err_msg=where)
-        j_done = np.asarray(j_done)
-        np.testing.assert_array_equal(terminated | truncated, j_done, err_msg=where)
-        assert not np.any(terminated & truncated)
+        j_done = ref.assert_env_step_matches(where, env, out, j_state, j_obs, j_rew, j_done, j_info)
         assert np.all(timestep_before[truncated] + 1 >= max_t), where
-        for name, value in j_info.items():
-            np.testing.assert_array_equal(info[name], np.asarray(value), err_msg=f"{where}: {name}")
         returns += reward
         lengths += 1
         np.testing.assert_array_equal(info["episode_return"], np.where(j_done, returns, 0).astype(np.float32))

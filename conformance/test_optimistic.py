@@ -45,19 +45,11 @@ def run(num_envs: int, reset_ratio: int, steps: int, max_t: int, start_state=Non
     for t in range(steps):
         actions = rng.integers(0, 43, size=num_envs)
         key, sub = jax_random.split(key, 2)
-        obs, reward, terminated, truncated, info = env.step(actions)
+        out = env.step(actions)
         j_obs, j_state, j_rew, j_done, j_info, j_world = wrapper_step(
             jnp.asarray(sub), j_state, jnp.asarray(actions, jnp.int32))
         where = f"step {t} (num_envs {num_envs}, reset_ratio {reset_ratio}, seed {seed})"
-        diff = ref.first_difference(env.get_state(), upstream.flatten_state(j_state))
-        assert diff is None, f"{where}: leaf {diff[0]!r} env {diff[1]} index {diff[2]}: C {diff[3]!r} vs JAX {diff[4]!r}"
-        np.testing.assert_array_equal(obs.view(np.uint32), np.asarray(j_obs).view(np.uint32), err_msg=where)
-        np.testing.assert_array_equal(reward.view(np.uint32), np.asarray(j_rew, np.float32).view(np.uint32),
-                                      err_msg=where)
-        j_done = np.asarray(j_done)
-        np.testing.assert_array_equal(terminated | truncated, j_done, err_msg=where)
-        for name, value in j_info.items():
-            np.testing.assert_array_equal(info[name], np.asarray(value), err_msg=f"{where}: {name}")
+        j_done = ref.assert_env_step_matches(where, env, out, j_state, j_obs, j_rew, j_done, j_info)
         worlds = np.asarray(j_world)[j_done]
         ended += int(j_done.sum())
         shared += int(len(worlds) - len(np.unique(worlds)))
