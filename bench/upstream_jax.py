@@ -34,7 +34,6 @@ MODES = ("auto", "optimistic", "no_reset")
 
 def build(mode: str, num_envs: int):
     import jax
-    import jax.numpy as jnp
     from craftax.craftax_env import make_craftax_env_from_name
 
     env = make_craftax_env_from_name("Craftax-Symbolic-v1", auto_reset=False)

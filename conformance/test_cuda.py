@@ -67,6 +67,25 @@ def compare_step(t: int, c_out, g_out, c_env, g_env, keys=None) -> None:
     compare_states(c_env.get_state(), g_env.get_state(), keys, context=context + " state")
 
 
+def kill_some(envs, rng, fraction: float) -> None:
+    """Injected deaths: player_health 0 in about `fraction` of the envs (then terminated), the
+    same states set on every env object given."""
+    state = envs[0].get_state()
+    dead = rng.random(state["player_health"].shape[0]) < fraction
+    state["player_health"] = np.where(dead, np.float32(0.0), state["player_health"]).astype(np.float32)
+    for e in envs:
+        e.set_state(state)
+
+
+def step_pair(t: int, c, g, actions) -> None:
+    """One env.step of the C and CUDA envs, compared (compare_step), counted for the summary."""
+    c_out = c.step(actions)
+    compare_step(t, c_out, g.step(actions), c, g)
+    _COVERAGE["env-steps"] += len(actions)
+    _COVERAGE["terminated"] += int(np.sum(c_out[2]))
+    _COVERAGE["truncated"] += int(np.sum(c_out[3]))
+
+
 # -- anchors --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("case", sorted(anchors.ANCHORS))
 def test_pinned_anchor_cuda(case):
@@ -116,17 +135,8 @@ def test_lockstep_autoreset(seed, num_envs, stream, max_timesteps, kill):
     actions = rng.integers(0, 43, size=(steps, num_envs)).astype(np.int32)
     for t in range(steps):
         if t == 3 and kill > 0:
-            state = c.get_state()
-            dead = rng.random(num_envs) < kill
-            state["player_health"] = np.where(dead, np.float32(0.0), state["player_health"]).astype(np.float32)
-            c.set_state(state)
-            g.set_state(state)
-        c_out = c.step(actions[t])
-        g_out = g.step(actions[t])
-        compare_step(t, c_out, g_out, c, g)
-        _COVERAGE["env-steps"] += num_envs
-        _COVERAGE["terminated"] += int(np.sum(c_out[2]))
-        _COVERAGE["truncated"] += int(np.sum(c_out[3]))
+            kill_some((c, g), rng, kill)
+        step_pair(t, c, g, actions[t])
     g.close()
 
 
@@ -190,17 +200,8 @@ def test_lockstep_autoreset_chunks(chunks, min_chunk_envs):
         actions = rng.integers(0, 43, size=(steps, num_envs)).astype(np.int32)
         for t in range(steps):
             if t % 7 == 3:
-                state = c.get_state()
-                dead = rng.random(num_envs) < 0.2
-                state["player_health"] = np.where(dead, np.float32(0.0), state["player_health"]).astype(np.float32)
-                c.set_state(state)
-                g.set_state(state)
-            c_out = c.step(actions[t])
-            g_out = g.step(actions[t])
-            compare_step(t, c_out, g_out, c, g)
-            _COVERAGE["env-steps"] += num_envs
-            _COVERAGE["terminated"] += int(np.sum(c_out[2]))
-            _COVERAGE["truncated"] += int(np.sum(c_out[3]))
+                kill_some((c, g), rng, 0.2)
+            step_pair(t, c, g, actions[t])
         g.close()
     finally:
         lib.check(lib.lib.craftax_cuda_set_autoreset_chunks(1, 16384), "set_autoreset_chunks")
@@ -297,11 +298,7 @@ def test_graph_replay_equals_eager():
     ends = 0
     for t in range(steps):
         if t % 8 == 5:
-            state = envs[0].get_state()
-            dead = rng.random(num_envs) < 0.3
-            state["player_health"] = np.where(dead, np.float32(0.0), state["player_health"]).astype(np.float32)
-            for e in envs:
-                e.set_state(state)
+            kill_some(envs, rng, 0.3)
         actions_in.copy_(torch.as_tensor(rng.integers(0, 43, num_envs).astype(np.int32), device=dev))
         keys_in.copy_(torch.as_tensor(rng.integers(0, 2**32, (num_envs, 2), dtype=np.uint32).view(np.int32),
                                       device=dev))

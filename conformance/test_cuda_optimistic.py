@@ -21,19 +21,11 @@ if not pycraftax.cuda_available():
     pytest.skip("no usable CUDA backend (GPU, driver or libcraftax_cuda.so)", allow_module_level=True)
 
 from pycraftax import cuda_env  # noqa: E402
-from conformance.test_cuda import compare_step, host  # noqa: E402
+from conformance.test_cuda import host, kill_some, step_pair  # noqa: E402
 
 pytestmark = pytest.mark.cuda
 ENV_ID = "Craftax-Symbolic-v1"
 SETTINGS = settings(max_examples=max(FEW_EXAMPLES, 4), deadline=None, suppress_health_check=list(HealthCheck))
-
-
-def kill_some(envs, rng, fraction: float) -> None:
-    state = envs[0].get_state()
-    dead = rng.random(state["player_health"].shape[0]) < fraction
-    state["player_health"] = np.where(dead, np.float32(0.0), state["player_health"]).astype(np.float32)
-    for e in envs:
-        e.set_state(state)
 
 
 @SETTINGS
@@ -51,7 +43,7 @@ def test_optimistic_lockstep(seed, worlds, ratio, stream, max_timesteps, kill):
         if t % 6 == 2 and kill > 0:
             kill_some((c, g), rng, kill)
         actions = rng.integers(0, 43, size=num_envs).astype(np.int32)
-        compare_step(t, c.step(actions), g.step(actions), c, g)
+        step_pair(t, c, g, actions)
     g.close()
 
 

@@ -33,7 +33,7 @@ from craftax.craftax.util import game_logic_utils as GU  # noqa: E402
 
 import pycraftax  # noqa: E402
 from pycraftax import _state  # noqa: E402
-from pycraftax._native import check, ffi, lib, ptr  # noqa: E402
+from pycraftax._native import check, lib, ptr  # noqa: E402
 from pycraftax.params import EnvParams, to_c  # noqa: E402
 
 # ---- Hypothesis settings ---------------------------------------------------------------------

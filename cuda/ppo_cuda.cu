@@ -1483,40 +1483,36 @@ static int segment_forward(CraftaxPPO *t, int Bc, const int32_t *index) {
     return heads_forward(t, t->T * Bc, t->hs, t->a1, t->a2, t->logits, t->c1, t->c2, t->value);
 }
 
-/* numpy_ppo.backward: gradients of every parameter into t->grads. */
-static int bwd_heads(CraftaxPPO *t, int Bc) {
-    const int T = t->T, H = t->H, E = t->E, A = t->A;
-    const int R = T * Bc;
+/* One head (hs -> Dense ReLU -> Dense ReLU -> Dense, numpy_ppo's actor or critic) backward
+ * from dout [R, n_out]: its weight and bias gradients, and its share of d(hs) into t->dy
+ * (dy_beta 0: the first head writes it, 1: the second adds). l1, l2: the head's two ReLU
+ * outputs; w1, b1, w2, b2, w3, b3: its parameter blocks. */
+static int bwd_head(CraftaxPPO *t, int R, const float *dout, int n_out, const float *l1, const float *l2, int w1, int b1,
+                    int w2, int b2, int w3, int b3, float dy_beta) {
+    const int H = t->H, E = t->E;
     const float *p = t->params;
     float *g = t->grads;
-    /* actor head */
-    TRY(gemm(t, 1, 0, E, A, R, t->a2, E, t->dlogits, A, 0.0f, g + t->off[P_W3], A, "dW3"));
-    TRY(colsum(t, R, A, t->dlogits, A, g + t->off[P_B3], "db3"));
-    TRY(gemm(t, 0, 1, R, E, A, t->dlogits, A, p + t->off[P_W3], A, 0.0f, t->da2, E, "da2"));
-    relu_mask_kernel<<<blocks_for((int64_t)R * E), TPB, 0, t->stream>>>(t->da2, t->a2, (int64_t)R * E);
+    TRY(gemm(t, 1, 0, E, n_out, R, l2, E, dout, n_out, 0.0f, g + t->off[w3], n_out, "head dW3"));
+    TRY(colsum(t, R, n_out, dout, n_out, g + t->off[b3], "head db3"));
+    TRY(gemm(t, 0, 1, R, E, n_out, dout, n_out, p + t->off[w3], n_out, 0.0f, t->da2, E, "head dl2"));
+    relu_mask_kernel<<<blocks_for((int64_t)R * E), TPB, 0, t->stream>>>(t->da2, l2, (int64_t)R * E);
     LAUNCH(t, "relu_mask");
-    TRY(gemm(t, 1, 0, E, E, R, t->a1, E, t->da2, E, 0.0f, g + t->off[P_W2], E, "dW2"));
-    TRY(colsum(t, R, E, t->da2, E, g + t->off[P_B2], "db2"));
-    TRY(gemm(t, 0, 1, R, E, E, t->da2, E, p + t->off[P_W2], E, 0.0f, t->da1, E, "da1"));
-    relu_mask_kernel<<<blocks_for((int64_t)R * E), TPB, 0, t->stream>>>(t->da1, t->a1, (int64_t)R * E);
+    TRY(gemm(t, 1, 0, E, E, R, l1, E, t->da2, E, 0.0f, g + t->off[w2], E, "head dW2"));
+    TRY(colsum(t, R, E, t->da2, E, g + t->off[b2], "head db2"));
+    TRY(gemm(t, 0, 1, R, E, E, t->da2, E, p + t->off[w2], E, 0.0f, t->da1, E, "head dl1"));
+    relu_mask_kernel<<<blocks_for((int64_t)R * E), TPB, 0, t->stream>>>(t->da1, l1, (int64_t)R * E);
     LAUNCH(t, "relu_mask");
-    TRY(gemm(t, 1, 0, H, E, R, t->hs, H, t->da1, E, 0.0f, g + t->off[P_W1], E, "dW1"));
-    TRY(colsum(t, R, E, t->da1, E, g + t->off[P_B1], "db1"));
-    TRY(gemm(t, 0, 1, R, H, E, t->da1, E, p + t->off[P_W1], E, 0.0f, t->dy, H, "dy actor"));
-    /* critic head */
-    TRY(gemm(t, 1, 0, E, 1, R, t->c2, E, t->dvalue, 1, 0.0f, g + t->off[P_W6], 1, "dW6"));
-    TRY(colsum(t, R, 1, t->dvalue, 1, g + t->off[P_B6], "db6"));
-    TRY(gemm(t, 0, 1, R, E, 1, t->dvalue, 1, p + t->off[P_W6], 1, 0.0f, t->da2, E, "dc2"));
-    relu_mask_kernel<<<blocks_for((int64_t)R * E), TPB, 0, t->stream>>>(t->da2, t->c2, (int64_t)R * E);
-    LAUNCH(t, "relu_mask");
-    TRY(gemm(t, 1, 0, E, E, R, t->c1, E, t->da2, E, 0.0f, g + t->off[P_W5], E, "dW5"));
-    TRY(colsum(t, R, E, t->da2, E, g + t->off[P_B5], "db5"));
-    TRY(gemm(t, 0, 1, R, E, E, t->da2, E, p + t->off[P_W5], E, 0.0f, t->da1, E, "dc1"));
-    relu_mask_kernel<<<blocks_for((int64_t)R * E), TPB, 0, t->stream>>>(t->da1, t->c1, (int64_t)R * E);
-    LAUNCH(t, "relu_mask");
-    TRY(gemm(t, 1, 0, H, E, R, t->hs, H, t->da1, E, 0.0f, g + t->off[P_W4], E, "dW4"));
-    TRY(colsum(t, R, E, t->da1, E, g + t->off[P_B4], "db4"));
-    TRY(gemm(t, 0, 1, R, H, E, t->da1, E, p + t->off[P_W4], E, 1.0f, t->dy, H, "dy critic"));
+    TRY(gemm(t, 1, 0, H, E, R, t->hs, H, t->da1, E, 0.0f, g + t->off[w1], E, "head dW1"));
+    TRY(colsum(t, R, E, t->da1, E, g + t->off[b1], "head db1"));
+    TRY(gemm(t, 0, 1, R, H, E, t->da1, E, p + t->off[w1], E, dy_beta, t->dy, H, "head dy"));
+    return 0;
+}
+
+/* numpy_ppo.backward: gradients of every parameter into t->grads. */
+static int bwd_heads(CraftaxPPO *t, int Bc) {
+    const int R = t->T * Bc;
+    TRY(bwd_head(t, R, t->dlogits, t->A, t->a1, t->a2, P_W1, P_B1, P_W2, P_B2, P_W3, P_B3, 0.0f));
+    TRY(bwd_head(t, R, t->dvalue, 1, t->c1, t->c2, P_W4, P_B4, P_W5, P_B5, P_W6, P_B6, 1.0f));
     return 0;
 }
 
