@@ -145,8 +145,9 @@ _COVERAGE = {"env-steps": 0, "terminated": 0, "truncated": 0}
 
 def test_zz_report_coverage():
     """Summary line: how many auto-resets of each kind the lockstep compared."""
-    record_summary(f"C vs CUDA env.step lockstep (auto and optimistic resets): {_COVERAGE['env-steps']} env-steps compared leaf by leaf, "
-                   f"{_COVERAGE['terminated']} terminated and {_COVERAGE['truncated']} truncated episode ends")
+    record_summary(f"C vs CUDA env.step lockstep (auto and optimistic resets): {_COVERAGE['env-steps']} env-steps "
+                   f"compared leaf by leaf, {_COVERAGE['terminated']} terminated and {_COVERAGE['truncated']} "
+                   "truncated episode ends")
     assert _COVERAGE["env-steps"] == 0 or _COVERAGE["terminated"] + _COVERAGE["truncated"] > 0
 
 
