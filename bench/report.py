@@ -151,6 +151,7 @@ def trainer_section(path: Path, d: dict) -> list[str]:
         shape = f"{_fmt(r.get('num_envs'))} x {r.get('num_steps', '?')}, {r.get('update_epochs', '?')} ep x " \
                 f"{r.get('num_minibatches', '?')} mb, width {r.get('width', '?')}"
         rows.append([str(r.get("recipe", "?")), shape, f"{r.get('precision', '?')} / {r.get('encoder', '?')}",
+                     r.get("resets", "auto"),
                      _fmt(r.get("train_steps_per_s")), _fmt(r.get("policy_only_steps_per_s")),
                      " / ".join(f"{r[k]:.3f}" if isinstance(r.get(k), float) else "-"
                                 for k in ("env_s", "policy_s", "update_s"))])
@@ -158,12 +159,30 @@ def trainer_section(path: Path, d: dict) -> list[str]:
     out = [f"### Training throughput ({path.name}; {where})", "",
            "Training steps/s with the env, and policy-only (the trainer's rate were the env free); "
            "seconds per iteration in env / policy forward / update.", ""]
-    return out + _table(["recipe", "shape", "precision / encoder", "steps/s", "policy-only steps/s",
+    return out + _table(["recipe", "shape", "precision / encoder", "resets", "steps/s", "policy-only steps/s",
                          "env / policy / update s"], rows) + [""]
 
 
+def training_run_section(path: Path, d: dict) -> list[str]:
+    """A learning run summarised by bench/train_summary.py."""
+    curve = ", ".join(f"{_fmt(c['env_steps'])}: {c['episode_return']:.1f}" for c in d.get("curve", []))
+    top = list(d.get("achievement_success_rates", {}).items())
+    rows = [[d.get("run", path.stem), d.get("recipe", "?"), d.get("resets", "?"), _fmt(d["env_steps"]),
+             f"{d['final_return']:.2f} ({d['final_percent_of_max']:.2f}%)", _fmt(d.get("final_episodes")),
+             f"{d['training_seconds']:.0f} s", _fmt(d.get("mean_steps_per_s"))]]
+    out = [f"### Training run ({path.name}; {d.get('gpu', '?')}, commit {str(d.get('commit', '?'))[:10]})", "",
+           "Score: mean return of the episodes that ended in the last 1% of updates (% of the 226 maximum, as "
+           "the Craftax paper reports); training seconds = the iterations' own time.", ""]
+    out += _table(["run", "recipe", "resets", "env steps", "score", "episodes", "training", "steps/s"], rows)
+    out += ["", f"Curve (env steps: return): {curve}.", ""]
+    if top:
+        out += ["Success rates (last 50 updates): " + ", ".join(f"{n} {100 * v:.1f}%" for n, v in top if v > 0) + ".",
+                ""]
+    return out
+
+
 SECTIONS = (("worldgen-", worldgen_section), ("step-", step_section), ("cuda-step", cuda_section),
-            ("upstream-gpu", upstream_gpu_section), ("trainer-", trainer_section))
+            ("upstream-gpu", upstream_gpu_section), ("trainer-", trainer_section), ("train-", training_run_section))
 
 
 def build_report(results: Path) -> str:

@@ -10,8 +10,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _report_module():
-    spec = importlib.util.spec_from_file_location("bench_report", ROOT / "bench" / "report.py")
+def _report_module(name: str = "report"):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -49,3 +49,23 @@ def test_unknown_files_are_listed_not_read(tmp_path):
     _write(tmp_path / "worldgen-a.json", {"c": [], "upstream": [], "machine": {}})
     text = report.build_report(tmp_path)
     assert "- mystery.json" in text and "World generation (worldgen-a.json" in text
+
+
+def test_training_run_score_and_section(tmp_path):
+    """The score weights each update's mean return by its episodes, over the last 1% of
+    updates; the report prints it from the summary file."""
+    summary = _report_module("train_summary")
+    lines = [dict(update=u, env_steps=1000 * u, episodes=2, episode_return=1.0, sps=10.0, iteration_s=1.0,
+                  achievements={"collect_wood": 0.5}) for u in range(1, 199)]
+    lines += [dict(update=199, env_steps=199_000, episodes=1, episode_return=10.0, sps=10.0, iteration_s=1.0,
+                   achievements={"collect_wood": 1.0}),
+              dict(update=200, env_steps=200_000, episodes=3, episode_return=2.0, sps=10.0, iteration_s=1.0,
+                   achievements={"collect_wood": 1.0})]
+    s = summary.summarize(lines)
+    assert s["final_updates"] == 2 and s["final_episodes"] == 4
+    assert abs(s["final_return"] - (10.0 + 3 * 2.0) / 4) < 1e-12
+    assert abs(s["final_percent_of_max"] - 100 * 4.0 / 226) < 1e-12
+    assert s["training_seconds"] == 200.0 and s["env_steps"] == 200_000
+    _write(tmp_path / "train-x.json", dict(run="x", recipe="r", resets="optimistic", gpu="G", commit="c", **s))
+    text = _report_module().build_report(tmp_path)
+    assert "### Training run (train-x.json" in text and "4.00 (1.77%)" in text
