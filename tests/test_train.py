@@ -102,7 +102,8 @@ def test_resume_from_older_checkpoint_truncates_metrics(tmp_path):
     (dict(hidden=0), "hidden"), (dict(num_minibatches=3), "must divide"), (dict(update_epochs=0), "update_epochs"),
     (dict(total_timesteps=10), "at least"), (dict(lr=0.0), "lr"), (dict(gamma=1.5), "gamma"),
     (dict(clip_eps=-0.1), "clip_eps"), (dict(dtype="float16"), "dtype"), (dict(num_envs=2.0), "num_envs"),
-    (dict(max_grad_norm=float("nan")), "max_grad_norm"),
+    (dict(max_grad_norm=float("nan")), "max_grad_norm"), (dict(resets="sometimes"), "resets"),
+    (dict(num_envs=24, num_minibatches=4, total_timesteps=10**6), "multiple of reset_ratio"),
 ])
 def test_config_validation(bad, match):
     with pytest.raises(ValueError, match=match):
@@ -146,3 +147,27 @@ def test_float64_trainer_step():
     m = t.step()
     assert t.params["params/Dense_0/kernel"].dtype == np.float64 and np.isfinite(m["total_loss"])
     npp.check_params(t.params, t.model_config)
+
+
+def test_resets_follow_ppo_rnn_and_old_checkpoints_stay_auto():
+    """Optimistic resets by default with ppo_rnn.py's reset_ratio min(16, num_envs); the env
+    the trainer builds uses them; a checkpoint config written before the option existed
+    (no "resets") resumes with the auto resets it was trained with."""
+    assert TrainConfig().resets == "optimistic" and TrainConfig(num_envs=64).reset_ratio == 16
+    assert TrainConfig(num_envs=4).reset_ratio == 4 and TrainConfig(resets="auto").reset_ratio is None
+    t = Trainer(TrainConfig(**TINY))
+    assert (t.env.resets, t.env.reset_ratio) == ("optimistic", 4)
+    old = TrainConfig(**TINY).to_dict()
+    del old["resets"]
+    assert TrainConfig.from_dict(old).resets == "auto"
+    assert Trainer(TrainConfig(**dict(TINY, resets="auto"))).env.resets == "auto"
+
+
+def test_cli_resets_flag(tmp_path):
+    out = str(tmp_path / "run")
+    args = ["--num-envs", "4", "--num-steps", "8", "--total-timesteps", "32", "--num-minibatches", "2",
+            "--update-epochs", "1", "--width", "16", "--hidden", "8", "--quiet", "--out", out]
+    assert cli.main(["train", *args, "--resets", "auto"]) == 0
+    meta = json.loads(str(np.load(os.path.join(out, "checkpoint.npz"))["meta"]))
+    assert meta["config"]["resets"] == "auto"
+    assert cli.main(["train", *args, "--resets", "never"]) == 2
