@@ -171,3 +171,41 @@ def test_cli_resets_flag(tmp_path):
     meta = json.loads(str(np.load(os.path.join(out, "checkpoint.npz"))["meta"]))
     assert meta["config"]["resets"] == "auto"
     assert cli.main(["train", *args, "--resets", "never"]) == 2
+
+
+def test_time_limit_stops_with_checkpoint_and_resumes_bit_exactly(tmp_path, capsys):
+    """A run that hits --time-limit stops between updates with a checkpoint; resuming it
+    continues exactly like an uninterrupted run."""
+    cfg = TrainConfig(**dict(TINY, checkpoint_every=100))
+    straight = Trainer(cfg, str(tmp_path / "a"))
+    straight.run(progress=False)
+    limited = Trainer(cfg, str(tmp_path / "b"))
+    limited.run(progress=False, time_limit_s=1e-9)  # the first update already used up the limit
+    assert limited.update == 1 and limited.stop_reason.startswith("time limit")
+    ckpt = str(tmp_path / "b" / "checkpoint.npz")
+    assert json.loads(str(np.load(ckpt)["meta"]))["update"] == 1  # written although checkpoint_every is 100
+    assert not os.path.exists(tmp_path / "b" / "params.npz")  # final weights only at the end
+    resumed = Trainer.resume(ckpt)
+    resumed.run(progress=False, time_limit_s=3600)
+    assert resumed.stop_reason is None and resumed.update == straight.update
+    _state_equal(straight, resumed)
+
+
+def test_stop_request_finishes_the_update(tmp_path):
+    t = Trainer(TrainConfig(**dict(TINY, checkpoint_every=100)), str(tmp_path))
+    t.run(progress=False, log=lambda m: t.request_stop("SIGTERM") if m["update"] == 2 else None)
+    assert t.update == 2 and t.stop_reason == "SIGTERM"
+    assert json.loads(str(np.load(tmp_path / "checkpoint.npz")["meta"]))["update"] == 2
+
+
+def test_cli_time_limit(tmp_path, capsys):
+    out = str(tmp_path / "run")
+    args = ["--num-envs", "4", "--num-steps", "8", "--total-timesteps", "96", "--num-minibatches", "2",
+            "--update-epochs", "1", "--width", "16", "--hidden", "8", "--quiet", "--out", out]
+    assert cli.main(["train", *args, "--time-limit", "0"]) == 2
+    assert "--time-limit" in capsys.readouterr().err and not os.path.exists(out)
+    assert cli.main(["train", *args, "--time-limit", "1e-9"]) == 0
+    text = capsys.readouterr().out
+    assert "stopped (time limit" in text and "1/3 updates" in text and "--resume" in text
+    assert cli.main(["train", "--resume", os.path.join(out, "checkpoint.npz"), "--quiet"]) == 0
+    assert "done: 3/3 updates" in capsys.readouterr().out

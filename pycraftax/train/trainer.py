@@ -188,6 +188,7 @@ def read_checkpoint(path: str) -> dict:
 class Trainer:
     BACKEND = "c"
     TITLE = "PPO-RNN (NumPy)"
+    stop_reason: str | None = None  # why the last run() stopped before its end, see run()
 
     def __init__(self, config: TrainConfig, out_dir: str | None = None, *, _restore: dict | None = None):
         config.validate()
@@ -304,11 +305,25 @@ class Trainer:
                                                "total_loss", "entropy")})
         return m
 
-    def run(self, max_updates: int | None = None, progress: bool = True, log=None) -> list[dict]:
+    def request_stop(self, reason: str = "stop requested") -> None:
+        """Finish the update in progress, checkpoint and return from run() (signal handlers
+        call this; the run continues later with `resume`)."""
+        self.stop_reason = reason
+
+    def run(self, max_updates: int | None = None, progress: bool = True, log=None,
+            time_limit_s: float | None = None) -> list[dict]:
         """Train until config.num_updates (or `max_updates` more updates); log JSONL and
-        checkpoint into out_dir. Returns the metric lines of this call."""
+        checkpoint into out_dir. Returns the metric lines of this call.
+
+        `time_limit_s`: stop early, with a checkpoint, before an update that would end past
+        this many seconds from now (judged by the longest update so far), so a run fits a
+        batch-job or lease limit and continues with `resume`. `self.stop_reason` says why a
+        call stopped before the end (None when it did not)."""
         c = self.config
         end = c.num_updates if max_updates is None else min(c.num_updates, self.update + max_updates)
+        self.stop_reason = None
+        t_start = _now()
+        longest = 0.0
         lines = []
         metrics_f = None
         if self.out_dir:
@@ -318,8 +333,10 @@ class Trainer:
         bar = _Progress(c.num_updates * c.num_envs * c.num_steps, self.update * c.num_envs * c.num_steps) \
             if progress else None
         try:
-            while self.update < end:
+            while self.update < end and self.stop_reason is None:
+                t_update = _now()
                 m = self.step()
+                longest = max(longest, _now() - t_update)
                 lines.append(m)
                 if metrics_f:
                     metrics_f.write(json.dumps(m) + "\n")
@@ -328,7 +345,11 @@ class Trainer:
                     bar.update(m)
                 if log:
                     log(m)
-                if self.out_dir and (self.update % c.checkpoint_every == 0 or self.update == end):
+                if (self.stop_reason is None and time_limit_s is not None and self.update < end
+                        and _now() - t_start + longest > time_limit_s):
+                    self.stop_reason = f"time limit of {time_limit_s:g} s"
+                if self.out_dir and (self.update % c.checkpoint_every == 0 or self.update == end
+                                     or self.stop_reason is not None):
                     self.save_checkpoint(os.path.join(self.out_dir, "checkpoint.npz"))
         finally:
             if metrics_f:
@@ -337,6 +358,7 @@ class Trainer:
                 bar.close()
         if self.out_dir and self.update == c.num_updates:
             interop.save_npz(os.path.join(self.out_dir, "params.npz"), self.params)
+        if self.out_dir and (self.update == c.num_updates or self.stop_reason is not None):
             self.plot()
         return lines
 
@@ -577,6 +599,9 @@ def add_train_args(p) -> None:
     p.add_argument("--out", default=None, help="output directory (default runs/ppo-rnn-seed<seed>)")
     p.add_argument("--resume", default=None, metavar="CHECKPOINT",
                    help="continue a run bit-exactly from its checkpoint.npz (with the checkpoint's config)")
+    p.add_argument("--time-limit", type=float, default=None, metavar="MINUTES",
+                   help="stop with a checkpoint before an update would end past this many minutes (continue "
+                        "with --resume); SIGTERM and Ctrl-C also stop after the current update with a checkpoint")
     p.add_argument("--blas-threads", type=int, default=1, help="OpenBLAS threads (default 1, see set_blas_threads)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -608,10 +633,44 @@ def config_from_args(args, backend: str = "c") -> TrainConfig:
     return cfg
 
 
+class _stop_on_signals:
+    """While training: the first SIGTERM (batch schedulers send it before the kill) or Ctrl-C
+    asks the trainer to finish its update and checkpoint; a second Ctrl-C interrupts at once."""
+
+    def __init__(self, trainer):
+        self.trainer, self.saved = trainer, {}
+
+    def _handle(self, signum, frame):
+        import signal
+
+        if self.trainer.stop_reason is not None and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.trainer.request_stop(signal.Signals(signum).name)
+        sys.stderr.write(f"\n{signal.Signals(signum).name}: stopping after this update with a checkpoint\n")
+
+    def __enter__(self):
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                self.saved[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc):
+        import signal
+
+        for sig, handler in self.saved.items():
+            signal.signal(sig, handler)
+        return False
+
+
 def cmd_train(args) -> int:
     try:
         if args.blas_threads < 1:
             raise ValueError(f"--blas-threads must be >= 1, got {args.blas_threads}")
+        if args.time_limit is not None and not (math.isfinite(args.time_limit) and args.time_limit > 0):
+            raise ValueError(f"--time-limit must be a positive number of minutes, got {args.time_limit}")
         if args.resume:
             explicit = [n for n in _CLI_FIELDS if getattr(args, "cfg_" + n) is not None]
             if explicit or args.paper or args.no_anneal_lr:
@@ -648,12 +707,17 @@ def cmd_train(args) -> int:
           f"({config.num_updates * config.num_envs * config.num_steps:,} env steps) -> {trainer.out_dir}")
     t0 = _now()
     start_update = trainer.update
-    trainer.run(progress=not args.quiet)
+    with _stop_on_signals(trainer):
+        trainer.run(progress=not args.quiet,
+                    time_limit_s=None if args.time_limit is None else 60.0 * args.time_limit)
     el = _now() - t0
     steps = (trainer.update - start_update) * config.num_envs * config.num_steps
     last = trainer.history[-1] if trainer.history else {}
-    print(f"done: {trainer.update} updates, {steps:,} env steps in {el:.0f} s ({steps / max(el, 1e-9):,.0f} steps/s); "
-          f"return (last {WINDOW} episodes) {last.get('return_window')}")
+    state = "done" if trainer.stop_reason is None else f"stopped ({trainer.stop_reason})"
+    print(f"{state}: {trainer.update}/{config.num_updates} updates, {steps:,} env steps in {el:.0f} s "
+          f"({steps / max(el, 1e-9):,.0f} steps/s); return (last {WINDOW} episodes) {last.get('return_window')}")
+    if trainer.stop_reason is not None:
+        print(f"continue with: pycraftax train --resume {os.path.join(trainer.out_dir, 'checkpoint.npz')}")
     print(f"metrics: {os.path.join(trainer.out_dir, 'metrics.jsonl')}, checkpoint: "
           f"{os.path.join(trainer.out_dir, 'checkpoint.npz')}, weights: {os.path.join(trainer.out_dir, 'params.npz')}")
     return 0
