@@ -4,6 +4,10 @@ that ended in the last 1% of updates, the learning curve at round step counts, t
 and per-achievement success rates averaged over the last 50 updates' 64-episode windows.
 
     python bench/train_summary.py RUN/metrics.jsonl --name fast-1e9 --out bench/results/x.json
+
+A run continued over several leases (`--time-limit` then `--resume`) has one metrics file per
+part: pass them in order; their updates must follow on without a gap or overlap. `--png`
+draws the learning curve (mean return of each update's episodes, and of the last 64).
 """
 
 from __future__ import annotations
@@ -23,6 +27,41 @@ def load(path: Path) -> list[dict]:
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt") as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def load_parts(paths: list[Path]) -> list[dict]:
+    lines: list[dict] = []
+    for path in paths:
+        part = load(path)
+        if lines and part and part[0]["update"] != lines[-1]["update"] + 1:
+            raise ValueError(f"{path}: starts at update {part[0]['update']}, the previous part ended at "
+                             f"{lines[-1]['update']}")
+        lines.extend(part)
+    if [m["update"] for m in lines] != list(range(lines[0]["update"], lines[0]["update"] + len(lines))):
+        raise ValueError("updates are not consecutive within a part")
+    return lines
+
+
+def plot(lines: list[dict], title: str, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = np.array([m["env_steps"] for m in lines], np.float64)
+    window = [m["return_window"] if m["return_window"] is not None else np.nan for m in lines]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(steps, window, lw=1, label="mean return of the last 64 episodes")
+    ax2 = ax.secondary_yaxis("right", functions=(lambda r: 100 * r / MAX_RETURN, lambda p: p * MAX_RETURN / 100))
+    ax2.set_ylabel("% of max (226)")
+    ax.set_xlabel("env steps")
+    ax.set_ylabel("episode return")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
 
 
 def weighted_return(lines: list[dict]) -> tuple[float, int]:
@@ -60,12 +99,16 @@ def summarize(lines: list[dict], final_fraction: float = 0.01) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("metrics", type=Path)
+    ap.add_argument("metrics", type=Path, nargs="+", help="metrics.jsonl[.gz] of the run, one per part, in order")
     ap.add_argument("--name", required=True)
     ap.add_argument("--meta", default="{}", help="JSON object merged into the output (recipe, GPU, commit, ...)")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--png", type=Path, help="learning-curve plot")
     args = ap.parse_args()
-    out = dict(run=args.name, **json.loads(args.meta), **summarize(load(args.metrics)))
+    lines = load_parts(args.metrics)
+    out = dict(run=args.name, **json.loads(args.meta), **summarize(lines))
+    if args.png:
+        plot(lines, f"{args.name} on Craftax-Symbolic-v1", args.png)
     text = json.dumps(out, indent=1)
     if args.out:
         args.out.write_text(text + "\n")

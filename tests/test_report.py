@@ -7,6 +7,8 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -69,3 +71,24 @@ def test_training_run_score_and_section(tmp_path):
     _write(tmp_path / "train-x.json", dict(run="x", recipe="r", resets="optimistic", gpu="G", commit="c", **s))
     text = _report_module().build_report(tmp_path)
     assert "### Training run (train-x.json" in text and "4.00 (1.77%)" in text
+
+
+def test_training_run_parts_follow_on(tmp_path):
+    """A run continued over leases is summarised from its metrics parts in order; a gap or an
+    overlap between parts is an error, not a silently shifted curve."""
+    summary = _report_module("train_summary")
+
+    def part(name, updates):
+        path = tmp_path / name
+        path.write_text("".join(json.dumps(dict(update=u, env_steps=10 * u, episodes=1, episode_return=float(u),
+                                                return_window=float(u), sps=1.0)) + "\n" for u in updates))
+        return path
+
+    a, b, gap = part("a.jsonl", range(1, 4)), part("b.jsonl", range(4, 7)), part("c.jsonl", range(5, 7))
+    lines = summary.load_parts([a, b])
+    assert [m["update"] for m in lines] == [1, 2, 3, 4, 5, 6]
+    with pytest.raises(ValueError, match="previous part ended at 3"):
+        summary.load_parts([a, gap])
+    pytest.importorskip("matplotlib")
+    summary.plot(lines, "t", tmp_path / "c.png")
+    assert (tmp_path / "c.png").stat().st_size > 1000
