@@ -377,7 +377,7 @@ def test_persistent_gru_forward_equals_per_step(tf32, monkeypatch):
     """The update's GRU forward in one persistent launch (gru_seq_kernel) gives the per-step
     launches' values bitwise: loss statistics and every gradient, with resets inside the
     segment and minibatches of 8 rows (part of a 32-row tile)."""
-    cfg = small_config(num_envs=24, num_minibatches=3, hidden=64)
+    cfg = small_config(num_envs=48, num_minibatches=6, hidden=64)
     out = []
     for seq in ("0", "1"):
         monkeypatch.setenv("PYCRAFTAX_PPO_GRU_SEQ", seq)
