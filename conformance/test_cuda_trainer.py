@@ -371,6 +371,33 @@ def test_resume_is_bit_exact(tmp_path):
     assert all(np.array_equal(pa[k], pb[k]) for k in pa), diff
 
 
+# -- (j) --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("tf32", [False, True])
+def test_persistent_gru_forward_equals_per_step(tf32, monkeypatch):
+    """The update's GRU forward in one persistent launch (gru_seq_kernel) gives the per-step
+    launches' values bitwise: loss statistics and every gradient, with resets inside the
+    segment and minibatches of 8 rows (part of a 32-row tile)."""
+    cfg = small_config(num_envs=48, num_minibatches=6, hidden=64)
+    out = []
+    for seq in ("0", "1"):
+        monkeypatch.setenv("PYCRAFTAX_PPO_GRU_SEQ", seq)
+        ppo = ct.PPO(cfg, None, tf32=tf32, use_graph=False)
+        params = perturbed_params(ppo.model_config)
+        ppo.set_params(params)
+        batch = make_batch(ppo.model_config, params, cfg.num_steps, cfg.num_envs)
+        assert batch["dones"][1:].any()
+        ppo.set_batch(batch)
+        idx = np.arange(cfg.num_envs)[::-1][: cfg.num_envs // cfg.num_minibatches].copy()
+        out.append((ppo.gru_seq_blocks, ppo.loss_grads(idx), ppo.get_grads()))
+        ppo.close()
+    (blocks_off, s_step, g_step), (blocks_on, s_seq, g_seq) = out
+    print(f"\n(j) tf32={tf32}: the persistent GRU forward holds {blocks_on} blocks at once")
+    assert blocks_off == 0 and blocks_on >= 64 // 16  # one row tile of this H's 4 unit groups
+    assert all(s_step[k] == s_seq[k] for k in s_step), (s_step, s_seq)
+    for k in sorted(g_step):
+        assert np.array_equal(g_step[k], g_seq[k]), k
+
+
 # -- (i) --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("tf32", [False, True])
 def test_pipelined_kernels_equal_legacy(tf32, monkeypatch):

@@ -249,6 +249,9 @@ struct CraftaxPPO {
                        * dW0), for before/after measurements and the bitwise-equality check */
     int64_t x_rows;   /* rows of x (dense minibatch obs); 0 where no x is kept */
     float *s_hnew;    /* [N, H]: a rollout step's new GRU state (mm_kernel must not write in place) */
+    unsigned *gru_barrier; /* gru_seq_kernel's grid barrier counter */
+    int gru_seq_blocks;    /* blocks of gru_seq_kernel the GPU holds at once (0: per-step launches;
+                            * PYCRAFTAX_PPO_GRU_SEQ=0 at create turns it off) */
     /* profile: graphs of the parts timed alone */
     cudaGraphExec_t prof_exec[CRAFTAX_PPO_PROFILE_COUNT];
 };
@@ -279,29 +282,38 @@ __global__ void reset_hidden_kernel(float *hp, const float *h, const uint8_t *ke
     hp[i] = keep[i / H] ? 0.0f : h[i];
 }
 
-/* The GRU cell (flax GRUCell as numpy_ppo.forward writes it); xi is the raw GEMM output
- * (bias bi added here, before hh, as numpy's (emb @ Wi + bi) + hh). Optional caches. */
+/* The GRU cell for hidden unit j of one row (flax GRUCell as numpy_ppo.forward writes it): x is
+ * the row's raw input projection (bias bi added here, before hh, as numpy's (emb @ Wi + bi) +
+ * hh); hr, hz, hnn are the row's hp @ Wh at the unit's r, z and n columns. Stores h and, where
+ * r_out is given, the caches backward reads, at o. Every forward path calls this one. */
+static __device__ __forceinline__ void gru_cell_unit(const float *x, const float *bi, const float *bhn, int H, int j,
+                                                     float hr, float hz, float hnn, float hp, int64_t o, float *h_out,
+                                                     float *r_out, float *z_out, float *n_out, float *hn_out) {
+    const float xr = x[j] + bi[j], xz = x[H + j] + bi[H + j], xn = x[2 * H + j] + bi[2 * H + j];
+    const float r = sigmoidf_np(xr + hr);
+    const float z = sigmoidf_np(xz + hz);
+    const float hn = hnn + bhn[j];
+    const float n = tanhf(xn + r * hn);
+    const float h = (1.0f - z) * n + z * hp;
+    h_out[o] = h;
+    if (r_out) {
+        r_out[o] = r;
+        z_out[o] = z;
+        n_out[o] = n;
+        hn_out[o] = hn;
+    }
+}
+
+/* The cell over B rows from a separate hh = hp @ Wh (the fallback path of gru_step). */
 __global__ void gru_cell_kernel(const float *xi, const float *bi, const float *hh, const float *bhn, const float *hp,
                                 float *h_out, float *r_out, float *z_out, float *n_out, float *hn_out, int B, int H) {
     const int64_t i = gtid();
     if (i >= (int64_t)B * H) return;
     const int64_t b = i / H;
     const int j = (int)(i % H);
-    const float *x = xi + b * 3 * H;
     const float *g = hh + b * 3 * H;
-    const float xr = x[j] + bi[j], xz = x[H + j] + bi[H + j], xn = x[2 * H + j] + bi[2 * H + j];
-    const float r = sigmoidf_np(xr + g[j]);
-    const float z = sigmoidf_np(xz + g[H + j]);
-    const float hn = g[2 * H + j] + bhn[j];
-    const float n = tanhf(xn + r * hn);
-    const float h = (1.0f - z) * n + z * hp[i];
-    h_out[i] = h;
-    if (r_out) {
-        r_out[i] = r;
-        z_out[i] = z;
-        n_out[i] = n;
-        hn_out[i] = hn;
-    }
+    gru_cell_unit(xi + b * 3 * H, bi, bhn, H, j, g[j], g[H + j], g[2 * H + j], hp[i], i, h_out, r_out, z_out, n_out,
+                  hn_out);
 }
 
 static __device__ void log_softmax_row(const float *l, int A, float *m_out, float *lse_out) {
@@ -350,7 +362,8 @@ __global__ void sample_kernel(const float *logits, int N, int A, int t, uint64_t
 /* env._key, sub = split(env._key); the step's keys = split(sub, N) (CudaCraftaxEnv.step). */
 __global__ void env_key_advance_kernel(Scalars *sc) {
     const CraftaxKey k = {{sc->env_key[0], sc->env_key[1]}};
-    const CraftaxKey a = craftax_split_at(k, 0), b = craftax_split_at(k, 1);
+    CraftaxKey a, b; /* the same rule as future_keys_kernel's walk ahead */
+    craftax_split2(k, &a, &b);
     sc->env_key[0] = a.k[0];
     sc->env_key[1] = a.k[1];
     sc->sub_key[0] = b.k[0];
@@ -1018,23 +1031,11 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) mm_kernel(const MMArgs 
             const int m = i / MM_JT, jj = i % MM_JT, gm = m0 + m, j = n0 + jj;
             if (gm >= M) continue;
             const float *c = Cs + m * S::LDC_S;
-            const float *x = p.xi + (int64_t)gm * 3 * H;
-            const float xr = x[j] + p.bi[j], xz = x[H + j] + p.bi[H + j], xn = x[2 * H + j] + p.bi[2 * H + j];
-            const float r = sigmoidf_np(xr + c[jj]);
-            const float z = sigmoidf_np(xz + c[MM_JT + jj]);
-            const float hn = c[2 * MM_JT + jj] + p.bhn[j];
-            const float n = tanhf(xn + r * hn);
             const int64_t o = (int64_t)gm * H + j;
             const float hp = p.keep[gm] ? 0.0f : p.A[(int64_t)gm * p.lda + j];
-            const float h = (1.0f - z) * n + z * hp;
-            p.h_out[o] = h;
+            gru_cell_unit(p.xi + (int64_t)gm * 3 * H, p.bi, p.bhn, H, j, c[jj], c[MM_JT + jj], c[2 * MM_JT + jj], hp, o,
+                          p.h_out, p.r_out, p.z_out, p.n_out, p.hn_out);
             if (p.hp_out) p.hp_out[o] = hp;
-            if (p.r_out) {
-                p.r_out[o] = r;
-                p.z_out[o] = z;
-                p.n_out[o] = n;
-                p.hn_out[o] = hn;
-            }
         }
     }
 }
@@ -1050,6 +1051,125 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) mm_kernel(const MMArgs 
 #define MM_GENERIC_SMEM (MMShape<128, 64, 3>::SMEM_BYTES)
 #define MM_GRU_SMALL_SMEM (MMShape<32, 3 * MM_JT, 8>::SMEM_BYTES)
 #define MM_GRU_LARGE_SMEM (MMShape<128, 3 * MM_JT, 4>::SMEM_BYTES)
+
+/* ---- the update's GRU forward: all T steps in one persistent launch ---------------------------
+ * The per-step launches above wait ~20 us a step for a minibatch of 128 rows: each step
+ * re-reads its Wh slices from L2 and pays a launch. Here each block keeps the r, z and n column
+ * slices of its MM_JT hidden units (all H rows of Wh: 106 KB at H = 512) in shared memory for
+ * the whole segment, and for each step copies only its GS_BM rows of h_prev (zero-filled where
+ * the env was reset, as mm_kernel's copy does), multiplies, runs the cell and joins a grid-wide
+ * barrier before the next step reads the new state. Launched cooperatively (all blocks
+ * co-resident; graph-capturable), where the grid fits the GPU at once; else the per-step path.
+ * Bitwise the same as MM_GRU_SMALL/LARGE: the same warp tiles (6 warps, 16 rows x one gate's
+ * 16 columns each), every output accumulated from +0 over k = 0, 8, 16, ... by one wmma
+ * m16n16k8 with TF32-rounded operands (Wh rounded once when it is loaded; the rounding is
+ * idempotent, so the fragments hold the same values), or by one fmaf per k ascending in fp32,
+ * and the same cell (gru_cell_unit). Needs H % 32 == 0 (no zero padding of K). */
+#define GS_BM 32
+#define GS_THREADS 192
+
+struct GruSeqArgs {
+    int T, M, H;
+    const float *h0;     /* [M, H] */
+    const uint8_t *keep; /* [T, M]: reset the state before step t */
+    const float *xi;     /* [T, M, 3H]: raw input projections */
+    const float *Wh, *bi, *bhn;
+    float *hs, *hps, *rs, *zs, *ns, *hns; /* [T, M, H] */
+    unsigned *barrier;                    /* zero at launch */
+};
+
+static size_t gru_seq_smem_bytes(int H) {
+    return sizeof(float) * ((size_t)H * (3 * MM_JT + 4) + (size_t)GS_BM * (H + 4) + (size_t)GS_BM * (3 * MM_JT + 4));
+}
+
+/* Every block has written its part of step s: the next step may read the whole state. */
+static __device__ __forceinline__ void grid_barrier(unsigned *counter, unsigned target) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        atomicAdd(counter, 1u);
+        while (*(volatile unsigned *)counter < target) __nanosleep(32);
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+template <int TF32>
+__global__ void __launch_bounds__(GS_THREADS) gru_seq_kernel(const GruSeqArgs p) {
+    using namespace nvcuda;
+    constexpr int BN = 3 * MM_JT, LDB = BN + 4, LDC = BN + 4, NT = GS_THREADS;
+    const int H = p.H, M = p.M, LDA = H + 4;
+    extern __shared__ __align__(128) float4 gs_smem4[];
+    float *Bs = (float *)gs_smem4;  /* [H][LDB]: the r, z, n slices of this block's units */
+    float *As = Bs + H * LDB;       /* [GS_BM][LDA]: this block's rows of h_prev */
+    float *Cs = As + GS_BM * LDA;   /* [GS_BM][LDC]: hp @ Wh at this block's columns */
+    const int tid = threadIdx.x, warp = tid / 32, wm = warp / 3, wn = warp % 3;
+    const int j0 = blockIdx.x * MM_JT, m0 = blockIdx.y * GS_BM;
+    const unsigned nblocks = gridDim.x * gridDim.y;
+
+    for (int i = tid; i < H * (BN / 4); i += NT) {
+        const int k = i / (BN / 4), cq = (i % (BN / 4)) * 4;
+        cp_async16(Bs + k * LDB + cq, p.Wh + (int64_t)k * 3 * H + (cq / MM_JT) * H + j0 + cq % MM_JT, true);
+    }
+    cp_async_commit();
+    cp_async_wait<0>();
+    __syncthreads();
+    if constexpr (TF32)
+        for (int i = tid; i < H * LDB; i += NT) Bs[i] = wmma::__float_to_tf32(Bs[i]);
+
+    for (int s = 0; s < p.T; s++) {
+        const float *h_prev = s == 0 ? p.h0 : p.hs + (int64_t)(s - 1) * M * H;
+        const uint8_t *keep = p.keep + (int64_t)s * M;
+        for (int i = tid; i < GS_BM * (H / 4); i += NT) {
+            const int m = i / (H / 4), kq = (i % (H / 4)) * 4, gm = m0 + m;
+            const bool valid = gm < M && !keep[gm];
+            cp_async16(As + m * LDA + kq, valid ? h_prev + (int64_t)gm * H + kq : h_prev, valid);
+        }
+        cp_async_commit();
+        cp_async_wait<0>();
+        __syncthreads(); /* also: the Wh conversion above is visible */
+        if constexpr (TF32) {
+            wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc;
+            wmma::fill_fragment(acc, 0.0f);
+            for (int kk = 0; kk < H; kk += 8) {
+                wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> a;
+                wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major> b;
+                wmma::load_matrix_sync(a, As + wm * 16 * LDA + kk, LDA);
+#pragma unroll
+                for (int e = 0; e < a.num_elements; e++) a.x[e] = wmma::__float_to_tf32(a.x[e]);
+                wmma::load_matrix_sync(b, Bs + kk * LDB + wn * 16, LDB);
+                wmma::mma_sync(acc, a, b, acc);
+            }
+            wmma::store_matrix_sync(Cs + wm * 16 * LDC + wn * 16, acc, LDC, wmma::mem_row_major);
+        } else {
+            constexpr int RPT = GS_BM / (NT / BN); /* mm_kernel's fp32 layout: column tx, RPT rows */
+            const int tx = tid % BN, ty = tid / BN;
+            float sacc[RPT];
+#pragma unroll
+            for (int i = 0; i < RPT; i++) sacc[i] = 0.0f;
+            for (int k = 0; k < H; k++) {
+                const float b = Bs[k * LDB + tx];
+#pragma unroll
+                for (int i = 0; i < RPT; i++) sacc[i] = fmaf(As[(ty * RPT + i) * LDA + k], b, sacc[i]);
+            }
+#pragma unroll
+            for (int i = 0; i < RPT; i++) Cs[(ty * RPT + i) * LDC + tx] = sacc[i];
+        }
+        __syncthreads();
+        const int64_t so = (int64_t)s * M * H;
+        for (int i = tid; i < GS_BM * MM_JT; i += NT) {
+            const int m = i / MM_JT, jj = i % MM_JT, gm = m0 + m, j = j0 + jj;
+            if (gm >= M) continue;
+            const float *c = Cs + m * LDC;
+            const float hp = As[m * LDA + j]; /* zero where reset, as mm_kernel's hp */
+            const int64_t o = so + (int64_t)gm * H + j;
+            gru_cell_unit(p.xi + ((int64_t)s * M + gm) * 3 * H, p.bi, p.bhn, H, j, c[jj], c[MM_JT + jj],
+                          c[2 * MM_JT + jj], hp, o, p.hs, p.rs, p.zs, p.ns, p.hns);
+            p.hps[o] = hp;
+        }
+        if (s + 1 < p.T) grid_barrier(p.barrier, (unsigned)(s + 1) * nblocks);
+    }
+}
 
 /* ---- sparse encoder ------------------------------------------------------------------------ */
 /* The row of list storage that minibatch row r = t * Bc + b reads: slot t0 + t, env index[b]
@@ -1341,6 +1461,50 @@ static int gru_step(CraftaxPPO *t, int M, const float *h_prev, const uint8_t *ke
     return check_launch(t, "gru_cell");
 }
 
+/* Whether the update's GRU forward can run as gru_seq_kernel: the GPU launches cooperative
+ * kernels, the Wh slices fit shared memory, and a cooperative launch can be captured in a
+ * graph (probed once: the iteration is a graph). Sets t->gru_seq_blocks (0: per-step path). */
+static int gru_seq_setup(CraftaxPPO *t) {
+    t->gru_seq_blocks = 0;
+    const char *env = getenv("PYCRAFTAX_PPO_GRU_SEQ");
+    if (t->legacy || (env && atoi(env) == 0) || t->H % 32 != 0) return 0;
+    int dev = 0, coop = 0, sms = 0, max_smem = 0, per_sm = 0;
+    CUDA_TRY(cudaGetDevice(&dev), "cudaGetDevice");
+    CUDA_TRY(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev), "device attribute");
+    CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "device attribute");
+    CUDA_TRY(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), "device attribute");
+    const size_t smem = gru_seq_smem_bytes(t->H);
+    if (!coop || smem > (size_t)max_smem) return 0;
+    /* the opt-in maximum, not this H's need: the attribute is per kernel, shared by trainers */
+    CUDA_TRY(cudaFuncSetAttribute(gru_seq_kernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem), "smem");
+    CUDA_TRY(cudaFuncSetAttribute(gru_seq_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem), "smem");
+    const int tc = t->c.tf32 && 3 * t->H >= FBN;
+    CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                 &per_sm, tc ? (const void *)gru_seq_kernel<1> : (const void *)gru_seq_kernel<0>, GS_THREADS, smem),
+             "occupancy");
+    cudaStream_t probe = NULL;
+    CUDA_TRY(cudaStreamCreateWithFlags(&probe, cudaStreamNonBlocking), "cudaStreamCreate");
+    GruSeqArgs a;
+    memset(&a, 0, sizeof(a)); /* T = 0: never run, only captured */
+    void *args[] = {&a};
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t ge = NULL;
+    cudaError_t err = cudaStreamBeginCapture(probe, cudaStreamCaptureModeThreadLocal);
+    if (err == cudaSuccess) {
+        const cudaError_t launched =
+            cudaLaunchCooperativeKernel((const void *)gru_seq_kernel<1>, dim3(1), dim3(GS_THREADS), args, 0, probe);
+        err = cudaStreamEndCapture(probe, &g);
+        if (launched != cudaSuccess) err = launched;
+        if (err == cudaSuccess) err = cudaGraphInstantiate(&ge, g, 0);
+    }
+    if (ge) cudaGraphExecDestroy(ge);
+    if (g) cudaGraphDestroy(g);
+    cudaStreamDestroy(probe);
+    (void)cudaGetLastError(); /* a refused probe leaves no sticky error: the per-step path is used */
+    if (err == cudaSuccess) t->gru_seq_blocks = per_sm * sms;
+    return 0;
+}
+
 /* Dynamic shared memory above 48 KiB must be allowed per kernel, once. */
 static int mm_setup(void) {
 #define MM_ATTR(kern, bytes) \
@@ -1467,6 +1631,19 @@ static int fwd_gru_input(CraftaxPPO *t, int Bc) {
 
 static int fwd_gru_loop(CraftaxPPO *t, int Bc) {
     const int T = t->T, H = t->H;
+    const dim3 grid((unsigned)(H / MM_JT), (unsigned)((Bc + GS_BM - 1) / GS_BM));
+    const float *p = t->params;
+    if (t->gru_seq_blocks && (int64_t)grid.x * grid.y <= t->gru_seq_blocks && aligned16(p + t->off[P_WH])) {
+        GruSeqArgs a = {T, Bc, H, t->m_h0, t->m_dones, t->xi, p + t->off[P_WH], p + t->off[P_BI], p + t->off[P_BHN],
+                        t->hs, t->hps, t->rs, t->zs, t->ns, t->hns, t->gru_barrier};
+        void *args[] = {&a};
+        const int tc = t->c.tf32 && 3 * H >= FBN; /* gru_step's rule */
+        CUDA_TRY(cudaMemsetAsync(t->gru_barrier, 0, sizeof(unsigned), t->stream), "gru barrier");
+        CUDA_TRY(cudaLaunchCooperativeKernel(tc ? (const void *)gru_seq_kernel<1> : (const void *)gru_seq_kernel<0>,
+                                             grid, dim3(GS_THREADS), args, gru_seq_smem_bytes(H), t->stream),
+                 "gru_seq");
+        return check_launch(t, "gru_seq");
+    }
     for (int s = 0; s < T; s++) {
         const int64_t o = (int64_t)s * Bc * H;
         const float *h_prev = s == 0 ? t->m_h0 : t->hs + o - (int64_t)Bc * H;
@@ -2117,6 +2294,8 @@ static int create(const CraftaxPPOConfig *config, void *env_states, void *env_sc
     t->x_rows = !t->sparse ? (int64_t)R : c->tf32 ? (int64_t)t->R : 0;
     ALLOC(t, t->x, (t->x_rows ? t->x_rows * D : 1) * f);
     ALLOC(t, t->s_hnew, N * H * f);
+    ALLOC(t, t->gru_barrier, sizeof(unsigned));
+    TRY(gru_seq_setup(t));
     ALLOC(t, t->m_dones, R + Bn);
     ALLOC(t, t->m_actions, R * 4);
     ALLOC(t, t->m_logp, R * f);
@@ -2418,3 +2597,4 @@ int64_t craftax_ppo_nnz_overflow(CraftaxPPO *t) {
 }
 
 float craftax_ppo_last_iterate_ms(const CraftaxPPO *t) { return t ? t->last_ms : 0.0f; }
+int craftax_ppo_gru_seq_blocks(const CraftaxPPO *t) { return t ? t->gru_seq_blocks : 0; }

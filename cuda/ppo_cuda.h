@@ -212,6 +212,10 @@ int64_t craftax_ppo_nnz_overflow(CraftaxPPO *t);
 int craftax_ppo_profile(CraftaxPPO *t, int part, int reps, float *ms);
 /* Milliseconds of the last craftax_ppo_iterate (device time, CUDA events). */
 float craftax_ppo_last_iterate_ms(const CraftaxPPO *t);
+/* Whether the update's GRU forward runs as one persistent launch (the blocks the GPU holds at
+ * once, > 0) or one launch a step (0: PYCRAFTAX_PPO_GRU_SEQ=0 or the legacy kernels at create,
+ * H % 32 != 0, no cooperative launch, or a minibatch grid larger than this number). */
+int craftax_ppo_gru_seq_blocks(const CraftaxPPO *t);
 
 #ifdef __cplusplus
 }

@@ -6,7 +6,7 @@
 #   2. environment report: GPU, driver, where cuBLAS is found;
 #   3. smoke: a tiny trainer in debug mode (every kernel checked and synchronised);
 #   4. conformance/test_cuda_trainer.py (a)-(h), verbose with all printed diffs;
-#   5. compute-sanitizer memcheck of a small iteration (SANITIZE=0 to skip);
+#   5. compute-sanitizer memcheck and racecheck of a small iteration (SANITIZE=0 to skip);
 #   6. cuda/bench_trainer.py -> OUTDIR/trainer-<date>.json (paper + faster recipes);
 #   7. a short `pycraftax train --backend cuda` run (metrics.jsonl, checkpoint, plot).
 # Knobs: PYTHON, TEST_TIMEOUT, BENCH_TIMEOUT, BENCH_ARGS, TRAIN_STEPS, SANITIZE,
@@ -92,18 +92,25 @@ if want sanitizer && [ "${SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >
 import numpy as np, pycraftax
 from pycraftax.train import cuda_trainer as ct, numpy_ppo as npp
 from pycraftax.train.trainer import TrainConfig
-cfg = TrainConfig(total_timesteps=10**9, num_envs=8, num_steps=4, width=16, hidden=16, num_minibatches=2,
+# hidden 32: the update's GRU forward takes the persistent kernel (H % 32 == 0), fp32 and TF32
+cfg = TrainConfig(total_timesteps=10**9, num_envs=16, num_steps=4, width=32, hidden=32, num_minibatches=2,
                   update_epochs=1)
-env = pycraftax.make("Craftax-Symbolic-v1", num_envs=8, backend="cuda", seed=0)
+env = pycraftax.make("Craftax-Symbolic-v1", num_envs=16, backend="cuda", seed=0)
 env.reset()
-p = ct.PPO(cfg, env, tf32=False, use_graph=False, debug=True)
-p.begin(env._key)
-p.set_params(npp.init_params(p.model_config, seed=0))
-p.iterate()
-p.close(); env.close()
+for tf32 in (False, True):
+    p = ct.PPO(cfg, env, tf32=tf32, use_graph=False, debug=True)
+    assert p.gru_seq_blocks > 0
+    p.begin(env._key)
+    p.set_params(npp.init_params(p.model_config, seed=0))
+    p.iterate()
+    p.close()
+env.close()
 print("sanitize run done")
 EOF
-    step sanitizer ${SANITIZE_TIMEOUT:-240} compute-sanitizer --tool memcheck $PY "$OUTDIR/sanitize_trainer.py"
+    step sanitizer ${SANITIZE_TIMEOUT:-240} compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 \
+        $PY "$OUTDIR/sanitize_trainer.py"
+    step racecheck ${SANITIZE_TIMEOUT:-240} compute-sanitizer --tool racecheck --racecheck-report all \
+        --error-exitcode 3 $PY "$OUTDIR/sanitize_trainer.py"
 else
     RESULT[sanitizer]=skipped
 fi

@@ -330,6 +330,11 @@ class PPO:
     def last_iterate_ms(self) -> float:
         return float(self.lib.craftax_ppo_last_iterate_ms(self._h))
 
+    @property
+    def gru_seq_blocks(self) -> int:
+        """Blocks of the one-launch GRU forward the GPU holds at once (0: one launch a step)."""
+        return int(self.lib.craftax_ppo_gru_seq_blocks(self._h))
+
     def episodes(self) -> list[tuple[float, int, np.ndarray]]:
         """Episodes that ended in the last rollout, in (step, env) order, as trainer.py's
         (return, length, achievements bool [67])."""
