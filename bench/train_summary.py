@@ -1,100 +1,18 @@
-"""Summary of one `pycraftax train` run from its metrics.jsonl (or .jsonl.gz): the score the
-Craftax paper reports (mean episode return, and as % of the 226 maximum) over the episodes
-that ended in the last 1% of updates, the learning curve at round step counts, throughput,
-and per-achievement success rates averaged over the last 50 updates' 64-episode windows.
+"""Result file of one training run for bench/results/ (recipe, machine and commit merged in):
+pycraftax.train.summary's score, curve and achievement rates, from the run's metrics files
+(one per part for a run continued over several machines, in order).
 
-    python bench/train_summary.py RUN/metrics.jsonl --name fast-1e9 --out bench/results/x.json
-
-A run continued over several leases (`--time-limit` then `--resume`) has one metrics file per
-part: pass them in order; their updates must follow on without a gap or overlap. `--png`
-draws the learning curve (mean return of each update's episodes, and of the last 64).
+    python bench/train_summary.py RUN/metrics.jsonl --name fast-1e9 --out bench/results/x.json --png x.png
 """
 
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import sys
 from pathlib import Path
 
-import numpy as np
-
-MAX_RETURN = 226.0  # the Craftax paper's normaliser (% of max)
-
-
-def load(path: Path) -> list[dict]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def load_parts(paths: list[Path]) -> list[dict]:
-    lines: list[dict] = []
-    for path in paths:
-        part = load(path)
-        if lines and part and part[0]["update"] != lines[-1]["update"] + 1:
-            raise ValueError(f"{path}: starts at update {part[0]['update']}, the previous part ended at "
-                             f"{lines[-1]['update']}")
-        lines.extend(part)
-    if [m["update"] for m in lines] != list(range(lines[0]["update"], lines[0]["update"] + len(lines))):
-        raise ValueError("updates are not consecutive within a part")
-    return lines
-
-
-def plot(lines: list[dict], title: str, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    steps = np.array([m["env_steps"] for m in lines], np.float64)
-    window = [m["return_window"] if m["return_window"] is not None else np.nan for m in lines]
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(steps, window, lw=1, label="mean return of the last 64 episodes")
-    ax2 = ax.secondary_yaxis("right", functions=(lambda r: 100 * r / MAX_RETURN, lambda p: p * MAX_RETURN / 100))
-    ax2.set_ylabel("% of max (226)")
-    ax.set_xlabel("env steps")
-    ax.set_ylabel("episode return")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
-def weighted_return(lines: list[dict]) -> tuple[float, int]:
-    eps = np.array([m["episodes"] for m in lines], np.float64)
-    ret = np.array([m["episode_return"] if m["episode_return"] is not None else 0.0 for m in lines])
-    return (float((ret * eps).sum() / eps.sum()) if eps.sum() else float("nan")), int(eps.sum())
-
-
-def summarize(lines: list[dict], final_fraction: float = 0.01) -> dict:
-    if not lines:
-        raise ValueError("no metrics lines")
-    k = max(1, int(len(lines) * final_fraction))
-    final, episodes = weighted_return(lines[-k:])
-    steps = np.array([m["env_steps"] for m in lines])
-    curve = []
-    for target in (1e6, 3e6, 1e7, 3e7, 1e8, 2e8, 3e8, 5e8, 7e8, 1e9, 2e9):
-        if target > steps[-1] * 1.0001:
-            break
-        i = int(np.searchsorted(steps, target))
-        i = min(i, len(lines) - 1)
-        window = lines[max(0, i - k + 1):i + 1]
-        r, n = weighted_return(window)
-        curve.append(dict(env_steps=int(steps[i]), episode_return=r, percent_of_max=100 * r / MAX_RETURN,
-                          episodes=n))
-    tail = [m["achievements"] for m in lines[-50:] if m.get("achievements")]
-    names = list(tail[-1]) if tail else []
-    rates = {n: float(np.mean([a[n] for a in tail])) for n in names}
-    wall = float(sum(m.get("iteration_s") or (m.get("rollout_s") or 0) + (m.get("learn_s") or 0) for m in lines))
-    return dict(updates=len(lines), env_steps=int(steps[-1]), final_updates=k, final_episodes=episodes,
-                final_return=final, final_percent_of_max=100 * final / MAX_RETURN,
-                training_seconds=wall, mean_steps_per_s=float(steps[-1] / wall) if wall else None,
-                median_update_steps_per_s=float(np.median([m["sps"] for m in lines])),
-                curve=curve, achievement_success_rates=dict(sorted(rates.items(), key=lambda x: -x[1])))
+from pycraftax.train.summary import MAX_RETURN, load_parts, plot, summarize
 
 
 def main() -> int:

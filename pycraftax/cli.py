@@ -5,6 +5,7 @@
     pycraftax bench step  [--num-envs N] [--threads T] [--seconds S]
     pycraftax train [--total-timesteps N] [--num-envs N] ... [--out DIR] [--resume CKPT]   PPO-RNN on CPU
     pycraftax eval --checkpoint CKPT [--episodes N] [--greedy]                          run a trained policy
+    pycraftax summary RUN [RUN2 ...] [--json] [--png curve.png]                         score, curve, achievements
     pycraftax render [--checkpoint CKPT] [--out episode.gif] [--view local|floor]      GIF of one episode
 """
 
@@ -156,6 +157,26 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return _train_module().cmd_eval(args)
 
 
+def cmd_summary(args: argparse.Namespace) -> int:
+    import json
+
+    from pycraftax.train import summary
+
+    try:
+        lines = summary.load_parts(summary.metrics_paths(args.runs))
+        if not lines:
+            raise ValueError("the metrics files hold no updates yet")
+        s = summary.summarize(lines, final_fraction=args.final_fraction)
+    except (OSError, ValueError, KeyError) as e:
+        print(f"pycraftax summary: error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(s, indent=1) if args.json else summary.report(s))
+    if args.png:
+        summary.plot(lines, f"PPO-RNN on Craftax-Symbolic-v1, {s['env_steps']:,} steps", args.png)
+        print(f"learning curve: {args.png}", file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="pycraftax", description="Craftax 1.6.1, bit-faithful, in C (and CUDA).")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -186,6 +207,15 @@ def main(argv: list[str] | None = None) -> int:
     _train_module().add_eval_args(evaluate)
     evaluate.set_defaults(func=cmd_eval)
 
+    summ = sub.add_parser("summary", help="a training run's score (as the paper reports it), curve and achievements")
+    summ.add_argument("runs", nargs="+", metavar="RUN",
+                      help="run directory or metrics.jsonl[.gz]; several = the parts of one run, in order")
+    summ.add_argument("--final-fraction", type=float, default=0.01,
+                      help="score over the episodes of this last fraction of updates (default 0.01, as the paper)")
+    summ.add_argument("--json", action="store_true", help="print the summary as JSON")
+    summ.add_argument("--png", default=None, help="also plot the learning curve to this file")
+    summ.set_defaults(func=cmd_summary)
+
     render = sub.add_parser("render", help="record one episode of a policy (or random actions) as a GIF")
     render.add_argument("--checkpoint", default=None, help="checkpoint.npz or params.npz; random actions if absent")
     render.add_argument("--out", default="episode.gif")
@@ -202,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("num_envs", "batch", "threads", "max_steps"):
         if getattr(args, name, 1) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1")
+    if not 0 < getattr(args, "final_fraction", 0.5) <= 1:
+        parser.error("--final-fraction must be in (0, 1]")
     if getattr(args, "seconds", 1.0) <= 0:
         parser.error("--seconds must be > 0")
     if getattr(args, "fps", 1.0) <= 0 or getattr(args, "tile", 16) < 4 or getattr(args, "seed", 0) < 0:

@@ -209,3 +209,23 @@ def test_cli_time_limit(tmp_path, capsys):
     assert "stopped (time limit" in text and "1/3 updates" in text and "--resume" in text
     assert cli.main(["train", "--resume", os.path.join(out, "checkpoint.npz"), "--quiet"]) == 0
     assert "done: 3/3 updates" in capsys.readouterr().out
+
+
+def test_cli_summary_of_a_run(tmp_path, capsys):
+    """`pycraftax train` ends with the run's score and achievements; `pycraftax summary` prints
+    the same from the run directory (and JSON, and a plot); bad paths are clear errors."""
+    out = str(tmp_path / "run")
+    args = ["--num-envs", "16", "--num-steps", "16", "--total-timesteps", "768", "--num-minibatches", "2",
+            "--update-epochs", "1", "--width", "16", "--hidden", "8", "--quiet", "--out", out]
+    assert cli.main(["train", *args]) == 0
+    text = capsys.readouterr().out
+    assert "768 env steps over 3 updates; score" in text
+    assert cli.main(["summary", out]) == 0
+    assert "768 env steps over 3 updates; score" in capsys.readouterr().out
+    assert cli.main(["summary", os.path.join(out, "metrics.jsonl"), "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["updates"] == 3 and s["env_steps"] == 768 and len(s["achievement_success_rates"]) in (0, 67)
+    assert cli.main(["summary", str(tmp_path / "nowhere")]) == 2
+    assert "no metrics file" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["summary", out, "--final-fraction", "0"])

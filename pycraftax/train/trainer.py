@@ -716,6 +716,13 @@ def cmd_train(args) -> int:
     state = "done" if trainer.stop_reason is None else f"stopped ({trainer.stop_reason})"
     print(f"{state}: {trainer.update}/{config.num_updates} updates, {steps:,} env steps in {el:.0f} s "
           f"({steps / max(el, 1e-9):,.0f} steps/s); return (last {WINDOW} episodes) {last.get('return_window')}")
+    metrics_path = os.path.join(trainer.out_dir, "metrics.jsonl")
+    if os.path.exists(metrics_path):
+        from pathlib import Path
+
+        from pycraftax.train import summary
+
+        print(summary.report(summary.summarize(summary.load(Path(metrics_path)))))
     if trainer.stop_reason is not None:
         print(f"continue with: pycraftax train --resume {os.path.join(trainer.out_dir, 'checkpoint.npz')}")
     print(f"metrics: {os.path.join(trainer.out_dir, 'metrics.jsonl')}, checkpoint: "
