@@ -219,12 +219,16 @@ def test_cli_summary_of_a_run(tmp_path, capsys):
             "--update-epochs", "1", "--width", "16", "--hidden", "8", "--quiet", "--out", out]
     assert cli.main(["train", *args]) == 0
     text = capsys.readouterr().out
-    assert "768 env steps over 3 updates; score" in text
+    assert "768 env steps over 3 updates; " in text
     assert cli.main(["summary", out]) == 0
-    assert "768 env steps over 3 updates; score" in capsys.readouterr().out
+    assert "768 env steps over 3 updates; " in capsys.readouterr().out
     assert cli.main(["summary", os.path.join(out, "metrics.jsonl"), "--json"]) == 0
     s = json.loads(capsys.readouterr().out)
     assert s["updates"] == 3 and s["env_steps"] == 768 and len(s["achievement_success_rates"]) in (0, 67)
+    no_episodes = [dict(update=1, env_steps=8, episodes=0, episode_return=None, return_window=None, sps=1.0)]
+    (tmp_path / "young.jsonl").write_text(json.dumps(no_episodes[0]) + "\n")
+    assert cli.main(["summary", str(tmp_path / "young.jsonl")]) == 0
+    assert "no score yet: no episode ended in the last 1 updates" in capsys.readouterr().out
     assert cli.main(["summary", str(tmp_path / "nowhere")]) == 2
     assert "no metrics file" in capsys.readouterr().err
     with pytest.raises(SystemExit):

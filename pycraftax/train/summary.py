@@ -99,9 +99,12 @@ def summarize(lines: list[dict], final_fraction: float = 0.01) -> dict:
 
 def report(s: dict) -> str:
     """The summary as text: score, curve, throughput and the achievements reached."""
-    lines = [f"{s['env_steps']:,} env steps over {s['updates']:,} updates; score (episodes ending in the last "
-             f"{s['final_updates']} updates, {s['final_episodes']:,} episodes): return {s['final_return']:.2f} = "
-             f"{s['final_percent_of_max']:.2f}% of {MAX_RETURN:g}"]
+    if s["final_episodes"]:
+        score = (f"score (episodes ending in the last {s['final_updates']} updates, {s['final_episodes']:,} "
+                 f"episodes): return {s['final_return']:.2f} = {s['final_percent_of_max']:.2f}% of {MAX_RETURN:g}")
+    else:
+        score = f"no score yet: no episode ended in the last {s['final_updates']} updates"
+    lines = [f"{s['env_steps']:,} env steps over {s['updates']:,} updates; {score}"]
     if s["curve"]:
         lines.append("curve: " + ", ".join(f"{c['env_steps']:.3g} steps {c['episode_return']:.2f}" for c in s["curve"]))
     if s["training_seconds"]:
