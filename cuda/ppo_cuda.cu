@@ -249,7 +249,7 @@ struct CraftaxPPO {
                        * dW0), for before/after measurements and the bitwise-equality check */
     int64_t x_rows;   /* rows of x (dense minibatch obs); 0 where no x is kept */
     float *s_hnew;    /* [N, H]: a rollout step's new GRU state (mm_kernel must not write in place) */
-    unsigned *gru_barrier; /* gru_seq_kernel's grid barrier counter */
+    unsigned *gru_barrier; /* gru_seq_kernel's barrier counters, one per row tile of N rows */
     int gru_seq_blocks;    /* blocks of gru_seq_kernel the GPU holds at once (0: per-step launches;
                             * PYCRAFTAX_PPO_GRU_SEQ=0 at create turns it off) */
     /* profile: graphs of the parts timed alone */
@@ -282,14 +282,16 @@ __global__ void reset_hidden_kernel(float *hp, const float *h, const uint8_t *ke
     hp[i] = keep[i / H] ? 0.0f : h[i];
 }
 
-/* The GRU cell for hidden unit j of one row (flax GRUCell as numpy_ppo.forward writes it): x is
- * the row's raw input projection (bias bi added here, before hh, as numpy's (emb @ Wi + bi) +
- * hh); hr, hz, hnn are the row's hp @ Wh at the unit's r, z and n columns. Stores h and, where
- * r_out is given, the caches backward reads, at o. Every forward path calls this one. */
-static __device__ __forceinline__ void gru_cell_unit(const float *x, const float *bi, const float *bhn, int H, int j,
-                                                     float hr, float hz, float hnn, float hp, int64_t o, float *h_out,
-                                                     float *r_out, float *z_out, float *n_out, float *hn_out) {
-    const float xr = x[j] + bi[j], xz = x[H + j] + bi[H + j], xn = x[2 * H + j] + bi[2 * H + j];
+/* The GRU cell for hidden unit j of one row (flax GRUCell as numpy_ppo.forward writes it): x
+ * holds the unit's raw input projections for the r, z and n gates at x[0], x[gate_stride] and
+ * x[2 * gate_stride] (bias bi added here, before hh, as numpy's (emb @ Wi + bi) + hh); hr, hz,
+ * hnn are the row's hp @ Wh at the unit's r, z and n columns. Stores h and, where r_out is
+ * given, the caches backward reads, at o. Every forward path calls this one. */
+static __device__ __forceinline__ void gru_cell_unit(const float *x, int gate_stride, const float *bi,
+                                                     const float *bhn, int H, int j, float hr, float hz, float hnn,
+                                                     float hp, int64_t o, float *h_out, float *r_out, float *z_out,
+                                                     float *n_out, float *hn_out) {
+    const float xr = x[0] + bi[j], xz = x[gate_stride] + bi[H + j], xn = x[2 * gate_stride] + bi[2 * H + j];
     const float r = sigmoidf_np(xr + hr);
     const float z = sigmoidf_np(xz + hz);
     const float hn = hnn + bhn[j];
@@ -312,8 +314,8 @@ __global__ void gru_cell_kernel(const float *xi, const float *bi, const float *h
     const int64_t b = i / H;
     const int j = (int)(i % H);
     const float *g = hh + b * 3 * H;
-    gru_cell_unit(xi + b * 3 * H, bi, bhn, H, j, g[j], g[H + j], g[2 * H + j], hp[i], i, h_out, r_out, z_out, n_out,
-                  hn_out);
+    gru_cell_unit(xi + b * 3 * H + j, H, bi, bhn, H, j, g[j], g[H + j], g[2 * H + j], hp[i], i, h_out, r_out, z_out,
+                  n_out, hn_out);
 }
 
 static __device__ void log_softmax_row(const float *l, int A, float *m_out, float *lse_out) {
@@ -1033,8 +1035,8 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) mm_kernel(const MMArgs 
             const float *c = Cs + m * S::LDC_S;
             const int64_t o = (int64_t)gm * H + j;
             const float hp = p.keep[gm] ? 0.0f : p.A[(int64_t)gm * p.lda + j];
-            gru_cell_unit(p.xi + (int64_t)gm * 3 * H, p.bi, p.bhn, H, j, c[jj], c[MM_JT + jj], c[2 * MM_JT + jj], hp, o,
-                          p.h_out, p.r_out, p.z_out, p.n_out, p.hn_out);
+            gru_cell_unit(p.xi + (int64_t)gm * 3 * H + j, H, p.bi, p.bhn, H, j, c[jj], c[MM_JT + jj], c[2 * MM_JT + jj],
+                          hp, o, p.h_out, p.r_out, p.z_out, p.n_out, p.hn_out);
             if (p.hp_out) p.hp_out[o] = hp;
         }
     }
@@ -1056,10 +1058,12 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) mm_kernel(const MMArgs 
  * The per-step launches above wait ~20 us a step for a minibatch of 128 rows: each step
  * re-reads its Wh slices from L2 and pays a launch. Here each block keeps the r, z and n column
  * slices of its MM_JT hidden units (all H rows of Wh: 106 KB at H = 512) in shared memory for
- * the whole segment, and for each step copies only its GS_BM rows of h_prev (zero-filled where
- * the env was reset, as mm_kernel's copy does), multiplies, runs the cell and joins a grid-wide
- * barrier before the next step reads the new state. Launched cooperatively (all blocks
- * co-resident; graph-capturable), where the grid fits the GPU at once; else the per-step path.
+ * the whole segment. For each step it copies its GS_BM rows of h_prev (zero-filled where the
+ * env was reset, as mm_kernel's copy does) in four quarters of k, multiplying each quarter as
+ * it lands, together with the rows' input projections of its units; runs the cell; and waits
+ * until the other blocks of its row tile (the only writers of the rows it reads next) have
+ * stored the step. Launched cooperatively (all blocks co-resident; graph-capturable) where the
+ * grid fits the GPU at once; else the per-step path.
  * Bitwise the same as MM_GRU_SMALL/LARGE: the same warp tiles (6 warps, 16 rows x one gate's
  * 16 columns each), every output accumulated from +0 over k = 0, 8, 16, ... by one wmma
  * m16n16k8 with TF32-rounded operands (Wh rounded once when it is loaded; the rounding is
@@ -1067,6 +1071,7 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) mm_kernel(const MMArgs 
  * and the same cell (gru_cell_unit). Needs H % 32 == 0 (no zero padding of K). */
 #define GS_BM 32
 #define GS_THREADS 192
+#define GS_QUARTERS 4
 
 struct GruSeqArgs {
     int T, M, H;
@@ -1075,37 +1080,48 @@ struct GruSeqArgs {
     const float *xi;     /* [T, M, 3H]: raw input projections */
     const float *Wh, *bi, *bhn;
     float *hs, *hps, *rs, *zs, *ns, *hns; /* [T, M, H] */
-    unsigned *barrier;                    /* zero at launch */
+    unsigned *barrier;                    /* one counter per row tile, zero at launch */
 };
 
 static size_t gru_seq_smem_bytes(int H) {
-    return sizeof(float) * ((size_t)H * (3 * MM_JT + 4) + (size_t)GS_BM * (H + 4) + (size_t)GS_BM * (3 * MM_JT + 4));
+    const size_t ld = 3 * MM_JT + 4; /* Wh slices, hh tile */
+    return sizeof(float) * ((size_t)H * ld + (size_t)GS_BM * (H + 4) + (size_t)GS_BM * ld + (size_t)GS_BM * 3 * MM_JT);
 }
 
-/* Every block has written its part of step s: the next step may read the whole state. */
-static __device__ __forceinline__ void grid_barrier(unsigned *counter, unsigned target) {
+/* Every block of this row tile has stored step s: the next step may read the tile's rows. */
+static __device__ __forceinline__ void row_tile_barrier(unsigned *counter, unsigned target) {
     __syncthreads();
     if (threadIdx.x == 0) {
         __threadfence();
         atomicAdd(counter, 1u);
-        while (*(volatile unsigned *)counter < target) __nanosleep(32);
+        while (*(volatile unsigned *)counter < target) __nanosleep(20);
         __threadfence();
     }
     __syncthreads();
+}
+
+static __device__ __forceinline__ void cp_async_wait_quarter(int q) {
+    /* groups: xi slice, then the quarters 0..3 of h_prev; quarter q is in once at most 3 - q are pending */
+    if (q == 0) cp_async_wait<3>();
+    else if (q == 1) cp_async_wait<2>();
+    else if (q == 2) cp_async_wait<1>();
+    else cp_async_wait<0>();
 }
 
 template <int TF32>
 __global__ void __launch_bounds__(GS_THREADS) gru_seq_kernel(const GruSeqArgs p) {
     using namespace nvcuda;
     constexpr int BN = 3 * MM_JT, LDB = BN + 4, LDC = BN + 4, NT = GS_THREADS;
-    const int H = p.H, M = p.M, LDA = H + 4;
+    static_assert(GS_QUARTERS == 4, "cp_async_wait_quarter counts four groups of h_prev");
+    const int H = p.H, M = p.M, LDA = H + 4, KQ = H / GS_QUARTERS;
     extern __shared__ __align__(128) float4 gs_smem4[];
     float *Bs = (float *)gs_smem4;  /* [H][LDB]: the r, z, n slices of this block's units */
     float *As = Bs + H * LDB;       /* [GS_BM][LDA]: this block's rows of h_prev */
     float *Cs = As + GS_BM * LDA;   /* [GS_BM][LDC]: hp @ Wh at this block's columns */
+    float *Xs = Cs + GS_BM * LDC;   /* [GS_BM][BN]: the rows' raw input projections, r | z | n */
     const int tid = threadIdx.x, warp = tid / 32, wm = warp / 3, wn = warp % 3;
     const int j0 = blockIdx.x * MM_JT, m0 = blockIdx.y * GS_BM;
-    const unsigned nblocks = gridDim.x * gridDim.y;
+    unsigned *counter = p.barrier + blockIdx.y;
 
     for (int i = tid; i < H * (BN / 4); i += NT) {
         const int k = i / (BN / 4), cq = (i % (BN / 4)) * 4;
@@ -1120,25 +1136,36 @@ __global__ void __launch_bounds__(GS_THREADS) gru_seq_kernel(const GruSeqArgs p)
     for (int s = 0; s < p.T; s++) {
         const float *h_prev = s == 0 ? p.h0 : p.hs + (int64_t)(s - 1) * M * H;
         const uint8_t *keep = p.keep + (int64_t)s * M;
-        for (int i = tid; i < GS_BM * (H / 4); i += NT) {
-            const int m = i / (H / 4), kq = (i % (H / 4)) * 4, gm = m0 + m;
-            const bool valid = gm < M && !keep[gm];
-            cp_async16(As + m * LDA + kq, valid ? h_prev + (int64_t)gm * H + kq : h_prev, valid);
+        for (int i = tid; i < GS_BM * (BN / 4); i += NT) {
+            const int m = i / (BN / 4), cq = (i % (BN / 4)) * 4, gm = m0 + m;
+            const float *src = p.xi + ((int64_t)s * M + gm) * 3 * H + (cq / MM_JT) * H + j0 + cq % MM_JT;
+            cp_async16(Xs + m * BN + cq, gm < M ? src : p.xi, gm < M);
         }
         cp_async_commit();
-        cp_async_wait<0>();
-        __syncthreads(); /* also: the Wh conversion above is visible */
+        for (int q = 0; q < GS_QUARTERS; q++) {
+            for (int i = tid; i < GS_BM * (KQ / 4); i += NT) {
+                const int m = i / (KQ / 4), kq = q * KQ + (i % (KQ / 4)) * 4, gm = m0 + m;
+                const bool valid = gm < M && !keep[gm];
+                cp_async16(As + m * LDA + kq, valid ? h_prev + (int64_t)gm * H + kq : h_prev, valid);
+            }
+            cp_async_commit();
+        }
         if constexpr (TF32) {
             wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc;
             wmma::fill_fragment(acc, 0.0f);
-            for (int kk = 0; kk < H; kk += 8) {
-                wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> a;
-                wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major> b;
-                wmma::load_matrix_sync(a, As + wm * 16 * LDA + kk, LDA);
+            for (int q = 0; q < GS_QUARTERS; q++) {
+                cp_async_wait_quarter(q);
+                __syncthreads(); /* the quarter landed for every thread (first pass: Wh's rounding too) */
+#pragma unroll 4
+                for (int kk = q * KQ; kk < (q + 1) * KQ; kk += 8) {
+                    wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> a;
+                    wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major> b;
+                    wmma::load_matrix_sync(a, As + wm * 16 * LDA + kk, LDA);
 #pragma unroll
-                for (int e = 0; e < a.num_elements; e++) a.x[e] = wmma::__float_to_tf32(a.x[e]);
-                wmma::load_matrix_sync(b, Bs + kk * LDB + wn * 16, LDB);
-                wmma::mma_sync(acc, a, b, acc);
+                    for (int e = 0; e < a.num_elements; e++) a.x[e] = wmma::__float_to_tf32(a.x[e]);
+                    wmma::load_matrix_sync(b, Bs + kk * LDB + wn * 16, LDB);
+                    wmma::mma_sync(acc, a, b, acc);
+                }
             }
             wmma::store_matrix_sync(Cs + wm * 16 * LDC + wn * 16, acc, LDC, wmma::mem_row_major);
         } else {
@@ -1147,10 +1174,15 @@ __global__ void __launch_bounds__(GS_THREADS) gru_seq_kernel(const GruSeqArgs p)
             float sacc[RPT];
 #pragma unroll
             for (int i = 0; i < RPT; i++) sacc[i] = 0.0f;
-            for (int k = 0; k < H; k++) {
-                const float b = Bs[k * LDB + tx];
+            for (int q = 0; q < GS_QUARTERS; q++) {
+                cp_async_wait_quarter(q);
+                __syncthreads();
+#pragma unroll 4
+                for (int k = q * KQ; k < (q + 1) * KQ; k++) {
+                    const float b = Bs[k * LDB + tx];
 #pragma unroll
-                for (int i = 0; i < RPT; i++) sacc[i] = fmaf(As[(ty * RPT + i) * LDA + k], b, sacc[i]);
+                    for (int i = 0; i < RPT; i++) sacc[i] = fmaf(As[(ty * RPT + i) * LDA + k], b, sacc[i]);
+                }
             }
 #pragma unroll
             for (int i = 0; i < RPT; i++) Cs[(ty * RPT + i) * LDC + tx] = sacc[i];
@@ -1163,11 +1195,11 @@ __global__ void __launch_bounds__(GS_THREADS) gru_seq_kernel(const GruSeqArgs p)
             const float *c = Cs + m * LDC;
             const float hp = As[m * LDA + j]; /* zero where reset, as mm_kernel's hp */
             const int64_t o = so + (int64_t)gm * H + j;
-            gru_cell_unit(p.xi + ((int64_t)s * M + gm) * 3 * H, p.bi, p.bhn, H, j, c[jj], c[MM_JT + jj],
-                          c[2 * MM_JT + jj], hp, o, p.hs, p.rs, p.zs, p.ns, p.hns);
+            gru_cell_unit(Xs + m * BN + jj, MM_JT, p.bi, p.bhn, H, j, c[jj], c[MM_JT + jj], c[2 * MM_JT + jj], hp, o,
+                          p.hs, p.rs, p.zs, p.ns, p.hns);
             p.hps[o] = hp;
         }
-        if (s + 1 < p.T) grid_barrier(p.barrier, (unsigned)(s + 1) * nblocks);
+        if (s + 1 < p.T) row_tile_barrier(counter, (unsigned)(s + 1) * gridDim.x);
     }
 }
 
@@ -1638,7 +1670,7 @@ static int fwd_gru_loop(CraftaxPPO *t, int Bc) {
                         t->hs, t->hps, t->rs, t->zs, t->ns, t->hns, t->gru_barrier};
         void *args[] = {&a};
         const int tc = t->c.tf32 && 3 * H >= FBN; /* gru_step's rule */
-        CUDA_TRY(cudaMemsetAsync(t->gru_barrier, 0, sizeof(unsigned), t->stream), "gru barrier");
+        CUDA_TRY(cudaMemsetAsync(t->gru_barrier, 0, grid.y * sizeof(unsigned), t->stream), "gru barrier");
         CUDA_TRY(cudaLaunchCooperativeKernel(tc ? (const void *)gru_seq_kernel<1> : (const void *)gru_seq_kernel<0>,
                                              grid, dim3(GS_THREADS), args, gru_seq_smem_bytes(H), t->stream),
                  "gru_seq");
@@ -2294,7 +2326,7 @@ static int create(const CraftaxPPOConfig *config, void *env_states, void *env_sc
     t->x_rows = !t->sparse ? (int64_t)R : c->tf32 ? (int64_t)t->R : 0;
     ALLOC(t, t->x, (t->x_rows ? t->x_rows * D : 1) * f);
     ALLOC(t, t->s_hnew, N * H * f);
-    ALLOC(t, t->gru_barrier, sizeof(unsigned));
+    ALLOC(t, t->gru_barrier, (N + GS_BM - 1) / GS_BM * sizeof(unsigned)); /* Bc <= N rows */
     TRY(gru_seq_setup(t));
     ALLOC(t, t->m_dones, R + Bn);
     ALLOC(t, t->m_actions, R * 4);
