@@ -439,11 +439,14 @@ typedef struct {
  * mob_despawn_distance) and free of mobs; passive: grass-like block and d > 3; melee and
  * ranged: d > 9 (d <= 6 in a boss fight) on a grass-like block (ranged type 5: water; boss
  * fight: a grave). Only the box |dx|, |dy| < mob_despawn_distance is scanned: d >= |dx|, |dy|
- * (sqrtf is monotone and exact at squares), so no cell outside it is in range. Returns the
- * number of candidates. */
+ * (sqrtf is monotone and exact at squares), so no cell outside it is in range. Lanes
+ * (common.h) take consecutive cells of a box row, which the warp then reads as one
+ * transaction per map, and the row's candidates come together by ballot; every lane ends
+ * with the same bits. Returns the number of candidates. */
 static inline CRAFTAX_HD int32_t craftax_sw_spawn_candidates(const CraftaxState *s, const CraftaxParams *params,
                                                              int boss, int cls, int32_t ranged_type,
-                                                             uint32_t bits[CRAFTAX_SW_CELLS / 32]) {
+                                                             uint32_t bits[CRAFTAX_SW_CELLS / 32], int lane,
+                                                             int lanes) {
     const int32_t L = s->player_level;
     const float despawn = (float)params->mob_despawn_distance;
     const int32_t px = s->player_position[0], py = s->player_position[1];
@@ -453,38 +456,47 @@ static inline CRAFTAX_HD int32_t craftax_sw_spawn_candidates(const CraftaxState 
     const int32_t x_lo = craftax_max_i32(px - r + 1, 0), x_hi = craftax_min_i32(px + r - 1, CRAFTAX_MAP_SIZE - 1);
     const int32_t y_lo = craftax_max_i32(py - r + 1, 0), y_hi = craftax_min_i32(py + r - 1, CRAFTAX_MAP_SIZE - 1);
     for (int32_t x = x_lo; x <= x_hi; x++)
-        for (int32_t y = y_lo; y <= y_hi; y++) {
-            int32_t dx = craftax_sw_abs(x - px), dy = craftax_sw_abs(y - py);
-            float d = sqrtf((float)(dx * dx + dy * dy));
-            const uint8_t b = s->map[L][x][y];
-            const int within = d < despawn && !s->mob_map[L][x][y];
-            const int grave = b == BLOCK_GRAVE || b == BLOCK_GRAVE2 || b == BLOCK_GRAVE3;
-            const int valid = b == BLOCK_GRASS || b == BLOCK_PATH || b == BLOCK_FIRE_GRASS || b == BLOCK_ICE_GRASS;
-            const int monster_range = boss ? (d <= 6.0f) : (d > 9.0f);
-            int cand;
-            if (cls == 0) {
-                cand = valid && d > 3.0f && within;
-            } else if (cls == 1) {
-                cand = (boss ? grave : valid) && monster_range && within;
-            } else {
-                int base = ranged_type == 5 ? b == BLOCK_WATER : valid;
-                base = boss ? grave : base;
-                cand = base && monster_range && within;
+        for (int32_t y0 = y_lo; y0 <= y_hi; y0 += CRAFTAX_LANE_STRIDE(lanes)) {
+            const int32_t y = y0 + CRAFTAX_LANE_FIRST(lane);
+            int cand = 0;
+            if (y <= y_hi) {
+                int32_t dx = craftax_sw_abs(x - px), dy = craftax_sw_abs(y - py);
+                float d = sqrtf((float)(dx * dx + dy * dy));
+                const uint8_t b = s->map[L][x][y];
+                const int within = d < despawn && !s->mob_map[L][x][y];
+                const int grave = b == BLOCK_GRAVE || b == BLOCK_GRAVE2 || b == BLOCK_GRAVE3;
+                const int valid = b == BLOCK_GRASS || b == BLOCK_PATH || b == BLOCK_FIRE_GRASS || b == BLOCK_ICE_GRASS;
+                const int monster_range = boss ? (d <= 6.0f) : (d > 9.0f);
+                if (cls == 0) {
+                    cand = valid && d > 3.0f && within;
+                } else if (cls == 1) {
+                    cand = (boss ? grave : valid) && monster_range && within;
+                } else {
+                    int base = ranged_type == 5 ? b == BLOCK_WATER : valid;
+                    base = boss ? grave : base;
+                    cand = base && monster_range && within;
+                }
             }
-            const int j = x * CRAFTAX_MAP_SIZE + y;
-            if (cand) bits[j >> 5] |= 1u << (j & 31);
-            total += cand;
+            const uint32_t row = craftax_lanes_ballot(cand, lanes); /* bit l: cell y0 + l */
+            if (row) {
+                const int j0 = x * CRAFTAX_MAP_SIZE + y0;
+                const uint64_t at = (uint64_t)row << (j0 & 31);
+                bits[j0 >> 5] |= (uint32_t)at;
+                if (at >> 32) bits[(j0 >> 5) + 1] |= (uint32_t)(at >> 32);
+                total += craftax_popc32(row);
+            }
         }
     return total;
 }
 
-/* game_logic.py:spawn_mobs, its arrays in *w. */
-static inline CRAFTAX_HD void craftax_spawn_mobs_scratch(CraftaxState *s, CraftaxKey rng, const CraftaxParams *params,
-                                                         CraftaxSpawnScratch *w) {
+/* game_logic.py:spawn_mobs. Every lane runs it (lanes: common.h) and reaches the same
+ * decisions from the same state; lane 0 alone writes the spawned mob, and the lanes sync
+ * before the next class reads mob_map. Callers sync the lanes before it too. */
+static inline CRAFTAX_HD void craftax_spawn_mobs_lanes(CraftaxState *s, CraftaxKey rng, const CraftaxParams *params,
+                                                       int lane, int lanes) {
     const int32_t L = s->player_level;
     const int boss = craftax_is_fighting_boss(s);
-    uint32_t bits[CRAFTAX_SW_CELLS / 32]; /* candidate cells (v3: no per-cell arrays; *w is unused) */
-    (void)w;
+    uint32_t bits[CRAFTAX_SW_CELLS / 32]; /* candidate cells (v3: no per-cell arrays) */
     int32_t coeff = 1 + (s->monsters_killed[L] < CRAFTAX_MONSTERS_KILLED_TO_CLEAR_LEVEL) * 2;
     coeff *= boss ? craftax_is_boss_spawn_wave(s) * 1000 : 1;
     CraftaxKey k;
@@ -500,15 +512,16 @@ static inline CRAFTAX_HD void craftax_spawn_mobs_scratch(CraftaxState *s, Crafta
     can = can && !boss;
     craftax_split2(rng, &rng, &k);
     if (can) {
-        total = craftax_sw_spawn_candidates(s, params, boss, 0, 0, bits);
+        total = craftax_sw_spawn_candidates(s, params, boss, 0, 0, bits, lane, lanes);
         can = total > 0;
         if (can) craftax_sw_choose_cell_bits(k, bits, total, cell);
     }
-    {
+    if (lane == 0) {
         const int32_t type = CRAFTAX_FLOOR_MOB_MAPPING[L][MOB_CLASS_PASSIVE];
         CRAFTAX_SW_SPAWN_INTO(passive_mobs, CRAFTAX_MAX_PASSIVE_MOBS, can, cell, type,
                               CRAFTAX_MOB_TYPE_HEALTH_MAPPING[type][MOB_CLASS_PASSIVE]);
     }
+    craftax_lanes_sync(lanes);
 
     /* Melee */
     count = 0;
@@ -521,12 +534,14 @@ static inline CRAFTAX_HD void craftax_spawn_mobs_scratch(CraftaxState *s, Crafta
     can = can && craftax_uniform(k, 0) < craftax_sw_melee_spawn_chance(L, s->light_level) * (float)coeff;
     craftax_split2(rng, &rng, &k);
     if (can) {
-        total = craftax_sw_spawn_candidates(s, params, boss, 1, 0, bits); /* after the passive spawn's mob_map */
+        total = craftax_sw_spawn_candidates(s, params, boss, 1, 0, bits, lane, lanes); /* after the passive spawn */
         can = total > 0;
         if (can) craftax_sw_choose_cell_bits(k, bits, total, cell);
     }
-    CRAFTAX_SW_SPAWN_INTO(melee_mobs, CRAFTAX_MAX_MELEE_MOBS, can, cell, melee_type,
-                          CRAFTAX_MOB_TYPE_HEALTH_MAPPING[melee_type][MOB_CLASS_MELEE]);
+    if (lane == 0)
+        CRAFTAX_SW_SPAWN_INTO(melee_mobs, CRAFTAX_MAX_MELEE_MOBS, can, cell, melee_type,
+                              CRAFTAX_MOB_TYPE_HEALTH_MAPPING[melee_type][MOB_CLASS_MELEE]);
+    craftax_lanes_sync(lanes);
 
     /* Ranged */
     count = 0;
@@ -539,19 +554,26 @@ static inline CRAFTAX_HD void craftax_spawn_mobs_scratch(CraftaxState *s, Crafta
     can = can && craftax_uniform(k, 0) < CRAFTAX_FLOOR_MOB_SPAWN_CHANCE[L][2] * (float)coeff;
     craftax_split2(rng, &rng, &k);
     if (can) {
-        total = craftax_sw_spawn_candidates(s, params, boss, 2, ranged_type, bits);
+        total = craftax_sw_spawn_candidates(s, params, boss, 2, ranged_type, bits, lane, lanes);
         can = total > 0;
         if (can) craftax_sw_choose_cell_bits(k, bits, total, cell);
     }
-    CRAFTAX_SW_SPAWN_INTO(ranged_mobs, CRAFTAX_MAX_RANGED_MOBS, can, cell, ranged_type,
-                          CRAFTAX_MOB_TYPE_HEALTH_MAPPING[ranged_type][MOB_CLASS_RANGED]);
+    if (lane == 0)
+        CRAFTAX_SW_SPAWN_INTO(ranged_mobs, CRAFTAX_MAX_RANGED_MOBS, can, cell, ranged_type,
+                              CRAFTAX_MOB_TYPE_HEALTH_MAPPING[ranged_type][MOB_CLASS_RANGED]);
+    craftax_lanes_sync(lanes);
 }
 #undef CRAFTAX_SW_SPAWN_INTO
 
-/* game_logic.py:spawn_mobs. */
+/* game_logic.py:spawn_mobs (one lane; the scratch-taking form of earlier versions). */
+static inline CRAFTAX_HD void craftax_spawn_mobs_scratch(CraftaxState *s, CraftaxKey rng, const CraftaxParams *params,
+                                                         CraftaxSpawnScratch *w) {
+    (void)w;
+    craftax_spawn_mobs_lanes(s, rng, params, 0, 1);
+}
+
 static inline CRAFTAX_HD void craftax_spawn_mobs(CraftaxState *s, CraftaxKey rng, const CraftaxParams *params) {
-    CraftaxSpawnScratch w;
-    craftax_spawn_mobs_scratch(s, rng, params, &w);
+    craftax_spawn_mobs_lanes(s, rng, params, 0, 1);
 }
 
 /* ---- update_plants ------------------------------------------------------------------- */
