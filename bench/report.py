@@ -156,7 +156,8 @@ def trainer_section(path: Path, d: dict) -> list[str]:
                      " / ".join(f"{r[k]:.3f}" if isinstance(r.get(k), float) else "-"
                                 for k in ("env_s", "policy_s", "update_s"))])
     where = f"{d.get('gpu', '?')}, commit {str(d.get('commit', '?'))[:10]}"
-    out = [f"### Training throughput ({path.name}; {where})", "",
+    settings = ", ".join(f"{k}={v}" for k, v in d.get("settings", {}).items())
+    out = [f"### Training throughput ({path.name}; {where}{'; ' + settings if settings else ''})", "",
            "Training steps/s with the env, and policy-only (the trainer's rate were the env free); "
            "seconds per iteration in env / policy forward / update.", ""]
     return out + _table(["recipe", "shape", "precision / encoder", "resets", "steps/s", "policy-only steps/s",

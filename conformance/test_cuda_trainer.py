@@ -372,25 +372,30 @@ def test_resume_is_bit_exact(tmp_path):
 
 
 # -- (j) --------------------------------------------------------------------------------------
+def _minibatch_grads(cfg, tf32, monkeypatch, env_var, value):
+    """With `env_var` = value at create: (GRU forward blocks at once, loss statistics,
+    gradients) of one minibatch of a fixed batch (make_batch) and perturbed weights."""
+    monkeypatch.setenv(env_var, value)
+    ppo = ct.PPO(cfg, None, tf32=tf32, use_graph=False)
+    params = perturbed_params(ppo.model_config)
+    ppo.set_params(params)
+    batch = make_batch(ppo.model_config, params, cfg.num_steps, cfg.num_envs)
+    assert batch["dones"][1:].any()  # resets inside the segment
+    ppo.set_batch(batch)
+    idx = np.arange(cfg.num_envs)[::-1][: cfg.num_envs // cfg.num_minibatches].copy()
+    out = (ppo.gru_seq_blocks, ppo.loss_grads(idx), ppo.get_grads())
+    ppo.close()
+    return out
+
+
 @pytest.mark.parametrize("tf32", [False, True])
 def test_persistent_gru_forward_equals_per_step(tf32, monkeypatch):
     """The update's GRU forward in one persistent launch (gru_seq_kernel) gives the per-step
     launches' values bitwise: loss statistics and every gradient, with resets inside the
     segment and minibatches of 8 rows (part of a 32-row tile)."""
     cfg = small_config(num_envs=48, num_minibatches=6, hidden=64)
-    out = []
-    for seq in ("0", "1"):
-        monkeypatch.setenv("PYCRAFTAX_PPO_GRU_SEQ", seq)
-        ppo = ct.PPO(cfg, None, tf32=tf32, use_graph=False)
-        params = perturbed_params(ppo.model_config)
-        ppo.set_params(params)
-        batch = make_batch(ppo.model_config, params, cfg.num_steps, cfg.num_envs)
-        assert batch["dones"][1:].any()
-        ppo.set_batch(batch)
-        idx = np.arange(cfg.num_envs)[::-1][: cfg.num_envs // cfg.num_minibatches].copy()
-        out.append((ppo.gru_seq_blocks, ppo.loss_grads(idx), ppo.get_grads()))
-        ppo.close()
-    (blocks_off, s_step, g_step), (blocks_on, s_seq, g_seq) = out
+    blocks_off, s_step, g_step = _minibatch_grads(cfg, tf32, monkeypatch, "PYCRAFTAX_PPO_GRU_SEQ", "0")
+    blocks_on, s_seq, g_seq = _minibatch_grads(cfg, tf32, monkeypatch, "PYCRAFTAX_PPO_GRU_SEQ", "1")
     print(f"\n(j) tf32={tf32}: the persistent GRU forward holds {blocks_on} blocks at once")
     assert blocks_off == 0 and blocks_on >= 64 // 16  # one row tile of this H's 4 unit groups
     assert all(s_step[k] == s_seq[k] for k in s_step), (s_step, s_seq)
@@ -402,17 +407,8 @@ def test_persistent_gru_forward_equals_per_step(tf32, monkeypatch):
 @pytest.mark.parametrize("tf32", [False, True])
 def test_pipelined_kernels_equal_legacy(tf32, monkeypatch):
     cfg = small_config()  # hidden 48: the fused GRU step (H % 16 == 0); 3H = 144: partial tiles
-    out = []
-    for legacy in ("1", "0"):
-        monkeypatch.setenv("PYCRAFTAX_PPO_LEGACY", legacy)
-        ppo = ct.PPO(cfg, None, tf32=tf32, use_graph=False)
-        params = perturbed_params(ppo.model_config)
-        ppo.set_params(params)
-        ppo.set_batch(make_batch(ppo.model_config, params, cfg.num_steps, cfg.num_envs))
-        idx = np.arange(cfg.num_envs)[::-1][: cfg.num_envs // cfg.num_minibatches].copy()
-        out.append((ppo.loss_grads(idx), ppo.get_grads()))
-        ppo.close()
-    (s_old, g_old), (s_new, g_new) = out
+    _, s_old, g_old = _minibatch_grads(cfg, tf32, monkeypatch, "PYCRAFTAX_PPO_LEGACY", "1")
+    _, s_new, g_new = _minibatch_grads(cfg, tf32, monkeypatch, "PYCRAFTAX_PPO_LEGACY", "0")
     same_stats = {k: s_old[k] == s_new[k] for k in s_old if k not in ("grad_norm", "lr")}
     print(f"\n(i) tf32={tf32}: loss statistics bitwise equal {same_stats}")
     assert all(same_stats.values())

@@ -188,6 +188,8 @@ def main() -> None:
                  "v4: obs through the compact record (one coalesced float4 write per 4 floats), ores drawn only "
                  "where the requirement block is",
         "env": "Craftax-Symbolic-v1, default EnvParams, random actions, same-step auto-reset (env.step)",
+        "settings": {k: v for k, v in sorted(os.environ.items())
+                     if k.startswith("PYCRAFTAX_") and k != "PYCRAFTAX_COMMIT"},
         "gpu_free_after_init_bytes": free,
         "gpu_total_bytes": total,
         "results": [],

@@ -126,6 +126,8 @@ def main() -> int:
     date = time.strftime("%Y-%m-%d", time.gmtime())
     path = args.out or str(ROOT / "bench" / "results" / f"trainer-{date}.json")
     out = dict(gpu=lib.device_name, commit=commit(), date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+               settings={k: v for k, v in sorted(os.environ.items())
+                         if k.startswith("PYCRAFTAX_") and k != "PYCRAFTAX_COMMIT"},
                recipes=RECIPES, results=[])
     print(f"{'variant':<22} {'train steps/s':>13} {'policy-only':>12} {'iter s':>7} {'rollout s':>9} "
           f"{'policy s':>8} {'env s':>7} {'update s':>8}", flush=True)
