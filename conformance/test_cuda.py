@@ -189,9 +189,10 @@ def test_long_lockstep_with_episode_ends():
 @pytest.mark.parametrize("resets,despawn", [("auto", 14), ("optimistic", 14), ("auto", 40)])
 def test_warp_and_thread_step_paths(resets, despawn, monkeypatch):
     """Both step kernel layouts, a warp per env (small batches: spawn_mobs' box scans shared
-    by the lanes) and a thread per env, step like the C reference, every leaf every step;
-    despawn 40 makes box rows wider than a warp (two ballots a row)."""
-    num_envs, steps = 96, 60
+    by the lanes) and a thread per env (whose full warps share their envs' scans; 112 envs
+    leave the last warp half empty, which scans alone), step like the C reference, every leaf
+    every step; despawn 40 makes box rows wider than a warp (two ballots a row)."""
+    num_envs, steps = 112, 60
     kw = dict(num_envs=num_envs, seed=5, max_timesteps=25, mob_despawn_distance=despawn, resets=resets)
     c = pycraftax.make(ENV_ID, backend="c", **kw)
     paths = {"warp": "1000000", "thread": "0"}

@@ -250,6 +250,13 @@ __global__ void step_kernel(CraftaxState *states, const int32_t *actions, const 
  * *done_count (in any order: each env's reset depends on that env alone). */
 /* LPE lanes per env: 1 (a thread per env) or LANES (a warp per env: spawn_mobs' box scans
  * shared by the lanes, the rest on lane 0; see step_lanes_for). */
+/* A thread per env shares its spawn scans with its warp (craftax_sw_class_candidates) where
+ * all 32 lanes of the warp have an env (the grid's last warp may not); the same for the whole
+ * warp. With a warp per env the lanes already share every scan. */
+template <int LPE> static __device__ __forceinline__ int shares_scans(int64_t env, int64_t n) {
+    return LPE == 1 && (env | 31) < n;
+}
+
 template <int LPE>
 __global__ void autoreset_step_kernel(CraftaxState *states, const int32_t *actions, const uint32_t *keys,
                                       int64_t base, int64_t n, const CraftaxParams params, float *rewards,
@@ -265,7 +272,7 @@ __global__ void autoreset_step_kernel(CraftaxState *states, const int32_t *actio
     uint8_t done = 0, term = 0;
     uint8_t *ach = final_achievements ? final_achievements + i * CRAFTAX_NUM_ACHIEVEMENTS : NULL;
     const float r = craftax_autoreset_step_only_lanes(&states[i], key, actions[i], &params, &done, &term, ach, lane,
-                                                      LPE);
+                                                      LPE, shares_scans<LPE>(j, n));
     if (lane != 0) return;
     done_flags[i] = done;
     if (rewards) rewards[i] = r;
@@ -365,7 +372,7 @@ __global__ void optimistic_step_kernel(CraftaxState *states, const int32_t *acti
     uint8_t done = 0, term = 0;
     uint8_t *ach = final_achievements ? final_achievements + i * CRAFTAX_NUM_ACHIEVEMENTS : NULL;
     const float r = craftax_step_env_ending_lanes(&states[i], craftax_split_at(step_parent, (uint32_t)i), actions[i],
-                                                  &params, &done, &term, ach, lane, LPE);
+                                                  &params, &done, &term, ach, lane, LPE, shares_scans<LPE>(i, num_envs));
     if (lane != 0) return;
     if (rewards) rewards[i] = r;
     dones[i] = done;

@@ -99,16 +99,17 @@ static inline CRAFTAX_HD float craftax_step_after_spawn(CraftaxState *state, con
 }
 
 /* game_logic.py:craftax_step. Modifies *state in place; returns the reward (in every lane).
- * Lanes (common.h): lane 0 runs the sequential logic, all lanes share spawn_mobs' scans. */
+ * Lanes (common.h): lane 0 runs the sequential logic, all lanes share spawn_mobs' scans.
+ * share_scans: one lane per env, the warp's lanes sharing their scans (craftax_sw_class_candidates). */
 static inline CRAFTAX_HD float craftax_step_lanes(CraftaxState *state, CraftaxKey rng, int32_t action,
-                                                  const CraftaxParams *params, int lane, int lanes) {
+                                                  const CraftaxParams *params, int lane, int lanes, int share_scans) {
     CraftaxStepCarry c;
     CraftaxKey spawn_key = {{0u, 0u}};
     if (lane == 0) spawn_key = craftax_step_before_spawn(state, rng, action, params, &c);
     craftax_lanes_sync(lanes);
     spawn_key.k[0] = craftax_lanes_from_first_u32(spawn_key.k[0], lanes);
     spawn_key.k[1] = craftax_lanes_from_first_u32(spawn_key.k[1], lanes);
-    craftax_spawn_mobs_lanes(state, spawn_key, params, lane, lanes);
+    craftax_spawn_mobs_lanes(state, spawn_key, params, lane, lanes, share_scans);
     float reward = 0.0f;
     if (lane == 0) reward = craftax_step_after_spawn(state, params, &c);
     craftax_lanes_sync(lanes);
@@ -120,7 +121,7 @@ static inline CRAFTAX_HD float craftax_step_lanes(CraftaxState *state, CraftaxKe
 static inline CRAFTAX_HD float craftax_step_scratch(CraftaxState *state, CraftaxKey rng, int32_t action,
                                                     const CraftaxParams *params, CraftaxSpawnScratch *spawn) {
     (void)spawn;
-    return craftax_step_lanes(state, rng, action, params, 0, 1);
+    return craftax_step_lanes(state, rng, action, params, 0, 1, 0);
 }
 
 /* game_logic.py:craftax_step with spawn_mobs' arrays on the stack. */
@@ -177,8 +178,8 @@ static inline CRAFTAX_HD float craftax_light_level_autoreset(int32_t timestep, i
 static inline CRAFTAX_HD float craftax_step_env_ending_lanes(CraftaxState *state, CraftaxKey key_step, int32_t action,
                                                              const CraftaxParams *params, uint8_t *done,
                                                              uint8_t *terminated, uint8_t *final_achievements,
-                                                             int lane, int lanes) {
-    const float reward = craftax_step_lanes(state, key_step, action, params, lane, lanes);
+                                                             int lane, int lanes, int share_scans) {
+    const float reward = craftax_step_lanes(state, key_step, action, params, lane, lanes, share_scans);
     if (lane == 0) {
         *done = (uint8_t)craftax_is_game_over(state, params);
         *terminated = (uint8_t)(state->player_health <= 0.0f || craftax_has_beaten_boss(state));
@@ -191,24 +192,26 @@ static inline CRAFTAX_HD float craftax_step_env_ending(CraftaxState *state, Craf
                                                        uint8_t *terminated, uint8_t *final_achievements,
                                                        CraftaxSpawnScratch *spawn) {
     (void)spawn;
-    return craftax_step_env_ending_lanes(state, key_step, action, params, done, terminated, final_achievements, 0, 1);
+    return craftax_step_env_ending_lanes(state, key_step, action, params, done, terminated, final_achievements, 0, 1,
+                                         0);
 }
 
 static inline CRAFTAX_HD float craftax_autoreset_step_only_lanes(CraftaxState *state, CraftaxKey key, int32_t action,
                                                                  const CraftaxParams *params, uint8_t *done,
                                                                  uint8_t *terminated, uint8_t *final_achievements,
-                                                                 int lane, int lanes) {
+                                                                 int lane, int lanes, int share_scans) {
     CraftaxKey key_step, key_reset;
     craftax_split2(key, &key_step, &key_reset);
     return craftax_step_env_ending_lanes(state, key_step, action, params, done, terminated, final_achievements, lane,
-                                         lanes);
+                                         lanes, share_scans);
 }
 static inline CRAFTAX_HD float craftax_autoreset_step_only(CraftaxState *state, CraftaxKey key, int32_t action,
                                                            const CraftaxParams *params, uint8_t *done,
                                                            uint8_t *terminated, uint8_t *final_achievements,
                                                            CraftaxSpawnScratch *spawn) {
     (void)spawn;
-    return craftax_autoreset_step_only_lanes(state, key, action, params, done, terminated, final_achievements, 0, 1);
+    return craftax_autoreset_step_only_lanes(state, key, action, params, done, terminated, final_achievements, 0, 1,
+                                             0);
 }
 /* The step part's tail for a not-done env (lanes: common.h). */
 static inline CRAFTAX_HD void craftax_autoreset_observe_part_lanes(CraftaxState *state, const CraftaxParams *params,

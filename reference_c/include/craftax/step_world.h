@@ -489,11 +489,49 @@ static inline CRAFTAX_HD int32_t craftax_sw_spawn_candidates(const CraftaxState 
     return total;
 }
 
+/* The candidate bits of one class for spawn_mobs (0 candidates where !can). share_scans (GPU
+ * only): each lane steps its own env (a thread per env) and all 32 lanes of the warp run this
+ * together; the lanes that need a scan are then served one after another by the whole warp,
+ * which reads a box row of the owner's env per transaction instead of each lane reading its
+ * own box cell by cell. Every lane must call it then; each gets its own env's result. */
+static inline CRAFTAX_HD int32_t craftax_sw_class_candidates(const CraftaxState *s, const CraftaxParams *params,
+                                                             int can, int boss, int cls, int32_t ranged_type,
+                                                             uint32_t bits[CRAFTAX_SW_CELLS / 32], int lane,
+                                                             int lanes, int share_scans) {
+#ifdef __CUDA_ARCH__
+    if (share_scans) {
+        const int me = (int)(threadIdx.x & 31u);
+        __syncwarp(); /* the lanes' own spawns so far are visible to the whole warp */
+        uint32_t need = __ballot_sync(0xffffffffu, can);
+        int32_t total = 0;
+        while (need) {
+            const int owner = __ffs(need) - 1;
+            need &= need - 1;
+            const CraftaxState *so = (const CraftaxState *)(uintptr_t)__shfl_sync(
+                0xffffffffu, (unsigned long long)(uintptr_t)s, owner);
+            const int boss_o = __shfl_sync(0xffffffffu, boss, owner);
+            const int32_t type_o = __shfl_sync(0xffffffffu, ranged_type, owner);
+            uint32_t scanned[CRAFTAX_SW_CELLS / 32];
+            const int32_t t = craftax_sw_spawn_candidates(so, params, boss_o, cls, type_o, scanned, me,
+                                                          CRAFTAX_WARP_LANES);
+            if (me == owner) {
+                total = t;
+                for (int w = 0; w < CRAFTAX_SW_CELLS / 32; w++) bits[w] = scanned[w];
+            }
+        }
+        return total;
+    }
+#endif
+    (void)share_scans;
+    return can ? craftax_sw_spawn_candidates(s, params, boss, cls, ranged_type, bits, lane, lanes) : 0;
+}
+
 /* game_logic.py:spawn_mobs. Every lane runs it (lanes: common.h) and reaches the same
  * decisions from the same state; lane 0 alone writes the spawned mob, and the lanes sync
- * before the next class reads mob_map. Callers sync the lanes before it too. */
+ * before the next class reads mob_map. Callers sync the lanes before it too. share_scans:
+ * see craftax_sw_class_candidates (one lane per env; 0 on a CPU). */
 static inline CRAFTAX_HD void craftax_spawn_mobs_lanes(CraftaxState *s, CraftaxKey rng, const CraftaxParams *params,
-                                                       int lane, int lanes) {
+                                                       int lane, int lanes, int share_scans) {
     const int32_t L = s->player_level;
     const int boss = craftax_is_fighting_boss(s);
     uint32_t bits[CRAFTAX_SW_CELLS / 32]; /* candidate cells (v3: no per-cell arrays) */
@@ -511,11 +549,9 @@ static inline CRAFTAX_HD void craftax_spawn_mobs_lanes(CraftaxState *s, CraftaxK
     can = can && craftax_uniform(k, 0) < CRAFTAX_FLOOR_MOB_SPAWN_CHANCE[L][0];
     can = can && !boss;
     craftax_split2(rng, &rng, &k);
-    if (can) {
-        total = craftax_sw_spawn_candidates(s, params, boss, 0, 0, bits, lane, lanes);
-        can = total > 0;
-        if (can) craftax_sw_choose_cell_bits(k, bits, total, cell);
-    }
+    total = craftax_sw_class_candidates(s, params, can, boss, 0, 0, bits, lane, lanes, share_scans);
+    can = can && total > 0;
+    if (can) craftax_sw_choose_cell_bits(k, bits, total, cell);
     if (lane == 0) {
         const int32_t type = CRAFTAX_FLOOR_MOB_MAPPING[L][MOB_CLASS_PASSIVE];
         CRAFTAX_SW_SPAWN_INTO(passive_mobs, CRAFTAX_MAX_PASSIVE_MOBS, can, cell, type,
@@ -533,11 +569,9 @@ static inline CRAFTAX_HD void craftax_spawn_mobs_lanes(CraftaxState *s, CraftaxK
     craftax_split2(rng, &rng, &k);
     can = can && craftax_uniform(k, 0) < craftax_sw_melee_spawn_chance(L, s->light_level) * (float)coeff;
     craftax_split2(rng, &rng, &k);
-    if (can) {
-        total = craftax_sw_spawn_candidates(s, params, boss, 1, 0, bits, lane, lanes); /* after the passive spawn */
-        can = total > 0;
-        if (can) craftax_sw_choose_cell_bits(k, bits, total, cell);
-    }
+    total = craftax_sw_class_candidates(s, params, can, boss, 1, 0, bits, lane, lanes, share_scans); /* after the passive spawn */
+    can = can && total > 0;
+    if (can) craftax_sw_choose_cell_bits(k, bits, total, cell);
     if (lane == 0)
         CRAFTAX_SW_SPAWN_INTO(melee_mobs, CRAFTAX_MAX_MELEE_MOBS, can, cell, melee_type,
                               CRAFTAX_MOB_TYPE_HEALTH_MAPPING[melee_type][MOB_CLASS_MELEE]);
@@ -553,11 +587,9 @@ static inline CRAFTAX_HD void craftax_spawn_mobs_lanes(CraftaxState *s, CraftaxK
     craftax_split2(rng, &rng, &k);
     can = can && craftax_uniform(k, 0) < CRAFTAX_FLOOR_MOB_SPAWN_CHANCE[L][2] * (float)coeff;
     craftax_split2(rng, &rng, &k);
-    if (can) {
-        total = craftax_sw_spawn_candidates(s, params, boss, 2, ranged_type, bits, lane, lanes);
-        can = total > 0;
-        if (can) craftax_sw_choose_cell_bits(k, bits, total, cell);
-    }
+    total = craftax_sw_class_candidates(s, params, can, boss, 2, ranged_type, bits, lane, lanes, share_scans);
+    can = can && total > 0;
+    if (can) craftax_sw_choose_cell_bits(k, bits, total, cell);
     if (lane == 0)
         CRAFTAX_SW_SPAWN_INTO(ranged_mobs, CRAFTAX_MAX_RANGED_MOBS, can, cell, ranged_type,
                               CRAFTAX_MOB_TYPE_HEALTH_MAPPING[ranged_type][MOB_CLASS_RANGED]);
@@ -569,11 +601,11 @@ static inline CRAFTAX_HD void craftax_spawn_mobs_lanes(CraftaxState *s, CraftaxK
 static inline CRAFTAX_HD void craftax_spawn_mobs_scratch(CraftaxState *s, CraftaxKey rng, const CraftaxParams *params,
                                                          CraftaxSpawnScratch *w) {
     (void)w;
-    craftax_spawn_mobs_lanes(s, rng, params, 0, 1);
+    craftax_spawn_mobs_lanes(s, rng, params, 0, 1, 0);
 }
 
 static inline CRAFTAX_HD void craftax_spawn_mobs(CraftaxState *s, CraftaxKey rng, const CraftaxParams *params) {
-    craftax_spawn_mobs_lanes(s, rng, params, 0, 1);
+    craftax_spawn_mobs_lanes(s, rng, params, 0, 1, 0);
 }
 
 /* ---- update_plants ------------------------------------------------------------------- */
