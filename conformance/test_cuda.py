@@ -186,6 +186,33 @@ def test_long_lockstep_with_episode_ends():
     g.close()
 
 
+@pytest.mark.parametrize("resets,despawn", [("auto", 14), ("optimistic", 14), ("auto", 40)])
+def test_warp_and_thread_step_paths(resets, despawn, monkeypatch):
+    """Both step kernel layouts, a warp per env (small batches: spawn_mobs' box scans shared
+    by the lanes) and a thread per env (whose full warps share their envs' scans; 112 envs
+    leave the last warp half empty, which scans alone), step like the C reference, every leaf
+    every step; despawn 40 makes box rows wider than a warp (two ballots a row)."""
+    num_envs, steps = 112, 60
+    kw = dict(num_envs=num_envs, seed=5, max_timesteps=25, mob_despawn_distance=despawn, resets=resets)
+    c = pycraftax.make(ENV_ID, backend="c", **kw)
+    paths = {"warp": "1000000", "thread": "0"}
+    gs = {name: pycraftax.make(ENV_ID, backend="cuda", **kw) for name in paths}
+    for e in (c, *gs.values()):
+        e.reset(seed=5)
+    rng = np.random.default_rng(8)
+    for t in range(steps):
+        if t % 9 == 4:
+            kill_some((c, *gs.values()), rng, 0.2)
+        actions = rng.integers(0, 43, size=num_envs).astype(np.int32)
+        c_out = c.step(actions)
+        for name, g in gs.items():
+            monkeypatch.setenv("PYCRAFTAX_CUDA_WARP_STEP_MAX_ENVS", paths[name])
+            compare_step(t, c_out, g.step(actions), c, g)
+        _COVERAGE["env-steps"] += 2 * num_envs
+    for g in gs.values():
+        g.close()
+
+
 @pytest.mark.parametrize("chunks,min_chunk_envs", [(1, 1), (3, 7), (16, 1)])
 def test_lockstep_autoreset_chunks(chunks, min_chunk_envs):
     """The auto-reset step in several chunks (world generation of one chunk overlapping the

@@ -83,6 +83,8 @@ static int finish_launch(const char *what) {
 
 static unsigned grid_for(int64_t n) { return (unsigned)((n + THREADS - 1) / THREADS); }
 
+
+
 extern "C" {
 
 int craftax_cuda_api_version(void) { return API_VERSION; }
@@ -246,19 +248,32 @@ __global__ void step_kernel(CraftaxState *states, const int32_t *actions, const 
  * [base, base + n) without its obs (craftax_autoreset_step_only); done_flags[i] says
  * whether env i is done, and the done ones are appended to done_list[base ...] through
  * *done_count (in any order: each env's reset depends on that env alone). */
+/* LPE lanes per env: 1 (a thread per env) or LANES (a warp per env: spawn_mobs' box scans
+ * shared by the lanes, the rest on lane 0; see step_lanes_for). */
+/* A thread per env shares its spawn scans with its warp (craftax_sw_class_candidates) where
+ * all 32 lanes of the warp have an env (the grid's last warp may not); the same for the whole
+ * warp. With a warp per env the lanes already share every scan. */
+template <int LPE> static __device__ __forceinline__ int shares_scans(int64_t env, int64_t n) {
+    return LPE == 1 && (env | 31) < n;
+}
+
+template <int LPE>
 __global__ void autoreset_step_kernel(CraftaxState *states, const int32_t *actions, const uint32_t *keys,
                                       int64_t base, int64_t n, const CraftaxParams params, float *rewards,
                                       uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
-                                      uint8_t *final_achievements, CraftaxCudaScratch *scratch, int32_t *done_list,
-                                      int32_t *done_count, uint8_t *done_flags) {
-    const int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (j >= n) return;
+                                      uint8_t *final_achievements, int32_t *done_list, int32_t *done_count,
+                                      uint8_t *done_flags) {
+    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int64_t j = t / LPE;
+    const int lane = (int)(t % LPE);
+    if (j >= n) return; /* whole warps when LPE = LANES */
     const int64_t i = base + j;
     const CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
-    uint8_t done, term;
+    uint8_t done = 0, term = 0;
     uint8_t *ach = final_achievements ? final_achievements + i * CRAFTAX_NUM_ACHIEVEMENTS : NULL;
-    const float r = craftax_autoreset_step_only(&states[i], key, actions[i], &params, &done, &term, ach,
-                                                &scratch[i].spawn);
+    const float r = craftax_autoreset_step_only_lanes(&states[i], key, actions[i], &params, &done, &term, ach, lane,
+                                                      LPE, shares_scans<LPE>(j, n));
+    if (lane != 0) return;
     done_flags[i] = done;
     if (rewards) rewards[i] = r;
     if (dones) dones[i] = done;
@@ -341,19 +356,24 @@ __global__ void generate_worlds_kernel(CraftaxState *worlds, const uint32_t *key
     craftax_reset_env_lanes(key, &params, &worlds[w], &scratch[w].worldgen, lane, LANES);
 }
 
-/* Every env's step_env (no reset), its ending flags, and its key in the wrapper's order. */
+/* Every env's step_env (no reset), its ending flags, and its key in the wrapper's order
+ * (LPE lanes per env, as autoreset_step_kernel). */
+template <int LPE>
 __global__ void optimistic_step_kernel(CraftaxState *states, const int32_t *actions, const uint32_t *key,
                                        int64_t num_envs, const CraftaxParams params, float *rewards, uint8_t *dones,
                                        uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements,
-                                       CraftaxCudaScratch *scratch, uint64_t *order) {
-    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= num_envs) return;
+                                       uint64_t *order) {
+    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int64_t i = t / LPE;
+    const int lane = (int)(t % LPE);
+    if (i >= num_envs) return; /* whole warps when LPE = LANES */
     CraftaxKey step_parent, reset_parent, choice_key;
     craftax_optimistic_keys(load_key(key, 0), &step_parent, &reset_parent, &choice_key);
-    uint8_t done, term;
+    uint8_t done = 0, term = 0;
     uint8_t *ach = final_achievements ? final_achievements + i * CRAFTAX_NUM_ACHIEVEMENTS : NULL;
-    const float r = craftax_step_env_ending(&states[i], craftax_split_at(step_parent, (uint32_t)i), actions[i],
-                                            &params, &done, &term, ach, &scratch[i].spawn);
+    const float r = craftax_step_env_ending_lanes(&states[i], craftax_split_at(step_parent, (uint32_t)i), actions[i],
+                                                  &params, &done, &term, ach, lane, LPE, shares_scans<LPE>(i, num_envs));
+    if (lane != 0) return;
     if (rewards) rewards[i] = r;
     dones[i] = done;
     if (terminated) terminated[i] = (uint8_t)(done && term);
@@ -484,6 +504,32 @@ static int check_actions_device(const int32_t *actions, int64_t num_envs) {
     return host_bad ? CRAFTAX_ERR_ARGUMENT : 0;
 }
 
+/* Lanes per env of the step kernels for a batch of n envs. A warp per env shortens a step's
+ * latency (its spawn_mobs box scans, ~60% of a thread's step, are shared by 32 lanes and
+ * read a box row per transaction; the sequential rest runs on lane 0), which is what a
+ * small batch waits on. But the step kernels need 255 registers a thread, so an SM holds 8
+ * of their warps: a warp per env fits ~1,000 envs on the GPU at once, a thread per env 32x
+ * more. So a warp per env up to the batch that fits in one wave (or up to
+ * $PYCRAFTAX_CUDA_WARP_STEP_MAX_ENVS, read at each call: benchmarks and tests set it), a
+ * thread per env above. Either gives the same states bit for bit. */
+static int64_t g_warp_step_wave = -1; /* envs that a warp per env fits on the GPU at once */
+static void measure_warp_step_wave(void) { /* at init: no occupancy query inside a graph capture */
+    int device = 0, sms = 0, blocks = 0;
+    if (cudaGetDevice(&device) == cudaSuccess &&
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess &&
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, optimistic_step_kernel<LANES>, THREADS, 0) ==
+            cudaSuccess)
+        g_warp_step_wave = (int64_t)sms * blocks * (THREADS / LANES);
+    else
+        g_warp_step_wave = 0;
+}
+static int step_lanes_for(int64_t n) {
+    const char *e = getenv("PYCRAFTAX_CUDA_WARP_STEP_MAX_ENVS");
+    if (e) return n <= atoll(e) ? LANES : 1;
+    if (g_warp_step_wave < 0) measure_warp_step_wave();
+    return n <= g_warp_step_wave ? LANES : 1;
+}
+
 extern "C" {
 
 int craftax_cuda_init(int device) {
@@ -509,9 +555,12 @@ int craftax_cuda_init(int device) {
     params.day_length = 1;
     reset_kernel<<<1, THREADS>>>(NULL, NULL, 0, params, NULL, NULL, NULL);
     step_kernel<<<1, THREADS>>>(NULL, NULL, NULL, 0, params, NULL, NULL, NULL, NULL);
-    autoreset_step_kernel<<<1, THREADS>>>(NULL, NULL, NULL, 0, 0, params, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-                                          NULL, NULL);
+    autoreset_step_kernel<1><<<1, THREADS>>>(NULL, NULL, NULL, 0, 0, params, NULL, NULL, NULL, NULL, NULL, NULL,
+                                             NULL, NULL);
+    autoreset_step_kernel<LANES><<<1, THREADS>>>(NULL, NULL, NULL, 0, 0, params, NULL, NULL, NULL, NULL, NULL, NULL,
+                                                 NULL, NULL);
     autoreset_observe_kernel<<<1, THREADS>>>(NULL, 0, 0, params, NULL, NULL, NULL);
+    measure_warp_step_wave();
     {
         int zero_count = 0, *d_count = NULL;
         CUDA_TRY(cudaMalloc(&d_count, sizeof(int)), "cudaMalloc(warm-up)");
@@ -745,6 +794,7 @@ int craftax_cuda_set_autoreset_chunks(int chunks, int64_t min_chunk_envs) {
     return 0;
 }
 
+
 /* One chunk [base, base + n) of the auto-reset step: kernel A (step) then kernel O (obs of
  * the not-done envs) on step_stream, and kernel B (world generation of the done ones) on
  * reset_stream after A (through the event a_done when the streams differ). *count must be
@@ -757,9 +807,14 @@ static int launch_autoreset_chunk(CraftaxState *states, const int32_t *actions, 
                                   cudaStream_t step_stream, cudaStream_t reset_stream, cudaEvent_t a_done,
                                   const cudaEvent_t *prof = NULL) {
     if (prof) CUDA_TRY(cudaEventRecord(prof[0], step_stream), "cudaEventRecord(profile)");
-    autoreset_step_kernel<<<grid_for(n), THREADS, 0, step_stream>>>(states, actions, keys, base, n, params, rewards,
-                                                                   dones, terminated, truncated, final_achievements,
-                                                                   scr, done_list, count, done_flags);
+    if (step_lanes_for(n) == LANES)
+        autoreset_step_kernel<LANES><<<grid_for_warps(n), THREADS, 0, step_stream>>>(
+            states, actions, keys, base, n, params, rewards, dones, terminated, truncated, final_achievements,
+            done_list, count, done_flags);
+    else
+        autoreset_step_kernel<1><<<grid_for(n), THREADS, 0, step_stream>>>(
+            states, actions, keys, base, n, params, rewards, dones, terminated, truncated, final_achievements,
+            done_list, count, done_flags);
     CUDA_TRY(cudaGetLastError(), "step_autoreset (step part)");
     if (prof) CUDA_TRY(cudaEventRecord(prof[1], step_stream), "cudaEventRecord(profile)");
     if (reset_stream != step_stream) {
@@ -936,9 +991,12 @@ int craftax_cuda_step_optimistic_stream(void *states, const int32_t *actions, co
     uint64_t *sorted = order + num_envs;
     void *sort_temp = sorted + num_envs;
     size_t sort_bytes = optimistic_sort_bytes(num_envs);
-    optimistic_step_kernel<<<grid_for(num_envs), THREADS, 0, s>>>(st, actions, key, num_envs, *params, rewards, dones,
-                                                                  terminated, truncated, final_achievements, scr,
-                                                                  order);
+    if (step_lanes_for(num_envs) == LANES)
+        optimistic_step_kernel<LANES><<<grid_for_warps(num_envs), THREADS, 0, s>>>(
+            st, actions, key, num_envs, *params, rewards, dones, terminated, truncated, final_achievements, order);
+    else
+        optimistic_step_kernel<1><<<grid_for(num_envs), THREADS, 0, s>>>(
+            st, actions, key, num_envs, *params, rewards, dones, terminated, truncated, final_achievements, order);
     CUDA_TRY(cudaGetLastError(), "step_optimistic (step)");
     CUDA_TRY(cub::DeviceRadixSort::SortKeys(sort_temp, sort_bytes, order, sorted, (int)num_envs, 0, 56, s),
              "step_optimistic (order)");

@@ -125,6 +125,31 @@ static inline CRAFTAX_HD int32_t craftax_lanes_sum_i32(int32_t x, int lanes) {
     return x;
 }
 
+/* Bit l set where lane l's flag is set (the lanes' ballot; one lane: flag != 0). */
+static inline CRAFTAX_HD uint32_t craftax_lanes_ballot(int flag, int lanes) {
+#ifdef __CUDA_ARCH__
+    if (lanes > 1) return __ballot_sync(0xffffffffu, flag);
+#endif
+    (void)lanes;
+    return flag != 0;
+}
+
+/* Lane 0's value, in every lane. */
+static inline CRAFTAX_HD uint32_t craftax_lanes_from_first_u32(uint32_t x, int lanes) {
+#ifdef __CUDA_ARCH__
+    if (lanes > 1) return __shfl_sync(0xffffffffu, x, 0);
+#endif
+    (void)lanes;
+    return x;
+}
+static inline CRAFTAX_HD float craftax_lanes_from_first_f32(float x, int lanes) {
+#ifdef __CUDA_ARCH__
+    if (lanes > 1) return __shfl_sync(0xffffffffu, x, 0);
+#endif
+    (void)lanes;
+    return x;
+}
+
 /* Inclusive prefix count of `flag` over lanes 0..lane; *total = count over all lanes. */
 static inline CRAFTAX_HD int32_t craftax_lanes_prefix_count(int flag, int lane, int lanes, int32_t *total) {
 #ifdef __CUDA_ARCH__

@@ -42,13 +42,19 @@ static inline CRAFTAX_HD float craftax_step_reward(const uint8_t init_achievemen
     return fmaf(s->player_health - init_health, 0.1f, (float)achievement_reward);
 }
 
-/* game_logic.py:craftax_step. Modifies *state in place; returns the reward. `spawn` is
- * spawn_mobs' array space (see craftax_step below for the plain form). */
-static inline CRAFTAX_HD float craftax_step_scratch(CraftaxState *state, CraftaxKey rng, int32_t action,
-                                                    const CraftaxParams *params, CraftaxSpawnScratch *spawn) {
+/* What craftax_step carries from its part before spawn_mobs to its part after. */
+typedef struct {
     uint8_t init_achievements[CRAFTAX_NUM_ACHIEVEMENTS];
-    memcpy(init_achievements, state->achievements, sizeof(init_achievements));
-    const float init_health = state->player_health;
+    float init_health;
+    int32_t action;
+    CraftaxKey rng;
+} CraftaxStepCarry;
+
+/* craftax_step up to update_mobs; returns spawn_mobs' key. */
+static inline CRAFTAX_HD CraftaxKey craftax_step_before_spawn(CraftaxState *state, CraftaxKey rng, int32_t action,
+                                                              const CraftaxParams *params, CraftaxStepCarry *c) {
+    memcpy(c->init_achievements, state->achievements, sizeof(c->init_achievements));
+    c->init_health = state->player_health;
 
     /* Interrupt action if sleeping or resting */
     if (state->is_sleeping) action = ACTION_NOOP;
@@ -68,20 +74,54 @@ static inline CRAFTAX_HD float craftax_step_scratch(CraftaxState *state, Craftax
     craftax_move_player(state, action, params);
 
     craftax_update_mobs(state, craftax_step_split(&rng), params);
-    craftax_spawn_mobs_scratch(state, craftax_step_split(&rng), params, spawn);
+    const CraftaxKey spawn_key = craftax_step_split(&rng);
+    c->action = action;
+    c->rng = rng;
+    return spawn_key;
+}
+
+/* craftax_step after spawn_mobs; returns the reward. */
+static inline CRAFTAX_HD float craftax_step_after_spawn(CraftaxState *state, const CraftaxParams *params,
+                                                        CraftaxStepCarry *c) {
     craftax_update_plants(state);
-    craftax_update_player_intrinsics(state, action);
+    craftax_update_player_intrinsics(state, c->action);
     craftax_clip_inventory_and_intrinsics(state, params);
     craftax_calculate_inventory_achievements(state);
 
-    const float reward = craftax_step_reward(init_achievements, init_health, state);
+    const float reward = craftax_step_reward(c->init_achievements, c->init_health, state);
 
-    const CraftaxKey state_rng = craftax_step_split(&rng);
+    const CraftaxKey state_rng = craftax_step_split(&c->rng);
     state->timestep = state->timestep + 1;
     state->light_level = craftax_light_level(state->timestep, params->day_length);
     state->state_rng[0] = state_rng.k[0];
     state->state_rng[1] = state_rng.k[1];
     return reward;
+}
+
+/* game_logic.py:craftax_step. Modifies *state in place; returns the reward (in every lane).
+ * Lanes (common.h): lane 0 runs the sequential logic, all lanes share spawn_mobs' scans.
+ * share_scans: one lane per env, the warp's lanes sharing their scans (craftax_sw_class_candidates). */
+static inline CRAFTAX_HD float craftax_step_lanes(CraftaxState *state, CraftaxKey rng, int32_t action,
+                                                  const CraftaxParams *params, int lane, int lanes, int share_scans) {
+    CraftaxStepCarry c;
+    CraftaxKey spawn_key = {{0u, 0u}};
+    if (lane == 0) spawn_key = craftax_step_before_spawn(state, rng, action, params, &c);
+    craftax_lanes_sync(lanes);
+    spawn_key.k[0] = craftax_lanes_from_first_u32(spawn_key.k[0], lanes);
+    spawn_key.k[1] = craftax_lanes_from_first_u32(spawn_key.k[1], lanes);
+    craftax_spawn_mobs_lanes(state, spawn_key, params, lane, lanes, share_scans);
+    float reward = 0.0f;
+    if (lane == 0) reward = craftax_step_after_spawn(state, params, &c);
+    craftax_lanes_sync(lanes);
+    return craftax_lanes_from_first_f32(reward, lanes);
+}
+
+/* game_logic.py:craftax_step on one lane. `spawn` is unused (the scratch of earlier
+ * versions' spawn_mobs; the signature stays for its callers). */
+static inline CRAFTAX_HD float craftax_step_scratch(CraftaxState *state, CraftaxKey rng, int32_t action,
+                                                    const CraftaxParams *params, CraftaxSpawnScratch *spawn) {
+    (void)spawn;
+    return craftax_step_lanes(state, rng, action, params, 0, 1, 0);
 }
 
 /* game_logic.py:craftax_step with spawn_mobs' arrays on the stack. */
@@ -134,24 +174,44 @@ static inline CRAFTAX_HD float craftax_light_level_autoreset(int32_t timestep, i
 /* step_env(key_step) without its obs, plus what a resetting caller needs: *done,
  * *terminated (ended by death or by beating the boss, not only by the time limit) and
  * final_achievements (when not NULL) of the stepped state. */
+/* Lanes (common.h): the outputs are written by lane 0; the reward comes back in every lane. */
+static inline CRAFTAX_HD float craftax_step_env_ending_lanes(CraftaxState *state, CraftaxKey key_step, int32_t action,
+                                                             const CraftaxParams *params, uint8_t *done,
+                                                             uint8_t *terminated, uint8_t *final_achievements,
+                                                             int lane, int lanes, int share_scans) {
+    const float reward = craftax_step_lanes(state, key_step, action, params, lane, lanes, share_scans);
+    if (lane == 0) {
+        *done = (uint8_t)craftax_is_game_over(state, params);
+        *terminated = (uint8_t)(state->player_health <= 0.0f || craftax_has_beaten_boss(state));
+        if (final_achievements) memcpy(final_achievements, state->achievements, CRAFTAX_NUM_ACHIEVEMENTS);
+    }
+    return reward;
+}
 static inline CRAFTAX_HD float craftax_step_env_ending(CraftaxState *state, CraftaxKey key_step, int32_t action,
                                                        const CraftaxParams *params, uint8_t *done,
                                                        uint8_t *terminated, uint8_t *final_achievements,
                                                        CraftaxSpawnScratch *spawn) {
-    const float reward = craftax_step_scratch(state, key_step, action, params, spawn);
-    *done = (uint8_t)craftax_is_game_over(state, params);
-    *terminated = (uint8_t)(state->player_health <= 0.0f || craftax_has_beaten_boss(state));
-    if (final_achievements) memcpy(final_achievements, state->achievements, CRAFTAX_NUM_ACHIEVEMENTS);
-    return reward;
+    (void)spawn;
+    return craftax_step_env_ending_lanes(state, key_step, action, params, done, terminated, final_achievements, 0, 1,
+                                         0);
 }
 
+static inline CRAFTAX_HD float craftax_autoreset_step_only_lanes(CraftaxState *state, CraftaxKey key, int32_t action,
+                                                                 const CraftaxParams *params, uint8_t *done,
+                                                                 uint8_t *terminated, uint8_t *final_achievements,
+                                                                 int lane, int lanes, int share_scans) {
+    CraftaxKey key_step, key_reset;
+    craftax_split2(key, &key_step, &key_reset);
+    return craftax_step_env_ending_lanes(state, key_step, action, params, done, terminated, final_achievements, lane,
+                                         lanes, share_scans);
+}
 static inline CRAFTAX_HD float craftax_autoreset_step_only(CraftaxState *state, CraftaxKey key, int32_t action,
                                                            const CraftaxParams *params, uint8_t *done,
                                                            uint8_t *terminated, uint8_t *final_achievements,
                                                            CraftaxSpawnScratch *spawn) {
-    CraftaxKey key_step, key_reset;
-    craftax_split2(key, &key_step, &key_reset);
-    return craftax_step_env_ending(state, key_step, action, params, done, terminated, final_achievements, spawn);
+    (void)spawn;
+    return craftax_autoreset_step_only_lanes(state, key, action, params, done, terminated, final_achievements, 0, 1,
+                                             0);
 }
 /* The step part's tail for a not-done env (lanes: common.h). */
 static inline CRAFTAX_HD void craftax_autoreset_observe_part_lanes(CraftaxState *state, const CraftaxParams *params,

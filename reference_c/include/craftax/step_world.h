@@ -439,11 +439,14 @@ typedef struct {
  * mob_despawn_distance) and free of mobs; passive: grass-like block and d > 3; melee and
  * ranged: d > 9 (d <= 6 in a boss fight) on a grass-like block (ranged type 5: water; boss
  * fight: a grave). Only the box |dx|, |dy| < mob_despawn_distance is scanned: d >= |dx|, |dy|
- * (sqrtf is monotone and exact at squares), so no cell outside it is in range. Returns the
- * number of candidates. */
+ * (sqrtf is monotone and exact at squares), so no cell outside it is in range. Lanes
+ * (common.h) take consecutive cells of a box row, which the warp then reads as one
+ * transaction per map, and the row's candidates come together by ballot; every lane ends
+ * with the same bits. Returns the number of candidates. */
 static inline CRAFTAX_HD int32_t craftax_sw_spawn_candidates(const CraftaxState *s, const CraftaxParams *params,
                                                              int boss, int cls, int32_t ranged_type,
-                                                             uint32_t bits[CRAFTAX_SW_CELLS / 32]) {
+                                                             uint32_t bits[CRAFTAX_SW_CELLS / 32], int lane,
+                                                             int lanes) {
     const int32_t L = s->player_level;
     const float despawn = (float)params->mob_despawn_distance;
     const int32_t px = s->player_position[0], py = s->player_position[1];
@@ -453,38 +456,85 @@ static inline CRAFTAX_HD int32_t craftax_sw_spawn_candidates(const CraftaxState 
     const int32_t x_lo = craftax_max_i32(px - r + 1, 0), x_hi = craftax_min_i32(px + r - 1, CRAFTAX_MAP_SIZE - 1);
     const int32_t y_lo = craftax_max_i32(py - r + 1, 0), y_hi = craftax_min_i32(py + r - 1, CRAFTAX_MAP_SIZE - 1);
     for (int32_t x = x_lo; x <= x_hi; x++)
-        for (int32_t y = y_lo; y <= y_hi; y++) {
-            int32_t dx = craftax_sw_abs(x - px), dy = craftax_sw_abs(y - py);
-            float d = sqrtf((float)(dx * dx + dy * dy));
-            const uint8_t b = s->map[L][x][y];
-            const int within = d < despawn && !s->mob_map[L][x][y];
-            const int grave = b == BLOCK_GRAVE || b == BLOCK_GRAVE2 || b == BLOCK_GRAVE3;
-            const int valid = b == BLOCK_GRASS || b == BLOCK_PATH || b == BLOCK_FIRE_GRASS || b == BLOCK_ICE_GRASS;
-            const int monster_range = boss ? (d <= 6.0f) : (d > 9.0f);
-            int cand;
-            if (cls == 0) {
-                cand = valid && d > 3.0f && within;
-            } else if (cls == 1) {
-                cand = (boss ? grave : valid) && monster_range && within;
-            } else {
-                int base = ranged_type == 5 ? b == BLOCK_WATER : valid;
-                base = boss ? grave : base;
-                cand = base && monster_range && within;
+        for (int32_t y0 = y_lo; y0 <= y_hi; y0 += CRAFTAX_LANE_STRIDE(lanes)) {
+            const int32_t y = y0 + CRAFTAX_LANE_FIRST(lane);
+            int cand = 0;
+            if (y <= y_hi) {
+                int32_t dx = craftax_sw_abs(x - px), dy = craftax_sw_abs(y - py);
+                float d = sqrtf((float)(dx * dx + dy * dy));
+                const uint8_t b = s->map[L][x][y];
+                const int within = d < despawn && !s->mob_map[L][x][y];
+                const int grave = b == BLOCK_GRAVE || b == BLOCK_GRAVE2 || b == BLOCK_GRAVE3;
+                const int valid = b == BLOCK_GRASS || b == BLOCK_PATH || b == BLOCK_FIRE_GRASS || b == BLOCK_ICE_GRASS;
+                const int monster_range = boss ? (d <= 6.0f) : (d > 9.0f);
+                if (cls == 0) {
+                    cand = valid && d > 3.0f && within;
+                } else if (cls == 1) {
+                    cand = (boss ? grave : valid) && monster_range && within;
+                } else {
+                    int base = ranged_type == 5 ? b == BLOCK_WATER : valid;
+                    base = boss ? grave : base;
+                    cand = base && monster_range && within;
+                }
             }
-            const int j = x * CRAFTAX_MAP_SIZE + y;
-            if (cand) bits[j >> 5] |= 1u << (j & 31);
-            total += cand;
+            const uint32_t row = craftax_lanes_ballot(cand, lanes); /* bit l: cell y0 + l */
+            if (row) {
+                const int j0 = x * CRAFTAX_MAP_SIZE + y0;
+                const uint64_t at = (uint64_t)row << (j0 & 31);
+                bits[j0 >> 5] |= (uint32_t)at;
+                if (at >> 32) bits[(j0 >> 5) + 1] |= (uint32_t)(at >> 32);
+                total += craftax_popc32(row);
+            }
         }
     return total;
 }
 
-/* game_logic.py:spawn_mobs, its arrays in *w. */
-static inline CRAFTAX_HD void craftax_spawn_mobs_scratch(CraftaxState *s, CraftaxKey rng, const CraftaxParams *params,
-                                                         CraftaxSpawnScratch *w) {
+/* The candidate bits of one class for spawn_mobs (0 candidates where !can). share_scans (GPU
+ * only): each lane steps its own env (a thread per env) and all 32 lanes of the warp run this
+ * together; the lanes that need a scan are then served one after another by the whole warp,
+ * which reads a box row of the owner's env per transaction instead of each lane reading its
+ * own box cell by cell. Every lane must call it then; each gets its own env's result. */
+static inline CRAFTAX_HD int32_t craftax_sw_class_candidates(const CraftaxState *s, const CraftaxParams *params,
+                                                             int can, int boss, int cls, int32_t ranged_type,
+                                                             uint32_t bits[CRAFTAX_SW_CELLS / 32], int lane,
+                                                             int lanes, int share_scans) {
+#ifdef __CUDA_ARCH__
+    if (share_scans) {
+        const int me = (int)(threadIdx.x & 31u);
+        __syncwarp(); /* the lanes' own spawns so far are visible to the whole warp */
+        uint32_t need = __ballot_sync(0xffffffffu, can);
+        int32_t total = 0;
+        while (need) {
+            const int owner = __ffs(need) - 1;
+            need &= need - 1;
+            const CraftaxState *so = (const CraftaxState *)(uintptr_t)__shfl_sync(
+                0xffffffffu, (unsigned long long)(uintptr_t)s, owner);
+            const int boss_o = __shfl_sync(0xffffffffu, boss, owner);
+            const int32_t type_o = __shfl_sync(0xffffffffu, ranged_type, owner);
+            uint32_t scanned[CRAFTAX_SW_CELLS / 32];
+            const int32_t t = craftax_sw_spawn_candidates(so, params, boss_o, cls, type_o, scanned, me,
+                                                          CRAFTAX_WARP_LANES);
+            if (me == owner) {
+                total = t;
+                for (int w = 0; w < CRAFTAX_SW_CELLS / 32; w++) bits[w] = scanned[w];
+            }
+        }
+        return total;
+    }
+#endif
+    (void)share_scans;
+    return can ? craftax_sw_spawn_candidates(s, params, boss, cls, ranged_type, bits, lane, lanes) : 0;
+}
+
+/* game_logic.py:spawn_mobs. Every lane runs it (lanes: common.h) and reaches the same
+ * decisions from the same state; lane 0 alone writes the spawned mob, and the lanes sync
+ * before the next class reads mob_map. Callers sync the lanes before it too. share_scans:
+ * see craftax_sw_class_candidates (one lane per env; 0 on a CPU). */
+static inline CRAFTAX_HD void craftax_spawn_mobs_lanes(CraftaxState *s, CraftaxKey rng, const CraftaxParams *params,
+                                                       int lane, int lanes, int share_scans) {
     const int32_t L = s->player_level;
     const int boss = craftax_is_fighting_boss(s);
-    uint32_t bits[CRAFTAX_SW_CELLS / 32]; /* candidate cells (v3: no per-cell arrays; *w is unused) */
-    (void)w;
+    uint32_t bits[CRAFTAX_SW_CELLS / 32]; /* candidate cells (v3: no per-cell arrays) */
     int32_t coeff = 1 + (s->monsters_killed[L] < CRAFTAX_MONSTERS_KILLED_TO_CLEAR_LEVEL) * 2;
     coeff *= boss ? craftax_is_boss_spawn_wave(s) * 1000 : 1;
     CraftaxKey k;
@@ -499,16 +549,15 @@ static inline CRAFTAX_HD void craftax_spawn_mobs_scratch(CraftaxState *s, Crafta
     can = can && craftax_uniform(k, 0) < CRAFTAX_FLOOR_MOB_SPAWN_CHANCE[L][0];
     can = can && !boss;
     craftax_split2(rng, &rng, &k);
-    if (can) {
-        total = craftax_sw_spawn_candidates(s, params, boss, 0, 0, bits);
-        can = total > 0;
-        if (can) craftax_sw_choose_cell_bits(k, bits, total, cell);
-    }
-    {
+    total = craftax_sw_class_candidates(s, params, can, boss, 0, 0, bits, lane, lanes, share_scans);
+    can = can && total > 0;
+    if (can) craftax_sw_choose_cell_bits(k, bits, total, cell);
+    if (lane == 0) {
         const int32_t type = CRAFTAX_FLOOR_MOB_MAPPING[L][MOB_CLASS_PASSIVE];
         CRAFTAX_SW_SPAWN_INTO(passive_mobs, CRAFTAX_MAX_PASSIVE_MOBS, can, cell, type,
                               CRAFTAX_MOB_TYPE_HEALTH_MAPPING[type][MOB_CLASS_PASSIVE]);
     }
+    craftax_lanes_sync(lanes);
 
     /* Melee */
     count = 0;
@@ -520,13 +569,13 @@ static inline CRAFTAX_HD void craftax_spawn_mobs_scratch(CraftaxState *s, Crafta
     craftax_split2(rng, &rng, &k);
     can = can && craftax_uniform(k, 0) < craftax_sw_melee_spawn_chance(L, s->light_level) * (float)coeff;
     craftax_split2(rng, &rng, &k);
-    if (can) {
-        total = craftax_sw_spawn_candidates(s, params, boss, 1, 0, bits); /* after the passive spawn's mob_map */
-        can = total > 0;
-        if (can) craftax_sw_choose_cell_bits(k, bits, total, cell);
-    }
-    CRAFTAX_SW_SPAWN_INTO(melee_mobs, CRAFTAX_MAX_MELEE_MOBS, can, cell, melee_type,
-                          CRAFTAX_MOB_TYPE_HEALTH_MAPPING[melee_type][MOB_CLASS_MELEE]);
+    total = craftax_sw_class_candidates(s, params, can, boss, 1, 0, bits, lane, lanes, share_scans); /* after the passive spawn */
+    can = can && total > 0;
+    if (can) craftax_sw_choose_cell_bits(k, bits, total, cell);
+    if (lane == 0)
+        CRAFTAX_SW_SPAWN_INTO(melee_mobs, CRAFTAX_MAX_MELEE_MOBS, can, cell, melee_type,
+                              CRAFTAX_MOB_TYPE_HEALTH_MAPPING[melee_type][MOB_CLASS_MELEE]);
+    craftax_lanes_sync(lanes);
 
     /* Ranged */
     count = 0;
@@ -538,20 +587,25 @@ static inline CRAFTAX_HD void craftax_spawn_mobs_scratch(CraftaxState *s, Crafta
     craftax_split2(rng, &rng, &k);
     can = can && craftax_uniform(k, 0) < CRAFTAX_FLOOR_MOB_SPAWN_CHANCE[L][2] * (float)coeff;
     craftax_split2(rng, &rng, &k);
-    if (can) {
-        total = craftax_sw_spawn_candidates(s, params, boss, 2, ranged_type, bits);
-        can = total > 0;
-        if (can) craftax_sw_choose_cell_bits(k, bits, total, cell);
-    }
-    CRAFTAX_SW_SPAWN_INTO(ranged_mobs, CRAFTAX_MAX_RANGED_MOBS, can, cell, ranged_type,
-                          CRAFTAX_MOB_TYPE_HEALTH_MAPPING[ranged_type][MOB_CLASS_RANGED]);
+    total = craftax_sw_class_candidates(s, params, can, boss, 2, ranged_type, bits, lane, lanes, share_scans);
+    can = can && total > 0;
+    if (can) craftax_sw_choose_cell_bits(k, bits, total, cell);
+    if (lane == 0)
+        CRAFTAX_SW_SPAWN_INTO(ranged_mobs, CRAFTAX_MAX_RANGED_MOBS, can, cell, ranged_type,
+                              CRAFTAX_MOB_TYPE_HEALTH_MAPPING[ranged_type][MOB_CLASS_RANGED]);
+    craftax_lanes_sync(lanes);
 }
 #undef CRAFTAX_SW_SPAWN_INTO
 
-/* game_logic.py:spawn_mobs. */
+/* game_logic.py:spawn_mobs (one lane; the scratch-taking form of earlier versions). */
+static inline CRAFTAX_HD void craftax_spawn_mobs_scratch(CraftaxState *s, CraftaxKey rng, const CraftaxParams *params,
+                                                         CraftaxSpawnScratch *w) {
+    (void)w;
+    craftax_spawn_mobs_lanes(s, rng, params, 0, 1, 0);
+}
+
 static inline CRAFTAX_HD void craftax_spawn_mobs(CraftaxState *s, CraftaxKey rng, const CraftaxParams *params) {
-    CraftaxSpawnScratch w;
-    craftax_spawn_mobs_scratch(s, rng, params, &w);
+    craftax_spawn_mobs_lanes(s, rng, params, 0, 1, 0);
 }
 
 /* ---- update_plants ------------------------------------------------------------------- */
