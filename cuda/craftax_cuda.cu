@@ -250,6 +250,11 @@ __global__ void step_kernel(CraftaxState *states, const int32_t *actions, const 
  * *done_count (in any order: each env's reset depends on that env alone). */
 /* LPE lanes per env: 1 (a thread per env) or LANES (a warp per env: spawn_mobs' box scans
  * shared by the lanes, the rest on lane 0; see step_lanes_for). */
+template <int LPE> static __device__ __forceinline__ int64_t env_of_thread(int *lane) {
+    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    *lane = (int)(t % LPE);
+    return t / LPE;
+}
 /* A thread per env shares its spawn scans with its warp (craftax_sw_class_candidates) where
  * all 32 lanes of the warp have an env (the grid's last warp may not); the same for the whole
  * warp. With a warp per env the lanes already share every scan. */
@@ -263,9 +268,8 @@ __global__ void autoreset_step_kernel(CraftaxState *states, const int32_t *actio
                                       uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
                                       uint8_t *final_achievements, int32_t *done_list, int32_t *done_count,
                                       uint8_t *done_flags) {
-    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    const int64_t j = t / LPE;
-    const int lane = (int)(t % LPE);
+    int lane;
+    const int64_t j = env_of_thread<LPE>(&lane);
     if (j >= n) return; /* whole warps when LPE = LANES */
     const int64_t i = base + j;
     const CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
@@ -363,9 +367,8 @@ __global__ void optimistic_step_kernel(CraftaxState *states, const int32_t *acti
                                        int64_t num_envs, const CraftaxParams params, float *rewards, uint8_t *dones,
                                        uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements,
                                        uint64_t *order) {
-    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    const int64_t i = t / LPE;
-    const int lane = (int)(t % LPE);
+    int lane;
+    const int64_t i = env_of_thread<LPE>(&lane);
     if (i >= num_envs) return; /* whole warps when LPE = LANES */
     CraftaxKey step_parent, reset_parent, choice_key;
     craftax_optimistic_keys(load_key(key, 0), &step_parent, &reset_parent, &choice_key);
