@@ -92,3 +92,21 @@ def test_training_run_parts_follow_on(tmp_path):
     pytest.importorskip("matplotlib")
     summary.plot(lines, "t", tmp_path / "c.png")
     assert (tmp_path / "c.png").stat().st_size > 1000
+
+
+def test_resumed_part_is_summarised_with_the_runs_update_numbers(tmp_path):
+    """The metrics a resumed chunk writes begin mid-run: its curve lists only step counts inside
+    it, its throughput counts only its own steps, and its score uses the final 1% of the run's
+    updates (not of the chunk's)."""
+    from pycraftax.train import summary
+
+    lines = [dict(update=u, env_steps=1000 * u, episodes=1, episode_return=float(u), sps=10.0, iteration_s=2.0,
+                  achievements={"collect_wood": 1.0}) for u in range(2001, 3001)]
+    s = summary.summarize(lines)
+    assert (s["first_update"], s["last_update"]) == (2001, 3000)
+    assert s["final_updates"] == 30 and s["final_episodes"] == 30
+    assert abs(s["final_return"] - sum(range(2971, 3001)) / 30) < 1e-9
+    assert [c["env_steps"] for c in s["curve"]] == [3_000_000]
+    assert s["mean_steps_per_s"] == 1_000_000 / 2_000
+    text = summary.report(s)
+    assert "updates 2,001..3,000 of a resumed run" in text and "(500 steps/s in these updates)" in text

@@ -72,13 +72,19 @@ def weighted_return(lines: list[dict]) -> tuple[float, int]:
 def summarize(lines: list[dict], final_fraction: float = 0.01) -> dict:
     if not lines:
         raise ValueError("no metrics lines")
-    k = max(1, int(len(lines) * final_fraction))
+    # Update numbers and step counts are the run's, not the file's: a resumed part's metrics begin
+    # mid-run, and its score uses the same final updates as the uninterrupted run's would.
+    first_update, last_update = lines[0]["update"], lines[-1]["update"]
+    k = min(len(lines), max(1, int(last_update * final_fraction)))
     final, episodes = weighted_return(lines[-k:])
     steps = np.array([m["env_steps"] for m in lines])
+    steps_before = steps[0] - steps[0] // first_update  # the env steps of the updates before this file
     curve = []
     for target in (1e6, 3e6, 1e7, 3e7, 1e8, 2e8, 3e8, 5e8, 7e8, 1e9, 2e9):
         if target > steps[-1] * 1.0001:
             break
+        if target < steps[0]:
+            continue
         i = int(np.searchsorted(steps, target))
         i = min(i, len(lines) - 1)
         window = lines[max(0, i - k + 1):i + 1]
@@ -89,9 +95,10 @@ def summarize(lines: list[dict], final_fraction: float = 0.01) -> dict:
     names = list(tail[-1]) if tail else []
     rates = {n: float(np.mean([a[n] for a in tail])) for n in names}
     wall = float(sum(m.get("iteration_s") or (m.get("rollout_s") or 0) + (m.get("learn_s") or 0) for m in lines))
-    return dict(updates=len(lines), env_steps=int(steps[-1]), final_updates=k, final_episodes=episodes,
+    return dict(updates=len(lines), first_update=first_update, last_update=last_update, env_steps=int(steps[-1]),
+                final_updates=k, final_episodes=episodes,
                 final_return=final, final_percent_of_max=100 * final / MAX_RETURN,
-                training_seconds=wall, mean_steps_per_s=float(steps[-1] / wall) if wall else None,
+                training_seconds=wall, mean_steps_per_s=float((steps[-1] - steps_before) / wall) if wall else None,
                 median_update_steps_per_s=float(np.median([m["sps"] for m in lines])),
                 curve=curve, achievement_success_rates=dict(sorted(rates.items(), key=lambda x: -x[1])))
 
@@ -104,11 +111,14 @@ def report(s: dict) -> str:
                  f"episodes): return {s['final_return']:.2f} = {s['final_percent_of_max']:.2f}% of {MAX_RETURN:g}")
     else:
         score = f"no score yet: no episode ended in the last {s['final_updates']} updates"
-    lines = [f"{s['env_steps']:,} env steps over {s['updates']:,} updates; {score}"]
+    span = f"{s['updates']:,} updates" if s["first_update"] == 1 else \
+        f"updates {s['first_update']:,}..{s['last_update']:,} of a resumed run"
+    lines = [f"{s['env_steps']:,} env steps ({span}); {score}"]
     if s["curve"]:
         lines.append("curve: " + ", ".join(f"{c['env_steps']:.3g} steps {c['episode_return']:.2f}" for c in s["curve"]))
     if s["training_seconds"]:
-        lines.append(f"training time {s['training_seconds']:,.0f} s ({s['mean_steps_per_s']:,.0f} steps/s)")
+        lines.append(f"training time {s['training_seconds']:,.0f} s ({s['mean_steps_per_s']:,.0f} steps/s"
+                     + (")" if s["first_update"] == 1 else " in these updates)"))
     rates = [(n, r) for n, r in s["achievement_success_rates"].items() if r > 0]
     if rates:
         lines.append("achievement success rates (last 50 updates' 64-episode windows):")
