@@ -111,9 +111,9 @@ def report(s: dict) -> str:
                  f"episodes): return {s['final_return']:.2f} = {s['final_percent_of_max']:.2f}% of {MAX_RETURN:g}")
     else:
         score = f"no score yet: no episode ended in the last {s['final_updates']} updates"
-    span = f"{s['updates']:,} updates" if s["first_update"] == 1 else \
-        f"updates {s['first_update']:,}..{s['last_update']:,} of a resumed run"
-    lines = [f"{s['env_steps']:,} env steps ({span}); {score}"]
+    span = f"over {s['updates']:,} updates" if s["first_update"] == 1 else \
+        f"(updates {s['first_update']:,}..{s['last_update']:,} of a resumed run)"
+    lines = [f"{s['env_steps']:,} env steps {span}; {score}"]
     if s["curve"]:
         lines.append("curve: " + ", ".join(f"{c['env_steps']:.3g} steps {c['episode_return']:.2f}" for c in s["curve"]))
     if s["training_seconds"]:
