@@ -143,11 +143,7 @@ static inline CRAFTAX_HD uint32_t craftax_lanes_from_first_u32(uint32_t x, int l
     return x;
 }
 static inline CRAFTAX_HD float craftax_lanes_from_first_f32(float x, int lanes) {
-#ifdef __CUDA_ARCH__
-    if (lanes > 1) return __shfl_sync(0xffffffffu, x, 0);
-#endif
-    (void)lanes;
-    return x;
+    return craftax_bits_f32(craftax_lanes_from_first_u32(craftax_f32_bits(x), lanes));
 }
 
 /* Inclusive prefix count of `flag` over lanes 0..lane; *total = count over all lanes. */
