@@ -171,7 +171,9 @@ def training_run_section(path: Path, d: dict) -> list[str]:
     rows = [[d.get("run", path.stem), d.get("recipe", "?"), d.get("resets", "?"), _fmt(d["env_steps"]),
              f"{d['final_return']:.2f} ({d['final_percent_of_max']:.2f}%)", _fmt(d.get("final_episodes")),
              f"{d['training_seconds']:.0f} s", _fmt(d.get("mean_steps_per_s"))]]
-    out = [f"### Training run ({path.name}; {d.get('gpu', '?')}, commit {str(d.get('commit', '?'))[:10]})", "",
+    commit = str(d.get("commit", "?"))
+    commit = commit if " " in commit else commit[:10]  # a run in parts names each part's commit
+    out = [f"### Training run ({path.name}; {d.get('gpu', '?')}, commit {commit})", "",
            "Score: mean return of the episodes that ended in the last 1% of updates (% of the 226 maximum, as "
            "the Craftax paper reports); training seconds = the iterations' own time.", ""]
     out += _table(["run", "recipe", "resets", "env steps", "score", "episodes", "training", "steps/s"], rows)
