@@ -13,9 +13,14 @@
 #ifdef __CUDACC__
 #define CRAFTAX_HD __host__ __device__
 #define CRAFTAX_CONST __constant__ const
+/* For the step's entry points, which a kernel calls with &params of its by-value kernel
+ * parameter: were the call not inlined, every thread would copy the 1.5 KB params struct to
+ * local memory to pass its address, and read params from there instead of the constant bank. */
+#define CRAFTAX_ALWAYS_INLINE __forceinline__
 #else
 #define CRAFTAX_HD
 #define CRAFTAX_CONST const
+#define CRAFTAX_ALWAYS_INLINE inline
 #endif
 
 /* Bit casts without aliasing UB: memcpy of 4 bytes compiles to a register move. */

@@ -175,7 +175,7 @@ static inline CRAFTAX_HD float craftax_light_level_autoreset(int32_t timestep, i
  * *terminated (ended by death or by beating the boss, not only by the time limit) and
  * final_achievements (when not NULL) of the stepped state. */
 /* Lanes (common.h): the outputs are written by lane 0; the reward comes back in every lane. */
-static inline CRAFTAX_HD float craftax_step_env_ending_lanes(CraftaxState *state, CraftaxKey key_step, int32_t action,
+static CRAFTAX_ALWAYS_INLINE CRAFTAX_HD float craftax_step_env_ending_lanes(CraftaxState *state, CraftaxKey key_step, int32_t action,
                                                              const CraftaxParams *params, uint8_t *done,
                                                              uint8_t *terminated, uint8_t *final_achievements,
                                                              int lane, int lanes, int share_scans) {
@@ -196,7 +196,7 @@ static inline CRAFTAX_HD float craftax_step_env_ending(CraftaxState *state, Craf
                                          0);
 }
 
-static inline CRAFTAX_HD float craftax_autoreset_step_only_lanes(CraftaxState *state, CraftaxKey key, int32_t action,
+static CRAFTAX_ALWAYS_INLINE CRAFTAX_HD float craftax_autoreset_step_only_lanes(CraftaxState *state, CraftaxKey key, int32_t action,
                                                                  const CraftaxParams *params, uint8_t *done,
                                                                  uint8_t *terminated, uint8_t *final_achievements,
                                                                  int lane, int lanes, int share_scans) {
