@@ -103,7 +103,6 @@ def summarize(lines: list[dict], final_fraction: float = 0.01) -> dict:
                 curve=curve, achievement_success_rates=dict(sorted(rates.items(), key=lambda x: -x[1])))
 
 
-
 def report(s: dict) -> str:
     """The summary as text: score, curve, throughput and the achievements reached."""
     if s["final_episodes"]:
