@@ -437,10 +437,11 @@ struct TakenWorlds { /* the optimistic step: the env at rank r < num_worlds, if 
 };
 
 template <class Source>
-__global__ void world_floors_kernel(Source src, const CraftaxParams params, CraftaxCudaScratch *scratch) {
+__global__ void world_floors_kernel(Source src, const CraftaxParams params, CraftaxCudaScratch *scratch,
+                                    int64_t warps) {
     const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / LANES;
-    const int64_t warps = (int64_t)gridDim.x * blockDim.x / LANES;
     const int lane = (int)(threadIdx.x % LANES);
+    if (warp >= warps) return; /* the grid's last block may hold a warp more than there is scratch for */
     const int64_t items = src.size() * CRAFTAX_WORLD_FLOORS;
     for (int64_t item = warp; item < items; item += warps) {
         const WorldJob job = src.job(item / CRAFTAX_WORLD_FLOORS);
@@ -659,7 +660,7 @@ static int launch_worlds(const Source &src, int64_t max_worlds, const CraftaxPar
     if (warps > cap) warps = cap;
     const int warps_per_block = RESET_THREADS / LANES;
     world_floors_kernel<Source><<<(unsigned)((warps + warps_per_block - 1) / warps_per_block), RESET_THREADS, 0,
-                                  stream>>>(src, params, scratch);
+                                  stream>>>(src, params, scratch, warps);
     CUDA_TRY(cudaGetLastError(), what);
     warps = max_worlds < cap ? max_worlds : cap;
     world_rest_kernel<Source><<<(unsigned)((warps + warps_per_block - 1) / warps_per_block), RESET_THREADS, 0,
