@@ -213,6 +213,35 @@ def test_warp_and_thread_step_paths(resets, despawn, monkeypatch):
         g.close()
 
 
+@pytest.mark.parametrize("resets", ["auto", "optimistic"])
+def test_world_generation_layouts(resets, monkeypatch):
+    """World generation with a warp per floor (the default: nine warps a world, then one for
+    the rest) and with a warp per world (PYCRAFTAX_CUDA_FLOOR_WORLDGEN=0), in env.reset and in
+    the step's resets (max_timesteps 7: most envs reset several times), like the C reference,
+    every leaf every step; 9 envs give the floor kernel fewer warps than floors (scratch
+    entries bound it), so warps take several floors in turn."""
+    for num_envs in (9, 64):
+        kw = dict(num_envs=num_envs, seed=21, max_timesteps=7, resets=resets)
+        c = pycraftax.make(ENV_ID, backend="c", **kw)
+        layouts = {"floor": "1", "world": "0"}
+        gs = {name: pycraftax.make(ENV_ID, backend="cuda", **kw) for name in layouts}
+        c.reset(seed=21)
+        for name, g in gs.items():
+            monkeypatch.setenv("PYCRAFTAX_CUDA_FLOOR_WORLDGEN", layouts[name])
+            g.reset(seed=21)
+            compare_states(c.get_state(), g.get_state(), context=f"{name}: reset")
+        rng = np.random.default_rng(num_envs)
+        for t in range(16):
+            actions = rng.integers(0, 43, size=num_envs).astype(np.int32)
+            c_out = c.step(actions)
+            for name, g in gs.items():
+                monkeypatch.setenv("PYCRAFTAX_CUDA_FLOOR_WORLDGEN", layouts[name])
+                compare_step(t, c_out, g.step(actions), c, g)
+            _COVERAGE["env-steps"] += 2 * num_envs
+        for g in gs.values():
+            g.close()
+
+
 @pytest.mark.parametrize("chunks,min_chunk_envs", [(1, 1), (3, 7), (16, 1)])
 def test_lockstep_autoreset_chunks(chunks, min_chunk_envs):
     """The auto-reset step in several chunks (world generation of one chunk overlapping the

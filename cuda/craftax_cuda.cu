@@ -360,6 +360,115 @@ __global__ void generate_worlds_kernel(CraftaxState *worlds, const uint32_t *key
     craftax_reset_env_lanes(key, &params, &worlds[w], &scratch[w].worldgen, lane, LANES);
 }
 
+/* ---- worlds on nine warps (a warp per floor), then a warp per world for the rest -------
+ * One world on one warp takes ~1.8 ms, and a step that resets any env waits that long. The
+ * nine floors of a world are independent (worldgen.h: craftax_world_floor_keys), so
+ * world_floors_kernel gives each (world, floor) pair a warp and world_rest_kernel then
+ * finishes each world (mob map, player, inventory, state key) and its obs: the latency is the
+ * slowest floor's. A warp keeps its own world-generation scratch (scratch[warp]), so a grid
+ * has at most as many warps as the caller has scratch entries. Each source below names the
+ * worlds of one caller: job(j) says where world j goes and which key reset_env takes. */
+typedef struct {
+    CraftaxState *state;
+    CraftaxKey reset_key;
+    int active; /* 0: not generated (an optimistic rank that did not end, and none after it) */
+} WorldJob;
+
+struct KeyedWorlds { /* env.reset: env j from keys[j] */
+    CraftaxState *states;
+    const uint32_t *keys;
+    int64_t n;
+    float *obs;
+    uint8_t *obs_compact;
+    __device__ int64_t size() const { return n; }
+    __device__ WorldJob job(int64_t j) const { return {&states[j], load_key(keys, j), 1}; }
+    __device__ void finish(int64_t j, int lane) const {
+        emit_obs_global_warp(&states[j], obs_row(obs, j), compact_row(obs_compact, j), 1, lane);
+    }
+};
+struct DoneListWorlds { /* the auto-reset step: the listed envs, reset_env(key_reset) */
+    CraftaxState *states;
+    const uint32_t *keys;
+    const int32_t *done_list;
+    int64_t base;
+    const int32_t *done_count;
+    float *obs;
+    uint8_t *obs_compact;
+    __device__ int64_t size() const { return *done_count; }
+    __device__ WorldJob job(int64_t j) const {
+        const int64_t i = done_list[base + j];
+        CraftaxKey key_step, key_reset;
+        craftax_split2(load_key(keys, i), &key_step, &key_reset);
+        return {&states[i], key_reset, 1};
+    }
+    __device__ void finish(int64_t j, int lane) const {
+        const int64_t i = done_list[base + j];
+        emit_obs_global_warp(&states[i], obs_row(obs, i), compact_row(obs_compact, i), 1, lane);
+    }
+};
+struct PooledWorlds { /* generate_worlds: world w % num_worlds of the wrapper step with key keys[w / num_worlds] */
+    CraftaxState *worlds;
+    const uint32_t *keys;
+    int64_t n;
+    int32_t num_worlds;
+    __device__ int64_t size() const { return n; }
+    __device__ WorldJob job(int64_t w) const {
+        CraftaxKey step_parent, reset_parent, choice_key;
+        craftax_optimistic_keys(load_key(keys, w / num_worlds), &step_parent, &reset_parent, &choice_key);
+        return {&worlds[w], craftax_split_at(reset_parent, (uint32_t)(w % num_worlds)), 1};
+    }
+    __device__ void finish(int64_t, int) const {}
+};
+struct TakenWorlds { /* the optimistic step: the env at rank r < num_worlds, if it ended, gets world r */
+    CraftaxState *states;
+    const uint64_t *sorted;
+    const uint32_t *key;
+    int32_t num_worlds;
+    __device__ int64_t size() const { return num_worlds; }
+    __device__ WorldJob job(int64_t rank) const {
+        const uint64_t entry = sorted[rank];
+        CraftaxKey step_parent, reset_parent, choice_key;
+        craftax_optimistic_keys(load_key(key, 0), &step_parent, &reset_parent, &choice_key);
+        /* the ended envs sort first: the first rank that did not end has none after it */
+        return {&states[(uint32_t)(entry & 0xFFFFFFFFu)], craftax_split_at(reset_parent, (uint32_t)rank),
+                !(entry & CRAFTAX_OPTIMISTIC_NOT_DONE)};
+    }
+    __device__ void finish(int64_t, int) const {}
+};
+
+template <class Source>
+__global__ void world_floors_kernel(Source src, const CraftaxParams params, CraftaxCudaScratch *scratch,
+                                    int64_t warps) {
+    const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / LANES;
+    const int lane = (int)(threadIdx.x % LANES);
+    if (warp >= warps) return; /* the grid's last block may hold a warp more than there is scratch for */
+    const int64_t items = src.size() * CRAFTAX_WORLD_FLOORS;
+    for (int64_t item = warp; item < items; item += warps) {
+        const WorldJob job = src.job(item / CRAFTAX_WORLD_FLOORS);
+        if (!job.active) break; /* worlds are taken in rank order: none later in this warp's items */
+        CraftaxKey floors[CRAFTAX_WORLD_FLOORS], rest;
+        craftax_world_floor_keys(craftax_reset_world_key(job.reset_key), floors, &rest);
+        const int f = (int)(item % CRAFTAX_WORLD_FLOORS);
+        craftax_generate_world_floor_lanes(floors[f], f, &params, job.state, &scratch[warp].worldgen, lane, LANES);
+        craftax_lanes_sync(LANES);
+    }
+}
+template <class Source>
+__global__ void world_rest_kernel(Source src, const CraftaxParams params) {
+    const int64_t warps = (int64_t)gridDim.x * blockDim.x / LANES;
+    const int lane = (int)(threadIdx.x % LANES);
+    const int64_t n = src.size();
+    for (int64_t j = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / LANES; j < n; j += warps) {
+        const WorldJob job = src.job(j);
+        if (!job.active) break;
+        CraftaxKey floors[CRAFTAX_WORLD_FLOORS], rest;
+        craftax_world_floor_keys(craftax_reset_world_key(job.reset_key), floors, &rest);
+        craftax_generate_world_rest_lanes(rest, &params, job.state, lane, LANES);
+        craftax_lanes_sync(LANES);
+        src.finish(j, lane);
+    }
+}
+
 /* Every env's step_env (no reset), its ending flags, and its key in the wrapper's order
  * (LPE lanes per env, as autoreset_step_kernel). */
 template <int LPE>
@@ -399,7 +508,7 @@ static __device__ __forceinline__ void copy_state_warp(CraftaxState *dst, const 
 __global__ void optimistic_take_kernel(CraftaxState *states, const uint64_t *sorted, int64_t num_envs,
                                        int32_t num_worlds, int32_t reset_ratio, const CraftaxState *worlds,
                                        const uint32_t *key, const CraftaxParams params, CraftaxCudaScratch *scratch,
-                                       int pass, int32_t *reset_worlds) {
+                                       int pass, int generated, int32_t *reset_worlds) {
     const int64_t rank = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / LANES;
     const int lane = (int)(threadIdx.x % LANES);
     if (rank >= num_envs) return;
@@ -412,7 +521,7 @@ __global__ void optimistic_take_kernel(CraftaxState *states, const uint64_t *sor
     if (worlds) {
         copy_state_warp(&states[i], &worlds[w], lane);
     } else if (pass == 0) {
-        if (rank >= num_worlds) return;
+        if (rank >= num_worlds || generated) return; /* generated: by world_floors/rest_kernel */
         CraftaxKey step_parent, reset_parent, choice_key;
         craftax_optimistic_keys(load_key(key, 0), &step_parent, &reset_parent, &choice_key);
         craftax_reset_env_lanes(craftax_split_at(reset_parent, (uint32_t)w), &params, &states[i],
@@ -526,6 +635,40 @@ static void measure_warp_step_wave(void) { /* at init: no occupancy query inside
     else
         g_warp_step_wave = 0;
 }
+/* World generation a warp per floor (world_floors_kernel + world_rest_kernel) unless
+ * PYCRAFTAX_CUDA_FLOOR_WORLDGEN=0 (a warp per world, as before: for A/B; read at each call). */
+static int floor_worldgen(void) {
+    const char *e = getenv("PYCRAFTAX_CUDA_FLOOR_WORLDGEN");
+    return !e || atoi(e) != 0;
+}
+/* Up to max_worlds worlds of `src` (the device may know fewer: a done count); `scratch` has
+ * scratch_entries entries, which bounds the floor kernel's warps. */
+template <class Source>
+static int launch_worlds(const Source &src, int64_t max_worlds, const CraftaxParams &params,
+                         CraftaxCudaScratch *scratch, int64_t scratch_entries, cudaStream_t stream, const char *what) {
+    if (max_worlds <= 0 || scratch_entries <= 0) return 0;
+    int sms = g_num_sms;
+    if (sms <= 0) {
+        int device = 0;
+        if (cudaGetDevice(&device) != cudaSuccess ||
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
+            sms = 132;
+    }
+    const int64_t cap = (int64_t)sms * 32; /* about what the SMs hold at once (64 registers a thread) */
+    int64_t warps = max_worlds * CRAFTAX_WORLD_FLOORS;
+    if (warps > scratch_entries) warps = scratch_entries;
+    if (warps > cap) warps = cap;
+    const int warps_per_block = RESET_THREADS / LANES;
+    world_floors_kernel<Source><<<(unsigned)((warps + warps_per_block - 1) / warps_per_block), RESET_THREADS, 0,
+                                  stream>>>(src, params, scratch, warps);
+    CUDA_TRY(cudaGetLastError(), what);
+    warps = max_worlds < cap ? max_worlds : cap;
+    world_rest_kernel<Source><<<(unsigned)((warps + warps_per_block - 1) / warps_per_block), RESET_THREADS, 0,
+                                stream>>>(src, params);
+    CUDA_TRY(cudaGetLastError(), what);
+    return 0;
+}
+
 static int step_lanes_for(int64_t n) {
     const char *e = getenv("PYCRAFTAX_CUDA_WARP_STEP_MAX_ENVS");
     if (e) return n <= atoll(e) ? LANES : 1;
@@ -707,8 +850,14 @@ int craftax_cuda_reset_with_keys_ex(void *states, const uint32_t *keys, int64_t 
     if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
     if (params->day_length <= 0) return CRAFTAX_ERR_ARGUMENT;
     if (num_envs == 0) return 0;
-    reset_kernel<<<grid_for_warps(num_envs), THREADS>>>((CraftaxState *)states, keys, num_envs, *params, obs,
-                                                        obs_compact, (CraftaxCudaScratch *)scratch);
+    if (floor_worldgen()) {
+        const KeyedWorlds src = {(CraftaxState *)states, keys, num_envs, obs, obs_compact};
+        const int rc = launch_worlds(src, num_envs, *params, (CraftaxCudaScratch *)scratch, num_envs, 0, "reset");
+        if (rc) return rc;
+    } else {
+        reset_kernel<<<grid_for_warps(num_envs), THREADS>>>((CraftaxState *)states, keys, num_envs, *params, obs,
+                                                            obs_compact, (CraftaxCudaScratch *)scratch);
+    }
     return finish_launch("reset");
 }
 
@@ -829,12 +978,19 @@ static int launch_autoreset_chunk(CraftaxState *states, const int32_t *actions, 
     CUDA_TRY(cudaGetLastError(), "step_autoreset (obs part)");
     if (prof) CUDA_TRY(cudaEventRecord(prof[2], step_stream), "cudaEventRecord(profile)");
     if (prof) CUDA_TRY(cudaEventRecord(prof[3], reset_stream), "cudaEventRecord(profile)");
-    int64_t blocks = (n * LANES + RESET_THREADS - 1) / RESET_THREADS;
-    const int64_t max_blocks = (int64_t)(g_num_sms > 0 ? g_num_sms : 132) * 16;
-    if (blocks > max_blocks) blocks = max_blocks;
-    autoreset_reset_kernel<<<(unsigned)blocks, RESET_THREADS, 0, reset_stream>>>(states, keys, base, params, obs,
-                                                                                obs_compact, scr, done_list, count);
-    CUDA_TRY(cudaGetLastError(), "step_autoreset (reset part)");
+    if (floor_worldgen()) {
+        /* the chunk's own scratch entries: other chunks' kernels may be running */
+        const DoneListWorlds src = {states, keys, done_list, base, count, obs, obs_compact};
+        const int rc = launch_worlds(src, n, params, scr + base, n, reset_stream, "step_autoreset (reset part)");
+        if (rc) return rc;
+    } else {
+        int64_t blocks = (n * LANES + RESET_THREADS - 1) / RESET_THREADS;
+        const int64_t max_blocks = (int64_t)(g_num_sms > 0 ? g_num_sms : 132) * 16;
+        if (blocks > max_blocks) blocks = max_blocks;
+        autoreset_reset_kernel<<<(unsigned)blocks, RESET_THREADS, 0, reset_stream>>>(states, keys, base, params, obs,
+                                                                                    obs_compact, scr, done_list, count);
+        CUDA_TRY(cudaGetLastError(), "step_autoreset (reset part)");
+    }
     if (prof) CUDA_TRY(cudaEventRecord(prof[4], reset_stream), "cudaEventRecord(profile)");
     return 0;
 }
@@ -971,6 +1127,11 @@ int craftax_cuda_generate_worlds_stream(void *worlds, const uint32_t *keys, int6
     if (params->day_length <= 0) return CRAFTAX_ERR_ARGUMENT;
     const int64_t n = num_keys * num_worlds;
     if (n == 0) return 0;
+    if (floor_worldgen()) {
+        const PooledWorlds src = {(CraftaxState *)worlds, keys, n, num_worlds};
+        return launch_worlds(src, n, *params, (CraftaxCudaScratch *)scratch, n, (cudaStream_t)stream,
+                             "generate_worlds");
+    }
     generate_worlds_kernel<<<grid_for_warps(n), THREADS, 0, (cudaStream_t)stream>>>(
         (CraftaxState *)worlds, keys, num_keys, num_worlds, *params, (CraftaxCudaScratch *)scratch);
     CUDA_TRY(cudaGetLastError(), "generate_worlds");
@@ -1004,9 +1165,15 @@ int craftax_cuda_step_optimistic_stream(void *states, const int32_t *actions, co
     CUDA_TRY(cub::DeviceRadixSort::SortKeys(sort_temp, sort_bytes, order, sorted, (int)num_envs, 0, 56, s),
              "step_optimistic (order)");
     const CraftaxState *pool = (const CraftaxState *)worlds;
+    const int floors = !pool && floor_worldgen();
+    if (floors) { /* the ended envs of ranks < num_worlds generate their worlds in place */
+        const TakenWorlds src = {st, sorted, key, num_worlds};
+        const int rc = launch_worlds(src, num_worlds, *params, scr, num_envs, s, "step_optimistic (resets)");
+        if (rc) return rc;
+    }
     for (int pass = 0; pass < (pool ? 1 : 2); pass++) {
         optimistic_take_kernel<<<grid_for_warps(num_envs), THREADS, 0, s>>>(
-            st, sorted, num_envs, num_worlds, reset_ratio, pool, key, *params, scr, pass, reset_worlds);
+            st, sorted, num_envs, num_worlds, reset_ratio, pool, key, *params, scr, pass, floors, reset_worlds);
         CUDA_TRY(cudaGetLastError(), "step_optimistic (resets)");
     }
     if (obs || obs_compact) {

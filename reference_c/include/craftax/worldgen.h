@@ -477,20 +477,34 @@ static inline CRAFTAX_HD void craftax_clear_mobs2(CraftaxMobs2 *m) {
 
 /* generate_world(rng, params, static_params). Lanes (common.h): the floors are shared; the
  * rest of the state is set by lane 0 (the caller syncs before reading the state). */
-static inline CRAFTAX_HD void craftax_generate_world_lanes(CraftaxKey rng, const CraftaxParams *params,
-                                                           CraftaxState *s, CraftaxWorldGenScratch *w, int lane,
-                                                           int lanes) {
+/* generate_world's nine floors are independent: each reads its own key and writes only its
+ * own level of map, item_map and light_map and its ladders. So the CUDA build can generate
+ * them on nine warps at once; the C build and one warp run them in order. Floors 0-5 are the
+ * smooth ones (CRAFTAX_SMOOTH_LEVEL), 6-8 the dungeons (CRAFTAX_DUNGEON_LEVEL). */
+#define CRAFTAX_WORLD_FLOORS 9
+static inline CRAFTAX_HD void craftax_world_floor_keys(CraftaxKey rng, CraftaxKey floors[CRAFTAX_WORLD_FLOORS],
+                                                       CraftaxKey *rest) {
     CraftaxKey keys[7];
     for (int i = 0; i < 7; i++) keys[i] = craftax_split_at(rng, (uint32_t)i);
+    for (int k = 0; k < 6; k++) floors[k] = keys[k + 1];
     rng = keys[0];
-    for (int k = 0; k < 6; k++)
-        craftax_generate_smoothworld(keys[k + 1], &CRAFTAX_SMOOTHGEN_CONFIGS[k], params, s, CRAFTAX_SMOOTH_LEVEL[k], w,
-                                     lane, lanes);
     for (int i = 0; i < 4; i++) keys[i] = craftax_split_at(rng, (uint32_t)i);
-    rng = keys[0];
-    for (int k = 0; k < 3; k++)
-        craftax_generate_dungeon(keys[k + 1], &CRAFTAX_DUNGEON_CONFIGS[k], s, CRAFTAX_DUNGEON_LEVEL[k], w, lane, lanes);
-
+    for (int k = 0; k < 3; k++) floors[6 + k] = keys[k + 1];
+    *rest = keys[0];
+}
+static inline CRAFTAX_HD void craftax_generate_world_floor_lanes(CraftaxKey key, int floor, const CraftaxParams *params,
+                                                                 CraftaxState *s, CraftaxWorldGenScratch *w, int lane,
+                                                                 int lanes) {
+    if (floor < 6)
+        craftax_generate_smoothworld(key, &CRAFTAX_SMOOTHGEN_CONFIGS[floor], params, s, CRAFTAX_SMOOTH_LEVEL[floor], w,
+                                     lane, lanes);
+    else
+        craftax_generate_dungeon(key, &CRAFTAX_DUNGEON_CONFIGS[floor - 6], s, CRAFTAX_DUNGEON_LEVEL[floor - 6], w, lane,
+                                 lanes);
+}
+/* What generate_world does after the floors, from the key craftax_world_floor_keys left. */
+static inline CRAFTAX_HD void craftax_generate_world_rest_lanes(CraftaxKey rng, const CraftaxParams *params,
+                                                                CraftaxState *s, int lane, int lanes) {
     craftax_lanes_zero(s->mob_map, sizeof(s->mob_map), lane, lanes);
     if (lane != 0) return;
     memset(s->chests_opened, 0, sizeof(s->chests_opened));
@@ -552,6 +566,16 @@ static inline CRAFTAX_HD void craftax_generate_world_lanes(CraftaxKey rng, const
     s->timestep = 0;
 }
 
+static inline CRAFTAX_HD void craftax_generate_world_lanes(CraftaxKey rng, const CraftaxParams *params,
+                                                           CraftaxState *s, CraftaxWorldGenScratch *w, int lane,
+                                                           int lanes) {
+    CraftaxKey floors[CRAFTAX_WORLD_FLOORS], rest;
+    craftax_world_floor_keys(rng, floors, &rest);
+    for (int f = 0; f < CRAFTAX_WORLD_FLOORS; f++)
+        craftax_generate_world_floor_lanes(floors[f], f, params, s, w, lane, lanes);
+    craftax_generate_world_rest_lanes(rest, params, s, lane, lanes);
+}
+
 static inline CRAFTAX_HD void craftax_generate_world(CraftaxKey rng, const CraftaxParams *params, CraftaxState *s,
                                                      CraftaxWorldGenScratch *w) {
     craftax_generate_world_lanes(rng, params, s, w, 0, 1);
@@ -559,11 +583,14 @@ static inline CRAFTAX_HD void craftax_generate_world(CraftaxKey rng, const Craft
 
 /* CraftaxSymbolicEnv.reset_env: one more split before generate_world. With lanes, the
  * state is complete for every lane on return. */
-static inline CRAFTAX_HD void craftax_reset_env_lanes(CraftaxKey key, const CraftaxParams *params, CraftaxState *s,
-                                                      CraftaxWorldGenScratch *w, int lane, int lanes) {
+static inline CRAFTAX_HD CraftaxKey craftax_reset_world_key(CraftaxKey key) {
     CraftaxKey rng, sub;
     craftax_split2(key, &rng, &sub);
-    craftax_generate_world_lanes(sub, params, s, w, lane, lanes);
+    return sub;
+}
+static inline CRAFTAX_HD void craftax_reset_env_lanes(CraftaxKey key, const CraftaxParams *params, CraftaxState *s,
+                                                      CraftaxWorldGenScratch *w, int lane, int lanes) {
+    craftax_generate_world_lanes(craftax_reset_world_key(key), params, s, w, lane, lanes);
     craftax_lanes_sync(lanes);
 }
 static inline CRAFTAX_HD void craftax_reset_env(CraftaxKey key, const CraftaxParams *params, CraftaxState *s,
