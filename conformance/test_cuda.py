@@ -186,60 +186,53 @@ def test_long_lockstep_with_episode_ends():
     g.close()
 
 
+def lockstep_layouts(kw: dict, variable: str, layouts: dict, steps: int, seed: int, monkeypatch,
+                     kill_every: int = 0) -> None:
+    """A CUDA env per layout (the library reads `variable` at each call) stepped beside the C
+    env: env.reset, then `steps` random steps (and set_state kills every `kill_every` steps),
+    every output and state leaf compared each step."""
+    c = pycraftax.make(ENV_ID, backend="c", **kw)
+    gs = {name: pycraftax.make(ENV_ID, backend="cuda", **kw) for name in layouts}
+    c.reset(seed=seed)
+    for name, g in gs.items():
+        monkeypatch.setenv(variable, layouts[name])
+        g.reset(seed=seed)
+        compare_states(c.get_state(), g.get_state(), context=f"{name}: reset")
+    rng = np.random.default_rng(seed)
+    for t in range(steps):
+        if kill_every and t % kill_every == kill_every // 2:
+            kill_some((c, *gs.values()), rng, 0.2)
+        actions = rng.integers(0, 43, size=kw["num_envs"]).astype(np.int32)
+        c_out = c.step(actions)
+        for name, g in gs.items():
+            monkeypatch.setenv(variable, layouts[name])
+            compare_step(t, c_out, g.step(actions), c, g)
+        _COVERAGE["env-steps"] += len(gs) * kw["num_envs"]
+    for g in gs.values():
+        g.close()
+
+
 @pytest.mark.parametrize("resets,despawn", [("auto", 14), ("optimistic", 14), ("auto", 40)])
 def test_warp_and_thread_step_paths(resets, despawn, monkeypatch):
     """Both step kernel layouts, a warp per env (small batches: spawn_mobs' box scans shared
     by the lanes) and a thread per env (whose full warps share their envs' scans; 112 envs
     leave the last warp half empty, which scans alone), step like the C reference, every leaf
     every step; despawn 40 makes box rows wider than a warp (two ballots a row)."""
-    num_envs, steps = 112, 60
-    kw = dict(num_envs=num_envs, seed=5, max_timesteps=25, mob_despawn_distance=despawn, resets=resets)
-    c = pycraftax.make(ENV_ID, backend="c", **kw)
-    paths = {"warp": "1000000", "thread": "0"}
-    gs = {name: pycraftax.make(ENV_ID, backend="cuda", **kw) for name in paths}
-    for e in (c, *gs.values()):
-        e.reset(seed=5)
-    rng = np.random.default_rng(8)
-    for t in range(steps):
-        if t % 9 == 4:
-            kill_some((c, *gs.values()), rng, 0.2)
-        actions = rng.integers(0, 43, size=num_envs).astype(np.int32)
-        c_out = c.step(actions)
-        for name, g in gs.items():
-            monkeypatch.setenv("PYCRAFTAX_CUDA_WARP_STEP_MAX_ENVS", paths[name])
-            compare_step(t, c_out, g.step(actions), c, g)
-        _COVERAGE["env-steps"] += 2 * num_envs
-    for g in gs.values():
-        g.close()
+    kw = dict(num_envs=112, seed=5, max_timesteps=25, mob_despawn_distance=despawn, resets=resets)
+    lockstep_layouts(kw, "PYCRAFTAX_CUDA_WARP_STEP_MAX_ENVS", {"warp": "1000000", "thread": "0"}, 60, 5,
+                     monkeypatch, kill_every=9)
 
 
 @pytest.mark.parametrize("resets", ["auto", "optimistic"])
-def test_world_generation_layouts(resets, monkeypatch):
+@pytest.mark.parametrize("num_envs", [9, 64])
+def test_world_generation_layouts(resets, num_envs, monkeypatch):
     """World generation with a warp per floor (the default: nine warps a world, then one for
     the rest) and with a warp per world (PYCRAFTAX_CUDA_FLOOR_WORLDGEN=0), in env.reset and in
     the step's resets (max_timesteps 7: most envs reset several times), like the C reference,
     every leaf every step; 9 envs give the floor kernel fewer warps than floors (scratch
     entries bound it), so warps take several floors in turn."""
-    for num_envs in (9, 64):
-        kw = dict(num_envs=num_envs, seed=21, max_timesteps=7, resets=resets)
-        c = pycraftax.make(ENV_ID, backend="c", **kw)
-        layouts = {"floor": "1", "world": "0"}
-        gs = {name: pycraftax.make(ENV_ID, backend="cuda", **kw) for name in layouts}
-        c.reset(seed=21)
-        for name, g in gs.items():
-            monkeypatch.setenv("PYCRAFTAX_CUDA_FLOOR_WORLDGEN", layouts[name])
-            g.reset(seed=21)
-            compare_states(c.get_state(), g.get_state(), context=f"{name}: reset")
-        rng = np.random.default_rng(num_envs)
-        for t in range(16):
-            actions = rng.integers(0, 43, size=num_envs).astype(np.int32)
-            c_out = c.step(actions)
-            for name, g in gs.items():
-                monkeypatch.setenv("PYCRAFTAX_CUDA_FLOOR_WORLDGEN", layouts[name])
-                compare_step(t, c_out, g.step(actions), c, g)
-            _COVERAGE["env-steps"] += 2 * num_envs
-        for g in gs.values():
-            g.close()
+    kw = dict(num_envs=num_envs, seed=21, max_timesteps=7, resets=resets)
+    lockstep_layouts(kw, "PYCRAFTAX_CUDA_FLOOR_WORLDGEN", {"floor": "1", "world": "0"}, 16, 21, monkeypatch)
 
 
 @pytest.mark.parametrize("chunks,min_chunk_envs", [(1, 1), (3, 7), (16, 1)])
