@@ -406,19 +406,6 @@ struct DoneListWorlds { /* the auto-reset step: the listed envs, reset_env(key_r
         emit_obs_global_warp(&states[i], obs_row(obs, i), compact_row(obs_compact, i), 1, lane);
     }
 };
-struct PooledWorlds { /* generate_worlds: world w % num_worlds of the wrapper step with key keys[w / num_worlds] */
-    CraftaxState *worlds;
-    const uint32_t *keys;
-    int64_t n;
-    int32_t num_worlds;
-    __device__ int64_t size() const { return n; }
-    __device__ WorldJob job(int64_t w) const {
-        CraftaxKey step_parent, reset_parent, choice_key;
-        craftax_optimistic_keys(load_key(keys, w / num_worlds), &step_parent, &reset_parent, &choice_key);
-        return {&worlds[w], craftax_split_at(reset_parent, (uint32_t)(w % num_worlds)), 1};
-    }
-    __device__ void finish(int64_t, int) const {}
-};
 struct TakenWorlds { /* the optimistic step: the env at rank r < num_worlds, if it ended, gets world r */
     CraftaxState *states;
     const uint64_t *sorted;
@@ -1127,11 +1114,9 @@ int craftax_cuda_generate_worlds_stream(void *worlds, const uint32_t *keys, int6
     if (params->day_length <= 0) return CRAFTAX_ERR_ARGUMENT;
     const int64_t n = num_keys * num_worlds;
     if (n == 0) return 0;
-    if (floor_worldgen()) {
-        const PooledWorlds src = {(CraftaxState *)worlds, keys, n, num_worlds};
-        return launch_worlds(src, n, *params, (CraftaxCudaScratch *)scratch, n, (cudaStream_t)stream,
-                             "generate_worlds");
-    }
+    /* A warp per world here, not per floor: the trainer generates these pools while its update
+     * runs, so throughput counts, not one world's latency, and the floor layout measured 2-3% slower
+     * in the paper trainer (NOTES v8). */
     generate_worlds_kernel<<<grid_for_warps(n), THREADS, 0, (cudaStream_t)stream>>>(
         (CraftaxState *)worlds, keys, num_keys, num_worlds, *params, (CraftaxCudaScratch *)scratch);
     CUDA_TRY(cudaGetLastError(), "generate_worlds");
