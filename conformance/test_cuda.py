@@ -225,14 +225,23 @@ def test_warp_and_thread_step_paths(resets, despawn, monkeypatch):
 
 @pytest.mark.parametrize("resets", ["auto", "optimistic"])
 @pytest.mark.parametrize("num_envs", [9, 64])
-def test_world_generation_layouts(resets, num_envs, monkeypatch):
-    """World generation with a warp per floor (the default: nine warps a world, then one for
-    the rest) and with a warp per world (PYCRAFTAX_CUDA_FLOOR_WORLDGEN=0), in env.reset and in
-    the step's resets (max_timesteps 7: most envs reset several times), like the C reference,
-    every leaf every step; 9 envs give the floor kernel fewer warps than floors (scratch
-    entries bound it), so warps take several floors in turn."""
+def test_world_generation_warps(resets, num_envs, monkeypatch):
+    """World generation runs a warp per floor (nine warps a world, then a warp for the rest
+    and the obs), each warp on its own scratch entry, as many warps as the GPU holds at once
+    and never more than the batch's scratch entries. With 3 warps (PYCRAFTAX_CUDA_WORLD_WARPS)
+    every warp takes many floors and worlds in turn; both like the C reference, every leaf
+    every step, in env.reset and the step's resets (max_timesteps 7: most envs reset several
+    times; 9 envs: fewer scratch entries than a world's floors)."""
     kw = dict(num_envs=num_envs, seed=21, max_timesteps=7, resets=resets)
-    lockstep_layouts(kw, "PYCRAFTAX_CUDA_FLOOR_WORLDGEN", {"floor": "1", "world": "0"}, 16, 21, monkeypatch)
+    lockstep_layouts(kw, "PYCRAFTAX_CUDA_WORLD_WARPS", {"3 warps": "3", "all warps": "0"}, 16, 21, monkeypatch)
+
+
+def test_scratch_is_per_running_warp_not_per_env():
+    """The batch's world-generation scratch stops growing at the warps the GPU runs at once."""
+    lib = cuda_env.load()
+    entries = [int(lib.lib.craftax_cuda_scratch_entries(n)) for n in (1, 9, 1 << 20, 1 << 26)]
+    assert entries[:2] == [1, 9]
+    assert entries[2] == entries[3] < 1 << 20
 
 
 @pytest.mark.parametrize("chunks,min_chunk_envs", [(1, 1), (3, 7), (16, 1)])

@@ -201,7 +201,8 @@ def main() -> None:
         if n == "max":
             kw = {"obs": args.obs} if args.obs != "float" else {}
             per_env = cuda_env.CudaCraftaxEnv.bytes_per_env(**kw) + 5  # + the library's done list and flag
-            n = int(free * 0.97) // per_env // 1024 * 1024
+            fixed = cuda_env.CudaCraftaxEnv.scratch_bytes(1 << 30)  # the batch's world-gen scratch, at most
+            n = (int(free * 0.97) - fixed) // per_env // 1024 * 1024
             result["max_num_envs"] = n
         sizes.append(int(n))
     result["obs"] = args.obs

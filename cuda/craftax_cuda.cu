@@ -15,7 +15,10 @@
  * v4: obs through the compact record (obs.h): kernels O and observe render it into shared
  * memory and write the float obs once, as coalesced float4 stores, and/or the 1,008-byte
  * record itself (the _ex calls, obs="compact" in Python); the world-generation kernels keep
- * no shared memory (it shrinks L1 and slowed world generation ~2x). See cuda/NOTES.md.
+ * no shared memory (it shrinks L1 and slowed world generation ~2x).
+ * v8: world generation a warp per floor (world_floors_kernel, then world_rest_kernel), the
+ * world-generation scratch an entry per running warp instead of per env
+ * (craftax_cuda_scratch_entries). See cuda/NOTES.md.
  *
  * Build (cuda/Makefile, or cuda/build.sh):
  *   nvcc -O3 -fmad=false -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
@@ -42,15 +45,16 @@
 #include "craftax/worldgen.h"
 #include "craftax_cuda.h"
 
-#define API_VERSION 4
+#define API_VERSION 5 /* 5: world-generation scratch by warp (craftax_cuda_scratch_entries) */
 #define THREADS 128
 /* Auto-reset: the reset kernel's blocks are small so that a few hundred resets spread
  * over many SMs (one warp per SM) instead of filling a few. */
 #define RESET_THREADS 64
 #define MAX_CHUNKS 16
 
-/* Per-env scratch: world generation (reset kernels) and spawn_mobs' arrays (step kernels)
- * never run at once on the same env, so they share the space. */
+/* World-generation scratch, an entry per running warp (craftax_cuda_scratch_entries);
+ * spawn_mobs' part is unused since v3 and kept so that the entry size stays the one callers
+ * allocate by (craftax_cuda_scratch_size). */
 typedef union {
     CraftaxWorldGenScratch worldgen;
     CraftaxSpawnScratch spawn;
@@ -191,16 +195,6 @@ static __device__ __forceinline__ uint8_t *compact_row(uint8_t *c, int64_t i) {
     return c ? c + i * CRAFTAX_OBS_COMPACT_SIZE : NULL;
 }
 
-__global__ void reset_kernel(CraftaxState *states, const uint32_t *keys, int64_t num_envs, const CraftaxParams params,
-                             float *obs, uint8_t *obs_compact, CraftaxCudaScratch *scratch) {
-    const int64_t i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / LANES;
-    const int lane = (int)(threadIdx.x % LANES);
-    if (i >= num_envs) return;
-    const CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
-    craftax_reset_env_lanes(key, &params, &states[i], &scratch[i].worldgen, lane, LANES);
-    emit_obs_global_warp(&states[i], obs_row(obs, i), compact_row(obs_compact, i), 1, lane);
-}
-
 /* fresh_world (may be NULL: none): envs whose state was just generated (obs.h). */
 __global__ void observe_kernel(const CraftaxState *states, int64_t num_envs, float *obs, uint8_t *obs_compact,
                                const uint8_t *fresh_world) {
@@ -239,7 +233,8 @@ __global__ void step_kernel(CraftaxState *states, const int32_t *actions, const 
     const CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
     uint8_t done;
     (void)obs; /* v3: observe_kernel renders the obs after this kernel (step_env's last act) */
-    const float r = craftax_step_env_scratch(&states[i], key, actions[i], &params, NULL, &done, &scratch[i].spawn);
+    (void)scratch; /* spawn_mobs needs no scratch since v3 (step_world.h) */
+    const float r = craftax_step_env(&states[i], key, actions[i], &params, NULL, &done);
     if (rewards) rewards[i] = r;
     if (dones) dones[i] = done;
 }
@@ -301,24 +296,6 @@ __global__ void autoreset_observe_kernel(CraftaxState *states, int64_t base, int
      * then its light-level update (obs NULL: lane 0 only). */
     emit_obs_warp(&states[i], obs_row(obs, i), compact_row(obs_compact, i), 0, lane, &sh[threadIdx.x / LANES]);
     craftax_autoreset_observe_part_lanes(&states[i], &params, NULL, lane, LANES);
-}
-
-/* Auto-reset, kernel B: the reset part for the *done_count envs listed at done_list[base ...],
- * a warp per env, densely packed (warp-stride over the list). */
-__global__ void autoreset_reset_kernel(CraftaxState *states, const uint32_t *keys, int64_t base,
-                                       const CraftaxParams params, float *obs, uint8_t *obs_compact,
-                                       CraftaxCudaScratch *scratch, const int32_t *done_list,
-                                       const int32_t *done_count) {
-    const int64_t count = *done_count;
-    const int lane = (int)(threadIdx.x % LANES);
-    const int64_t warps = (int64_t)gridDim.x * blockDim.x / LANES;
-    for (int64_t j = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / LANES; j < count; j += warps) {
-        const int64_t i = done_list[base + j];
-        const CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
-        /* craftax_autoreset_reset_part_lanes: reset_env(key_reset), then the fresh obs */
-        craftax_autoreset_reset_part_lanes(&states[i], key, &params, NULL, &scratch[i].worldgen, lane, LANES);
-        emit_obs_global_warp(&states[i], obs_row(obs, i), compact_row(obs_compact, i), 1, lane);
-    }
 }
 
 __global__ void track_episodes_kernel(const float *rewards, const uint8_t *dones, const uint8_t *final_achievements,
@@ -488,14 +465,14 @@ static __device__ __forceinline__ void copy_state_warp(CraftaxState *dst, const 
 }
 
 /* The ended envs take their worlds, a warp per rank of the wrapper's order (`sorted`). With
- * pregenerated `worlds` each copies its world (pass 0). Without (worlds NULL), pass 0
- * generates world r into the env of rank r < num_worlds, the only worlds anyone takes (an
- * env of rank >= num_worlds takes world i / reset_ratio, whose first taker is the env of
- * that lower rank), and pass 1 copies them to the envs of rank >= num_worlds. */
+ * pregenerated `worlds` each copies its world (pass 0). Without (worlds NULL), world r was
+ * generated into the env of rank r < num_worlds (world_floors/rest_kernel over TakenWorlds),
+ * the only worlds anyone takes (an env of rank >= num_worlds takes world i / reset_ratio,
+ * whose first taker is the env of that lower rank), and pass 1 copies them to the envs of
+ * rank >= num_worlds. */
 __global__ void optimistic_take_kernel(CraftaxState *states, const uint64_t *sorted, int64_t num_envs,
-                                       int32_t num_worlds, int32_t reset_ratio, const CraftaxState *worlds,
-                                       const uint32_t *key, const CraftaxParams params, CraftaxCudaScratch *scratch,
-                                       int pass, int generated, int32_t *reset_worlds) {
+                                       int32_t num_worlds, int32_t reset_ratio, const CraftaxState *worlds, int pass,
+                                       int32_t *reset_worlds) {
     const int64_t rank = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / LANES;
     const int lane = (int)(threadIdx.x % LANES);
     if (rank >= num_envs) return;
@@ -507,18 +484,51 @@ __global__ void optimistic_take_kernel(CraftaxState *states, const uint64_t *sor
     if (!done) return;
     if (worlds) {
         copy_state_warp(&states[i], &worlds[w], lane);
-    } else if (pass == 0) {
-        if (rank >= num_worlds || generated) return; /* generated: by world_floors/rest_kernel */
-        CraftaxKey step_parent, reset_parent, choice_key;
-        craftax_optimistic_keys(load_key(key, 0), &step_parent, &reset_parent, &choice_key);
-        craftax_reset_env_lanes(craftax_split_at(reset_parent, (uint32_t)w), &params, &states[i],
-                                &scratch[i].worldgen, lane, LANES);
-    } else if (rank >= num_worlds) {
+    } else if (pass == 1 && rank >= num_worlds) {
         copy_state_warp(&states[i], &states[(uint32_t)(sorted[w] & 0xFFFFFFFFu)], lane);
     }
 }
 
 /* ---- host side ------------------------------------------------------------------------- */
+/* World generation runs a warp per floor and a warp keeps its own scratch entry, so a call
+ * needs at most as many entries as warps run at once: about what the SMs hold (32 warps an
+ * SM at 64 registers a thread). Auto-reset chunks generate concurrently (on the reset
+ * stream while the next chunk steps), so they split those entries. Entries are 75 KB; an
+ * entry per env took a third of an env's memory. */
+static int64_t world_warps_hardware(void) {
+    static int sms = 0;
+    if (sms <= 0) {
+        int device = 0, n = 0;
+        if (cudaGetDevice(&device) == cudaSuccess &&
+            cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) == cudaSuccess && n > 0)
+            sms = n;
+        else
+            return 132 * 32;
+    }
+    return (int64_t)sms * 32;
+}
+/* PYCRAFTAX_CUDA_WORLD_WARPS lowers the warps a call uses (read at each call; tests use it
+ * to make warps take several floors and worlds in turn); it never raises them, so the
+ * entries allocated from craftax_cuda_scratch_entries always suffice. */
+static int64_t world_warps(void) {
+    const int64_t hw = world_warps_hardware();
+    const char *e = getenv("PYCRAFTAX_CUDA_WORLD_WARPS");
+    const long long asked = e ? atoll(e) : 0;
+    return asked > 0 && asked < hw ? (int64_t)asked : hw;
+}
+/* The entries of auto-reset chunk c of `chunks` (of per_chunk envs each): disjoint for
+ * every chunk, inside [0, craftax_cuda_scratch_entries(num_envs)). */
+static int64_t chunk_scratch_entries(int64_t per_chunk, int64_t chunks) {
+    const int64_t share = world_warps_hardware() / chunks;
+    return per_chunk < share ? per_chunk : share;
+}
+
+int64_t craftax_cuda_scratch_entries(int64_t num_envs) {
+    if (num_envs <= 0) return 0;
+    const int64_t most = world_warps_hardware();
+    return num_envs < most ? num_envs : most;
+}
+
 static std::mutex g_scratch_mutex;
 static CraftaxCudaScratch *g_scratch = NULL;
 static int64_t g_scratch_envs = 0;
@@ -529,7 +539,7 @@ static int ensure_scratch_locked(int64_t num_envs) {
     g_scratch = NULL;
     g_scratch_envs = 0;
     void *p = NULL;
-    cudaError_t err = cudaMalloc(&p, (size_t)num_envs * sizeof(CraftaxCudaScratch));
+    cudaError_t err = cudaMalloc(&p, (size_t)craftax_cuda_scratch_entries(num_envs) * sizeof(CraftaxCudaScratch));
     if (err != cudaSuccess) {
         cudaGetLastError(); /* out of memory is not sticky: clear it */
         return record(err, "cudaMalloc(world-gen scratch)");
@@ -547,7 +557,6 @@ static uint8_t *g_done_flags = NULL; /* then [g_done_list_envs] done flags (v3) 
 static int64_t g_done_list_envs = 0;
 static cudaStream_t g_reset_stream = NULL;
 static cudaEvent_t g_chunk_events[MAX_CHUNKS];
-static int g_num_sms = 0;
 static int g_autoreset_chunks = 1;
 /* Optional per-call timing of the auto-reset step (craftax_cuda_set_profiling): events around
  * kernel A (step), kernel O (obs) and kernel B (world generation + obs of the done envs). */
@@ -564,9 +573,6 @@ static int ensure_autoreset_locked(int64_t num_envs) {
                  "cudaStreamCreateWithPriority");
         for (int c = 0; c < MAX_CHUNKS; c++)
             CUDA_TRY(cudaEventCreateWithFlags(&g_chunk_events[c], cudaEventDisableTiming), "cudaEventCreate");
-        int device = 0;
-        CUDA_TRY(cudaGetDevice(&device), "cudaGetDevice");
-        CUDA_TRY(cudaDeviceGetAttribute(&g_num_sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
     }
     if (num_envs <= g_done_list_envs) return 0;
     if (g_done_list) cudaFree(g_done_list);
@@ -622,26 +628,13 @@ static void measure_warp_step_wave(void) { /* at init: no occupancy query inside
     else
         g_warp_step_wave = 0;
 }
-/* World generation a warp per floor (world_floors_kernel + world_rest_kernel) unless
- * PYCRAFTAX_CUDA_FLOOR_WORLDGEN=0 (a warp per world, as before: for A/B; read at each call). */
-static int floor_worldgen(void) {
-    const char *e = getenv("PYCRAFTAX_CUDA_FLOOR_WORLDGEN");
-    return !e || atoi(e) != 0;
-}
 /* Up to max_worlds worlds of `src` (the device may know fewer: a done count); `scratch` has
  * scratch_entries entries, which bounds the floor kernel's warps. */
 template <class Source>
 static int launch_worlds(const Source &src, int64_t max_worlds, const CraftaxParams &params,
                          CraftaxCudaScratch *scratch, int64_t scratch_entries, cudaStream_t stream, const char *what) {
     if (max_worlds <= 0 || scratch_entries <= 0) return 0;
-    int sms = g_num_sms;
-    if (sms <= 0) {
-        int device = 0;
-        if (cudaGetDevice(&device) != cudaSuccess ||
-            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
-            sms = 132;
-    }
-    const int64_t cap = (int64_t)sms * 32; /* about what the SMs hold at once (64 registers a thread) */
+    const int64_t cap = world_warps();
     int64_t warps = max_worlds * CRAFTAX_WORLD_FLOORS;
     if (warps > scratch_entries) warps = scratch_entries;
     if (warps > cap) warps = cap;
@@ -686,7 +679,12 @@ int craftax_cuda_init(int device) {
     CraftaxParams params;
     memset(&params, 0, sizeof(params));
     params.day_length = 1;
-    reset_kernel<<<1, THREADS>>>(NULL, NULL, 0, params, NULL, NULL, NULL);
+    const KeyedWorlds no_worlds = {NULL, NULL, 0, NULL, NULL};
+    world_floors_kernel<KeyedWorlds><<<1, RESET_THREADS>>>(no_worlds, params, NULL, 0);
+    world_rest_kernel<KeyedWorlds><<<1, RESET_THREADS>>>(no_worlds, params);
+    const TakenWorlds no_taken = {NULL, NULL, NULL, 0};
+    world_floors_kernel<TakenWorlds><<<1, RESET_THREADS>>>(no_taken, params, NULL, 0);
+    world_rest_kernel<TakenWorlds><<<1, RESET_THREADS>>>(no_taken, params);
     step_kernel<<<1, THREADS>>>(NULL, NULL, NULL, 0, params, NULL, NULL, NULL, NULL);
     autoreset_step_kernel<1><<<1, THREADS>>>(NULL, NULL, NULL, 0, 0, params, NULL, NULL, NULL, NULL, NULL, NULL,
                                              NULL, NULL);
@@ -698,7 +696,9 @@ int craftax_cuda_init(int device) {
         int zero_count = 0, *d_count = NULL;
         CUDA_TRY(cudaMalloc(&d_count, sizeof(int)), "cudaMalloc(warm-up)");
         CUDA_TRY(cudaMemcpy(d_count, &zero_count, sizeof(int), cudaMemcpyHostToDevice), "cudaMemcpy(warm-up)");
-        autoreset_reset_kernel<<<1, RESET_THREADS>>>(NULL, NULL, 0, params, NULL, NULL, NULL, NULL, d_count);
+        const DoneListWorlds no_done = {NULL, NULL, NULL, 0, d_count, NULL, NULL};
+        world_floors_kernel<DoneListWorlds><<<1, RESET_THREADS>>>(no_done, params, NULL, 0);
+        world_rest_kernel<DoneListWorlds><<<1, RESET_THREADS>>>(no_done, params);
         cudaError_t err2 = cudaStreamSynchronize(0);
         cudaFree(d_count);
         if (err2 != cudaSuccess) return record(err2, "kernel warm-up");
@@ -837,14 +837,10 @@ int craftax_cuda_reset_with_keys_ex(void *states, const uint32_t *keys, int64_t 
     if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
     if (params->day_length <= 0) return CRAFTAX_ERR_ARGUMENT;
     if (num_envs == 0) return 0;
-    if (floor_worldgen()) {
-        const KeyedWorlds src = {(CraftaxState *)states, keys, num_envs, obs, obs_compact};
-        const int rc = launch_worlds(src, num_envs, *params, (CraftaxCudaScratch *)scratch, num_envs, 0, "reset");
-        if (rc) return rc;
-    } else {
-        reset_kernel<<<grid_for_warps(num_envs), THREADS>>>((CraftaxState *)states, keys, num_envs, *params, obs,
-                                                            obs_compact, (CraftaxCudaScratch *)scratch);
-    }
+    const KeyedWorlds src = {(CraftaxState *)states, keys, num_envs, obs, obs_compact};
+    const int rc = launch_worlds(src, num_envs, *params, (CraftaxCudaScratch *)scratch,
+                                 craftax_cuda_scratch_entries(num_envs), 0, "reset");
+    if (rc) return rc;
     return finish_launch("reset");
 }
 
@@ -942,7 +938,8 @@ static int launch_autoreset_chunk(CraftaxState *states, const int32_t *actions, 
                                   int64_t n, const CraftaxParams &params, float *obs, uint8_t *obs_compact,
                                   float *rewards, uint8_t *dones,
                                   uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements,
-                                  CraftaxCudaScratch *scr, int32_t *done_list, int32_t *count, uint8_t *done_flags,
+                                  CraftaxCudaScratch *scr, int64_t scr_entries, int32_t *done_list, int32_t *count,
+                                  uint8_t *done_flags,
                                   cudaStream_t step_stream, cudaStream_t reset_stream, cudaEvent_t a_done,
                                   const cudaEvent_t *prof = NULL) {
     if (prof) CUDA_TRY(cudaEventRecord(prof[0], step_stream), "cudaEventRecord(profile)");
@@ -965,18 +962,11 @@ static int launch_autoreset_chunk(CraftaxState *states, const int32_t *actions, 
     CUDA_TRY(cudaGetLastError(), "step_autoreset (obs part)");
     if (prof) CUDA_TRY(cudaEventRecord(prof[2], step_stream), "cudaEventRecord(profile)");
     if (prof) CUDA_TRY(cudaEventRecord(prof[3], reset_stream), "cudaEventRecord(profile)");
-    if (floor_worldgen()) {
-        /* the chunk's own scratch entries: other chunks' kernels may be running */
+    {
+        /* `scr`: the chunk's own entries, other chunks may be generating */
         const DoneListWorlds src = {states, keys, done_list, base, count, obs, obs_compact};
-        const int rc = launch_worlds(src, n, params, scr + base, n, reset_stream, "step_autoreset (reset part)");
+        const int rc = launch_worlds(src, n, params, scr, scr_entries, reset_stream, "step_autoreset (reset part)");
         if (rc) return rc;
-    } else {
-        int64_t blocks = (n * LANES + RESET_THREADS - 1) / RESET_THREADS;
-        const int64_t max_blocks = (int64_t)(g_num_sms > 0 ? g_num_sms : 132) * 16;
-        if (blocks > max_blocks) blocks = max_blocks;
-        autoreset_reset_kernel<<<(unsigned)blocks, RESET_THREADS, 0, reset_stream>>>(states, keys, base, params, obs,
-                                                                                    obs_compact, scr, done_list, count);
-        CUDA_TRY(cudaGetLastError(), "step_autoreset (reset part)");
     }
     if (prof) CUDA_TRY(cudaEventRecord(prof[4], reset_stream), "cudaEventRecord(profile)");
     return 0;
@@ -1001,6 +991,7 @@ int craftax_cuda_step_autoreset_ex(void *states, const int32_t *actions, const u
     if (chunks > g_autoreset_chunks) chunks = g_autoreset_chunks;
     if (chunks < 1) chunks = 1;
     const int64_t per_chunk = (num_envs + chunks - 1) / chunks;
+    const int64_t chunk_entries = chunk_scratch_entries(per_chunk, chunks);
     int32_t *counts = g_done_list + g_done_list_envs;
     CraftaxCudaScratch *scr = (CraftaxCudaScratch *)scratch;
     CUDA_TRY(cudaMemsetAsync(counts, 0, MAX_CHUNKS * sizeof(int32_t), 0), "cudaMemsetAsync(done counts)");
@@ -1010,7 +1001,8 @@ int craftax_cuda_step_autoreset_ex(void *states, const int32_t *actions, const u
         const int64_t n = num_envs - base < per_chunk ? num_envs - base : per_chunk;
         rc = launch_autoreset_chunk((CraftaxState *)states, actions, keys, base, n, *params, obs, obs_compact,
                                     rewards, dones,
-                                    terminated, truncated, final_achievements, scr, g_done_list, counts + c,
+                                    terminated, truncated, final_achievements, scr + c * chunk_entries,
+                                    n < chunk_entries ? n : chunk_entries, g_done_list, counts + c,
                                     g_done_flags, 0, g_reset_stream, g_chunk_events[c],
                                     g_profile && chunks == 1 ? g_prof_events : NULL);
         if (rc) return rc;
@@ -1064,19 +1056,13 @@ int craftax_cuda_step_autoreset_stream(void *states, const int32_t *actions, con
     if (num_envs == 0) return 0;
     cudaStream_t s = (cudaStream_t)stream;
     int32_t *count = done_list + num_envs;
-    if (g_num_sms <= 0) {
-        int device = 0, sms = 0;
-        CUDA_TRY(cudaGetDevice(&device), "cudaGetDevice");
-        CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
-        g_num_sms = sms;
-    }
     CUDA_TRY(cudaMemsetAsync(count, 0, sizeof(int32_t), s), "cudaMemsetAsync(done count)");
     /* One stream, so the caller's graph capture sees a plain chain; `dones` doubles as the
      * done flags that kernel O reads. */
     return launch_autoreset_chunk((CraftaxState *)states, actions, keys, 0, num_envs, *params, obs, NULL, rewards,
                                   dones,
-                                  terminated, truncated, final_achievements, (CraftaxCudaScratch *)scratch, done_list,
-                                  count, dones, s, s, NULL);
+                                  terminated, truncated, final_achievements, (CraftaxCudaScratch *)scratch,
+                                  craftax_cuda_scratch_entries(num_envs), done_list, count, dones, s, s, NULL);
 }
 
 int craftax_cuda_step_autoreset(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
@@ -1150,15 +1136,15 @@ int craftax_cuda_step_optimistic_stream(void *states, const int32_t *actions, co
     CUDA_TRY(cub::DeviceRadixSort::SortKeys(sort_temp, sort_bytes, order, sorted, (int)num_envs, 0, 56, s),
              "step_optimistic (order)");
     const CraftaxState *pool = (const CraftaxState *)worlds;
-    const int floors = !pool && floor_worldgen();
-    if (floors) { /* the ended envs of ranks < num_worlds generate their worlds in place */
+    if (!pool) { /* the ended envs of ranks < num_worlds generate their worlds in place */
         const TakenWorlds src = {st, sorted, key, num_worlds};
-        const int rc = launch_worlds(src, num_worlds, *params, scr, num_envs, s, "step_optimistic (resets)");
+        const int rc = launch_worlds(src, num_worlds, *params, scr, craftax_cuda_scratch_entries(num_envs), s,
+                                     "step_optimistic (resets)");
         if (rc) return rc;
     }
     for (int pass = 0; pass < (pool ? 1 : 2); pass++) {
         optimistic_take_kernel<<<grid_for_warps(num_envs), THREADS, 0, s>>>(
-            st, sorted, num_envs, num_worlds, reset_ratio, pool, key, *params, scr, pass, floors, reset_worlds);
+            st, sorted, num_envs, num_worlds, reset_ratio, pool, pass, reset_worlds);
         CUDA_TRY(cudaGetLastError(), "step_optimistic (resets)");
     }
     if (obs || obs_compact) {

@@ -33,6 +33,11 @@ extern "C" {
 int craftax_cuda_api_version(void);
 size_t craftax_cuda_state_size(void);
 size_t craftax_cuda_scratch_size(void);
+/* World-generation scratch entries (craftax_cuda_scratch_size() bytes each) that the calls
+ * taking `scratch` need for num_envs envs: min(num_envs, 16 x the warps the GPU runs at
+ * once), i.e. at most 67,584 on an H200 (5.1 GB) however many envs (API 5; before, an entry
+ * per env). craftax_cuda_generate_worlds_stream still takes an entry per world. */
+int64_t craftax_cuda_scratch_entries(int64_t num_envs);
 size_t craftax_cuda_params_size(void);
 int craftax_cuda_obs_size(void);
 /* Bytes of one compact obs record (reference_c/include/craftax/obs.h: 51 float32 scalars,
@@ -84,8 +89,8 @@ int craftax_cuda_step_autoreset(void *states, const int32_t *actions, const uint
                                 const CraftaxParams *params, float *obs, float *rewards, uint8_t *dones,
                                 uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements);
 
-/* The same calls with caller-owned scratch: craftax_cuda_scratch_size() bytes per env
- * (world-generation space, shared with spawn_mobs' arrays of the step kernels). */
+/* The same calls with caller-owned scratch: craftax_cuda_scratch_entries(num_envs) entries
+ * of craftax_cuda_scratch_size() bytes (world-generation space). */
 int craftax_cuda_step_with_keys_scratch(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
                                         const CraftaxParams *params, float *obs, float *rewards, uint8_t *dones,
                                         void *scratch);
@@ -152,7 +157,7 @@ int craftax_cuda_track_episodes(const float *rewards, const uint8_t *dones, cons
 /* Optimistic resets (reference_c/include/craftax/step.h: craftax_optimistic_keys; the C API's
  * craftax_step_optimistic): one step of Craftax_Baselines' OptimisticResetVecEnvWrapper.
  * `work` is device memory of craftax_cuda_optimistic_work_size(num_envs) bytes, `scratch`
- * num_envs world-generation scratch entries. craftax_cuda_step_optimistic_ex: `key` (uint32
+ * craftax_cuda_scratch_entries(num_envs) world-generation scratch entries. craftax_cuda_step_optimistic_ex: `key` (uint32
  * [2]) is a HOST pointer, synchronous, actions checked; the taken worlds are generated after
  * the step (only those). craftax_cuda_step_optimistic_stream: `key` is a DEVICE pointer,
  * enqueued on `stream` (graph-capturable), actions must be valid; with `worlds` (the step's

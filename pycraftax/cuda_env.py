@@ -94,7 +94,7 @@ def bind(path: Path):
     return ffi, ffi.dlopen(str(path))
 
 
-API_VERSION = 4  # cuda/craftax_cuda.cu: 4 added optimistic resets
+API_VERSION = 5  # cuda/craftax_cuda.cu: 4 added optimistic resets, 5 world-gen scratch by warp
 
 
 class _Lib:
@@ -441,7 +441,7 @@ class CudaCraftaxEnv:
     # name -> (dtype, per-env shape); allocated together, all or nothing.
     _BUFFERS = {
         "states": (np.uint8, (_state.STATE_SIZE,)),
-        "scratch": (np.uint8, None),  # craftax_cuda_scratch_size() bytes per env
+        "scratch": (np.uint8, None),  # the batch's world-gen scratch: scratch_bytes(num_envs)
         "obs": (np.float32, (OBS_SIZE,)),
         "reward": (np.float32, ()),
         "done": (np.bool_, ()),
@@ -494,15 +494,17 @@ class CudaCraftaxEnv:
 
     @classmethod
     def bytes_per_env(cls, obs: str = "float") -> int:
-        """Device memory the env's buffers take per env (states, world-gen scratch, obs, ...)."""
+        """Device memory the env's buffers take per env (state, obs, ...), besides the
+        batch's world-generation scratch (scratch_bytes)."""
+        return sum(int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+                   for dtype, shape in cls._buffer_specs(obs).values() if shape is not None)
+
+    @staticmethod
+    def scratch_bytes(num_envs: int) -> int:
+        """The batch's world-generation scratch: an entry per warp the GPU runs at once
+        (75 KB each, at most 4,224 on an H200), not per env."""
         lib = load()
-        total = 0
-        for name, (dtype, shape) in cls._buffer_specs(obs).items():
-            if shape is None:
-                total += int(lib.lib.craftax_cuda_scratch_size())
-            else:
-                total += int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-        return total
+        return int(lib.lib.craftax_cuda_scratch_entries(num_envs)) * int(lib.lib.craftax_cuda_scratch_size())
 
     def _allocate(self) -> None:
         lib, n = self._lib, self.num_envs
@@ -511,19 +513,20 @@ class CudaCraftaxEnv:
         sizes = []
         for name in names:
             dtype, shape = self._specs[name]
-            per_env = int(lib.lib.craftax_cuda_scratch_size()) if shape is None else int(
-                np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-            sizes.append(n * per_env)
+            sizes.append(self.scratch_bytes(n) if shape is None
+                         else n * int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize)
         if self.resets == "optimistic":  # the wrapper's order keys and sort space
             names.append("optimistic_work")
             sizes.append(int(lib.lib.craftax_cuda_optimistic_work_size(n)))
         need = sum(sizes)
         free, total = lib.mem_info()
         if need > free:
+            fixed = self.scratch_bytes(n)
             raise MemoryError(
                 f"backend='cuda': {n} envs need {need / 2**30:.2f} GiB of GPU memory "
-                f"({need // n} bytes per env) but only {free / 2**30:.2f} GiB of {total / 2**30:.2f} GiB are free "
-                f"on {lib.device_name}; use fewer envs (at most about {free // (need // n)})"
+                f"({(need - fixed) // n} bytes per env and {fixed / 2**30:.2f} GiB of world-generation scratch) "
+                f"but only {free / 2**30:.2f} GiB of {total / 2**30:.2f} GiB are free on {lib.device_name}; "
+                f"use fewer envs (at most about {max(free - fixed, 0) // ((need - fixed) // n)})"
             )
         ptrs = lib.ffi.new("void *[]", len(names))
         sizes_c = lib.ffi.new("size_t[]", sizes)
