@@ -5,7 +5,7 @@ over a sweep of batch sizes, and device memory per env; writes one JSON file.
         --num-envs 4096 16384 65536 262144 524288 max [--obs compact]
 
 "max" is the largest num_envs whose buffers fit in the GPU memory free after init (97% of it,
-by CudaCraftaxEnv.bytes_per_env). Each step's device time is split (CUDA events in the library,
+by CudaCraftaxEnv.bytes_per_env and .scratch_bytes). Each step's device time is split (CUDA events in the library,
 craftax_cuda_set_profiling) into the step kernel (game logic of every env), the obs kernel (the
 not-done envs' obs) and the reset kernel (world generation + obs of the done envs, overlapping
 the obs kernel); medians over the fresh and steady windows are reported.
