@@ -97,6 +97,11 @@ def bind(path: Path):
 API_VERSION = 5  # cuda/craftax_cuda.cu: 4 added optimistic resets, 5 world-gen scratch by warp
 
 
+def _row_bytes(dtype, shape: tuple) -> int:
+    """Bytes of one env's row of a buffer."""
+    return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+
+
 class _Lib:
     """The loaded library, its ffi and the selected device (loaded once per process)."""
 
@@ -496,8 +501,7 @@ class CudaCraftaxEnv:
     def bytes_per_env(cls, obs: str = "float") -> int:
         """Device memory the env's buffers take per env (state, obs, ...), besides the
         batch's world-generation scratch (scratch_bytes)."""
-        return sum(int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-                   for dtype, shape in cls._buffer_specs(obs).values() if shape is not None)
+        return sum(_row_bytes(dtype, shape) for dtype, shape in cls._buffer_specs(obs).values() if shape is not None)
 
     @staticmethod
     def scratch_bytes(num_envs: int) -> int:
@@ -513,8 +517,7 @@ class CudaCraftaxEnv:
         sizes = []
         for name in names:
             dtype, shape = self._specs[name]
-            sizes.append(self.scratch_bytes(n) if shape is None
-                         else n * int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize)
+            sizes.append(self.scratch_bytes(n) if shape is None else n * _row_bytes(dtype, shape))
         if self.resets == "optimistic":  # the wrapper's order keys and sort space
             names.append("optimistic_work")
             sizes.append(int(lib.lib.craftax_cuda_optimistic_work_size(n)))
