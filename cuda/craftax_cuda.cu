@@ -239,6 +239,16 @@ __global__ void step_kernel(CraftaxState *states, const int32_t *actions, const 
     if (dones) dones[i] = done;
 }
 
+/* An env's row of final_achievements: the stepped state's achievements where it ended, zeros
+ * elsewhere, written once (the step kernels used to let the step copy all 67 bytes and then
+ * zero them for the envs that did not end: two strided byte passes). */
+static __device__ __forceinline__ void write_final_achievements(uint8_t *row, const CraftaxState *s, int done) {
+    if (done)
+        memcpy(row, s->achievements, CRAFTAX_NUM_ACHIEVEMENTS);
+    else
+        memset(row, 0, CRAFTAX_NUM_ACHIEVEMENTS);
+}
+
 /* Auto-reset, kernel A: the step part of craftax_step_autoreset_one for envs
  * [base, base + n) without its obs (craftax_autoreset_step_only); done_flags[i] says
  * whether env i is done, and the done ones are appended to done_list[base ...] through
@@ -270,7 +280,7 @@ __global__ void autoreset_step_kernel(CraftaxState *states, const int32_t *actio
     const CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
     uint8_t done = 0, term = 0;
     uint8_t *ach = final_achievements ? final_achievements + i * CRAFTAX_NUM_ACHIEVEMENTS : NULL;
-    const float r = craftax_autoreset_step_only_lanes(&states[i], key, actions[i], &params, &done, &term, ach, lane,
+    const float r = craftax_autoreset_step_only_lanes(&states[i], key, actions[i], &params, &done, &term, NULL, lane,
                                                       LPE, shares_scans<LPE>(j, n));
     if (lane != 0) return;
     done_flags[i] = done;
@@ -278,7 +288,7 @@ __global__ void autoreset_step_kernel(CraftaxState *states, const int32_t *actio
     if (dones) dones[i] = done;
     if (terminated) terminated[i] = (uint8_t)(done && term);
     if (truncated) truncated[i] = (uint8_t)(done && !term);
-    if (ach && !done) memset(ach, 0, CRAFTAX_NUM_ACHIEVEMENTS);
+    if (ach) write_final_achievements(ach, &states[i], done);
     if (done) done_list[base + atomicAdd(done_count, 1)] = (int32_t)i;
 }
 
@@ -448,13 +458,13 @@ __global__ void optimistic_step_kernel(CraftaxState *states, const int32_t *acti
     uint8_t done = 0, term = 0;
     uint8_t *ach = final_achievements ? final_achievements + i * CRAFTAX_NUM_ACHIEVEMENTS : NULL;
     const float r = craftax_step_env_ending_lanes(&states[i], craftax_split_at(step_parent, (uint32_t)i), actions[i],
-                                                  &params, &done, &term, ach, lane, LPE, shares_scans<LPE>(i, num_envs));
+                                                  &params, &done, &term, NULL, lane, LPE, shares_scans<LPE>(i, num_envs));
     if (lane != 0) return;
     if (rewards) rewards[i] = r;
     dones[i] = done;
     if (terminated) terminated[i] = (uint8_t)(done && term);
     if (truncated) truncated[i] = (uint8_t)(done && !term);
-    if (ach && !done) memset(ach, 0, CRAFTAX_NUM_ACHIEVEMENTS);
+    if (ach) write_final_achievements(ach, &states[i], done);
     order[i] = craftax_optimistic_order_key(choice_key, (uint32_t)i, done);
 }
 

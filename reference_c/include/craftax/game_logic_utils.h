@@ -212,10 +212,20 @@ static inline CRAFTAX_HD void craftax_attack_mob_class(CraftaxState *state, cons
     const float damage = craftax_get_damage(damage_vector, CRAFTAX_MOB_TYPE_DEFENSE_MAPPING[type][mob_class_index]);
     m.health[t] = m.health[t] + (-damage * (attacking ? 1.0f : 0.0f));
     const int old_mask = m.mask[t];
-    for (int k = 0; k < CRAFTAX_NUM_LEVELS * m.n; k++) m.mask[k] = (uint8_t)(m.health[k] > 0.0f && m.mask[k]);
+    /* mask = health > 0 & mask on every level. The update_mobs projectile scan calls this 18
+     * times a step, and on the GPU these strided byte stores and float loads were half of the
+     * step kernel's excess memory sectors (NOTES v8 profile): so health is read only where the
+     * mask is set and only entries whose value changes are written (same values, 0/1
+     * normalised as upstream's bool). */
+    for (int k = 0; k < CRAFTAX_NUM_LEVELS * m.n; k++) {
+        if (!m.mask[k]) continue;
+        const uint8_t alive = (uint8_t)(m.health[k] > 0.0f);
+        if (m.mask[k] != alive) m.mask[k] = alive;
+    }
     const int killed = old_mask && !m.mask[t];
     const int32_t ach = CRAFTAX_MOB_ACHIEVEMENT_MAP[mob_class_index][craftax_jread(m.type_id[t], 8)];
-    state->achievements[ach] = (uint8_t)(state->achievements[ach] || (killed && can_get_achievement));
+    const uint8_t got = (uint8_t)(state->achievements[ach] || (killed && can_get_achievement));
+    if (state->achievements[ach] != got) state->achievements[ach] = got;
     *did_kill_mob = killed;
     *is_attacking_mob = attacking;
 }
