@@ -17,6 +17,9 @@ the whole module is skipped with the reason (which says "GPU").
 
 from __future__ import annotations
 
+import contextlib
+import os
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -116,6 +119,25 @@ def test_reset_states_equal(num_envs, data):
 
 
 # -- lockstep -------------------------------------------------------------------------------------
+# The step kernels' two layouts (the library picks one by batch size): a warp per env, or a
+# thread per env whose full warps share their envs' spawn scans.
+STEP_LAYOUTS = {"warp": "1000000", "thread": "0"}
+
+
+@contextlib.contextmanager
+def step_layout(layout: str):
+    """The library reads PYCRAFTAX_CUDA_WARP_STEP_MAX_ENVS at each call."""
+    old = os.environ.get("PYCRAFTAX_CUDA_WARP_STEP_MAX_ENVS")
+    os.environ["PYCRAFTAX_CUDA_WARP_STEP_MAX_ENVS"] = STEP_LAYOUTS[layout]
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["PYCRAFTAX_CUDA_WARP_STEP_MAX_ENVS"]
+        else:
+            os.environ["PYCRAFTAX_CUDA_WARP_STEP_MAX_ENVS"] = old
+
+
 @SETTINGS
 @given(
     seed=st.integers(0, 2**32 - 1),
@@ -123,20 +145,23 @@ def test_reset_states_equal(num_envs, data):
     stream=st.integers(0, 2**32 - 1),
     max_timesteps=st.sampled_from([5, 17, 40, 100000]),
     kill=st.floats(0.0, 0.5),
+    layout=st.sampled_from(sorted(STEP_LAYOUTS)),
 )
-def test_lockstep_autoreset(seed, num_envs, stream, max_timesteps, kill):
+def test_lockstep_autoreset(seed, num_envs, stream, max_timesteps, kill, layout):
     """env.step on both backends from the same seed and actions; short time limits (truncated)
-    and injected deaths (player_health 0 -> terminated) make both auto-reset paths run."""
+    and injected deaths (player_health 0 -> terminated) make both auto-reset paths run; either
+    step layout."""
     steps = 24
     c, g = make_pair(num_envs, seed=seed, max_timesteps=max_timesteps)
     c.reset(seed=seed)
     g.reset(seed=seed)
     rng = np.random.default_rng(stream)
     actions = rng.integers(0, 43, size=(steps, num_envs)).astype(np.int32)
-    for t in range(steps):
-        if t == 3 and kill > 0:
-            kill_some((c, g), rng, kill)
-        step_pair(t, c, g, actions[t])
+    with step_layout(layout):
+        for t in range(steps):
+            if t == 3 and kill > 0:
+                kill_some((c, g), rng, kill)
+            step_pair(t, c, g, actions[t])
     g.close()
 
 
@@ -219,8 +244,7 @@ def test_warp_and_thread_step_paths(resets, despawn, monkeypatch):
     leave the last warp half empty, which scans alone), step like the C reference, every leaf
     every step; despawn 40 makes box rows wider than a warp (two ballots a row)."""
     kw = dict(num_envs=112, seed=5, max_timesteps=25, mob_despawn_distance=despawn, resets=resets)
-    lockstep_layouts(kw, "PYCRAFTAX_CUDA_WARP_STEP_MAX_ENVS", {"warp": "1000000", "thread": "0"}, 60, 5,
-                     monkeypatch, kill_every=9)
+    lockstep_layouts(kw, "PYCRAFTAX_CUDA_WARP_STEP_MAX_ENVS", STEP_LAYOUTS, 60, 5, monkeypatch, kill_every=9)
 
 
 @pytest.mark.parametrize("resets", ["auto", "optimistic"])

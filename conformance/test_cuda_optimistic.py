@@ -21,7 +21,7 @@ if not pycraftax.cuda_available():
     pytest.skip("no usable CUDA backend (GPU, driver or libcraftax_cuda.so)", allow_module_level=True)
 
 from pycraftax import cuda_env  # noqa: E402
-from conformance.test_cuda import host, kill_some, step_pair  # noqa: E402
+from conformance.test_cuda import STEP_LAYOUTS, host, kill_some, step_layout, step_pair  # noqa: E402
 
 pytestmark = pytest.mark.cuda
 ENV_ID = "Craftax-Symbolic-v1"
@@ -30,8 +30,9 @@ SETTINGS = settings(max_examples=max(FEW_EXAMPLES, 4), deadline=None, suppress_h
 
 @SETTINGS
 @given(seed=st.integers(0, 2**32 - 1), worlds=st.integers(1, 9), ratio=st.sampled_from([1, 2, 4, 7, 16]),
-       stream=st.integers(0, 2**32 - 1), max_timesteps=st.sampled_from([5, 13, 100000]), kill=st.floats(0.0, 0.6))
-def test_optimistic_lockstep(seed, worlds, ratio, stream, max_timesteps, kill):
+       stream=st.integers(0, 2**32 - 1), max_timesteps=st.sampled_from([5, 13, 100000]), kill=st.floats(0.0, 0.6),
+       layout=st.sampled_from(sorted(STEP_LAYOUTS)))
+def test_optimistic_lockstep(seed, worlds, ratio, stream, max_timesteps, kill, layout):
     num_envs = worlds * ratio
     kw = dict(num_envs=num_envs, seed=seed, max_timesteps=max_timesteps, resets="optimistic", reset_ratio=ratio)
     c = pycraftax.make(ENV_ID, backend="c", **kw)
@@ -39,11 +40,12 @@ def test_optimistic_lockstep(seed, worlds, ratio, stream, max_timesteps, kill):
     c.reset(seed=seed)
     g.reset(seed=seed)
     rng = np.random.default_rng(stream)
-    for t in range(20):
-        if t % 6 == 2 and kill > 0:
-            kill_some((c, g), rng, kill)
-        actions = rng.integers(0, 43, size=num_envs).astype(np.int32)
-        step_pair(t, c, g, actions)
+    with step_layout(layout):
+        for t in range(20):
+            if t % 6 == 2 and kill > 0:
+                kill_some((c, g), rng, kill)
+            actions = rng.integers(0, 43, size=num_envs).astype(np.int32)
+            step_pair(t, c, g, actions)
     g.close()
 
 

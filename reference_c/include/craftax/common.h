@@ -97,6 +97,15 @@ static inline CRAFTAX_HD void craftax_lanes_sync(int lanes) {
 #endif
 }
 
+/* *p = v, left out where *p already is v. On a GPU every store dirties its 32-byte sector of
+ * the env's state, which then goes back to DRAM even when its bytes did not change; the
+ * step's map and mob_map writes land on scattered cells (update_plants rewrites all ten
+ * plant cells every step, each mob move two mob_map cells), so storing only changes cuts
+ * the write-back traffic. Same bytes either way. */
+static inline CRAFTAX_HD void craftax_store_u8(uint8_t *p, uint8_t v) {
+    if (*p != v) *p = v;
+}
+
 /* Minimum / maximum over the lanes with the comparison `y < x ? y : x` (exact; ties of
  * -0 and +0 may pick either, callers normalise the sign). */
 static inline CRAFTAX_HD float craftax_lanes_min_f32(float x, int lanes) {

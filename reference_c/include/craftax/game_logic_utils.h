@@ -248,7 +248,7 @@ static inline CRAFTAX_HD void craftax_attack_mob(CraftaxState *state, const int3
     const int l = state->player_level;
     const uint8_t old = craftax_read_level_map(&state->mob_map[l][0][0], position);
     const int32_t w0 = craftax_jwrite(position[0], CRAFTAX_MAP_SIZE), w1 = craftax_jwrite(position[1], CRAFTAX_MAP_SIZE);
-    if (w0 >= 0 && w1 >= 0) state->mob_map[l][w0][w1] = (uint8_t)(old && !killed);
+    if (w0 >= 0 && w1 >= 0) craftax_store_u8(&state->mob_map[l][w0][w1], (uint8_t)(old && !killed));
     state->monsters_killed[l] += killed_monster;
     *did_attack_mob = attacked;
     *did_kill_mob = killed;

@@ -241,7 +241,7 @@ static inline CRAFTAX_HD void craftax_do_action(CraftaxState *state, CraftaxKey 
 
     const int ok = craftax_in_bounds(state, bp) && !did_attack_mob;
     if (ok) {
-        state->map[l][bp[0]][bp[1]] = (uint8_t)new_block;
+        craftax_store_u8(&state->map[l][bp[0]][bp[1]], (uint8_t)new_block);
         state->inventory = inv;
         state->player_drink = new_drink;
         state->player_thirst = new_thirst;

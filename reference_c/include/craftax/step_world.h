@@ -43,7 +43,7 @@ static inline CRAFTAX_HD uint8_t craftax_sw_map_read(const uint8_t m[CRAFTAX_MAP
 static inline CRAFTAX_HD void craftax_sw_map_write(uint8_t m[CRAFTAX_MAP_SIZE][CRAFTAX_MAP_SIZE], int32_t x, int32_t y,
                                                    uint8_t v) {
     int32_t wx = craftax_sw_write_idx(x, CRAFTAX_MAP_SIZE), wy = craftax_sw_write_idx(y, CRAFTAX_MAP_SIZE);
-    if (wx >= 0 && wy >= 0) m[wx][wy] = v;
+    if (wx >= 0 && wy >= 0) craftax_store_u8(&m[wx][wy], v);
 }
 
 static inline CRAFTAX_HD int32_t craftax_sw_abs(int32_t x) { return x < 0 ? -x : x; }
