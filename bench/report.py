@@ -92,12 +92,13 @@ def _same_run_upstream(d: dict, upstream_files: list[Path]) -> tuple[Path, dict]
     when = _utc_seconds(d.get("time_utc"))
     if when is None:
         return None
+    best = None  # the nearest in time, when several calls ran within the window
     for path in upstream_files:
         u = json.loads(path.read_text())
         other = _utc_seconds(u.get("time_utc"))
-        if other is not None and abs(other - when) <= 1800:
-            return path, u
-    return None
+        if other is not None and abs(other - when) <= 1800 and (best is None or abs(other - when) < best[0]):
+            best = (abs(other - when), path, u)
+    return best[1:] if best else None
 
 
 UPSTREAM_MODES = (("auto", "official env.step"), ("optimistic", "optimistic reset"),

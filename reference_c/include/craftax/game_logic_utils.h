@@ -191,10 +191,21 @@ static inline CRAFTAX_HD int craftax_is_near_block(const CraftaxState *state, in
 
 /* attack_mob_class(state, mobs=<class of state>, position, damage_vector,
  * can_get_achievement, mob_class_index): updates that class's mobs and the achievements
- * of `state` in place (upstream's callers store both back). */
+ * of `state` in place (upstream's callers store both back).
+ *
+ * Upstream sets mask = health > 0 & mask on all nine levels at every call. Within a step
+ * nothing else touches another level's mobs (the player's level is fixed once change_floor
+ * has run, and only its mobs move, fight and spawn), and that update is idempotent, so on
+ * the other levels only a step's first effective call changes anything. all_levels says
+ * whether this call may be that first one (craftax_attack_mob's callers: do_action, and the
+ * first call of the player-projectile scan, which every step makes); the other calls update
+ * the player's level only. Same state; the projectile scan makes 18 of these calls a step,
+ * and on a GPU their nine-level loops were the step kernel's largest source of memory
+ * traffic (NOTES v8 profile, v9). */
 static inline CRAFTAX_HD void craftax_attack_mob_class(CraftaxState *state, const int32_t position[2],
                                                        const float damage_vector[3], int can_get_achievement,
-                                                       int mob_class_index, int *did_kill_mob, int *is_attacking_mob) {
+                                                       int mob_class_index, int all_levels, int *did_kill_mob,
+                                                       int *is_attacking_mob) {
     CraftaxMobsRef m = craftax_mobs_ref(state, mob_class_index);
     const int l = state->player_level;
     int target = -1;
@@ -217,7 +228,8 @@ static inline CRAFTAX_HD void craftax_attack_mob_class(CraftaxState *state, cons
      * step kernel's excess memory sectors (NOTES v8 profile): so health is read only where the
      * mask is set and only entries whose value changes are written (same values, 0/1
      * normalised as upstream's bool). */
-    for (int k = 0; k < CRAFTAX_NUM_LEVELS * m.n; k++) {
+    const int k_end = all_levels ? CRAFTAX_NUM_LEVELS * m.n : (l + 1) * m.n;
+    for (int k = all_levels ? 0 : l * m.n; k < k_end; k++) {
         if (!m.mask[k]) continue;
         const uint8_t alive = (uint8_t)(m.health[k] > 0.0f);
         if (m.mask[k] != alive) m.mask[k] = alive;
@@ -230,18 +242,21 @@ static inline CRAFTAX_HD void craftax_attack_mob_class(CraftaxState *state, cons
     *is_attacking_mob = attacking;
 }
 
-/* attack_mob(state, position, damage_vector, can_eat) -> (state, did_attack_mob, did_kill_mob). */
+/* attack_mob(state, position, damage_vector, can_eat) -> (state, did_attack_mob, did_kill_mob).
+ * all_levels: see craftax_attack_mob_class. */
 static inline CRAFTAX_HD void craftax_attack_mob(CraftaxState *state, const int32_t position[2],
-                                                 const float damage_vector[3], int can_eat, int *did_attack_mob,
-                                                 int *did_kill_mob) {
+                                                 const float damage_vector[3], int can_eat, int all_levels,
+                                                 int *did_attack_mob, int *did_kill_mob) {
     int kill_melee, att_melee, kill_passive, att_passive, kill_ranged, att_ranged;
-    craftax_attack_mob_class(state, position, damage_vector, 1, MOB_CLASS_MELEE, &kill_melee, &att_melee);
-    craftax_attack_mob_class(state, position, damage_vector, can_eat, MOB_CLASS_PASSIVE, &kill_passive, &att_passive);
+    craftax_attack_mob_class(state, position, damage_vector, 1, MOB_CLASS_MELEE, all_levels, &kill_melee, &att_melee);
+    craftax_attack_mob_class(state, position, damage_vector, can_eat, MOB_CLASS_PASSIVE, all_levels, &kill_passive,
+                             &att_passive);
     if (kill_passive && can_eat) {
         state->player_food = craftax_min_i32(craftax_get_max_food(state), state->player_food + 6);
         state->player_hunger = 0.0f;
     }
-    craftax_attack_mob_class(state, position, damage_vector, 1, MOB_CLASS_RANGED, &kill_ranged, &att_ranged);
+    craftax_attack_mob_class(state, position, damage_vector, 1, MOB_CLASS_RANGED, all_levels, &kill_ranged,
+                             &att_ranged);
     const int attacked = att_melee || att_passive || att_ranged;
     const int killed_monster = kill_melee || kill_ranged;
     const int killed = killed_monster || kill_passive;

@@ -51,11 +51,12 @@ static inline CRAFTAX_HD int32_t craftax_sw_sign(int32_t x) { return (x > 0) - (
 
 /* ---- adapters over game_logic_utils.h ---------------------------------------------- */
 
-/* attack_mob(state, position, damage_vector, can_eat) -> did_attack_mob. */
+/* attack_mob(state, position, damage_vector, can_eat) -> did_attack_mob (all_levels: see
+ * craftax_attack_mob_class). */
 static inline CRAFTAX_HD int craftax_sw_attack_mob(CraftaxState *s, const int32_t pos[2], const float dmg[3],
-                                                   int can_eat) {
+                                                   int can_eat, int all_levels) {
     int did_attack, did_kill;
-    craftax_attack_mob(s, pos, dmg, can_eat, &did_attack, &did_kill);
+    craftax_attack_mob(s, pos, dmg, can_eat, all_levels, &did_attack, &did_kill);
     return did_attack;
 }
 
@@ -313,9 +314,9 @@ static inline CRAFTAX_HD void craftax_sw_move_player_projectile(CraftaxState *s,
     const int inb = craftax_in_bounds(s, prop);
     const int in_wall = craftax_sw_projectile_in_wall(s, prop);
 
-    int did0 = craftax_sw_attack_mob(s, pos, dmg, 0);
+    int did0 = craftax_sw_attack_mob(s, pos, dmg, 0, i == 0); /* a step's first effective attack_mob */
     for (int c = 0; c < 3; c++) dmg[c] = dmg[c] * (float)(1 - did0);
-    int did1 = craftax_sw_attack_mob(s, prop, dmg, 0);
+    int did1 = craftax_sw_attack_mob(s, prop, dmg, 0, 0);
     const int did = did0 || did1;
     const int cont = inb && !in_wall && !did;
     s->player_projectiles.position[L][i][0] = prop[0];
