@@ -223,21 +223,16 @@ static inline CRAFTAX_HD void craftax_attack_mob_class(CraftaxState *state, cons
     const float damage = craftax_get_damage(damage_vector, CRAFTAX_MOB_TYPE_DEFENSE_MAPPING[type][mob_class_index]);
     m.health[t] = m.health[t] + (-damage * (attacking ? 1.0f : 0.0f));
     const int old_mask = m.mask[t];
-    /* mask = health > 0 & mask on every level. The update_mobs projectile scan calls this 18
-     * times a step, and on the GPU these strided byte stores and float loads were half of the
-     * step kernel's excess memory sectors (NOTES v8 profile): so health is read only where the
-     * mask is set and only entries whose value changes are written (same values, 0/1
-     * normalised as upstream's bool). */
+    /* mask = health > 0 & mask (on the levels all_levels says). On the GPU these strided byte
+     * stores and float loads were half of the step kernel's excess memory sectors (NOTES v8
+     * profile): so health is read only where the mask is set and only changed entries are
+     * stored (same values, 0/1 normalised as upstream's bool). */
     const int k_end = all_levels ? CRAFTAX_NUM_LEVELS * m.n : (l + 1) * m.n;
-    for (int k = all_levels ? 0 : l * m.n; k < k_end; k++) {
-        if (!m.mask[k]) continue;
-        const uint8_t alive = (uint8_t)(m.health[k] > 0.0f);
-        if (m.mask[k] != alive) m.mask[k] = alive;
-    }
+    for (int k = all_levels ? 0 : l * m.n; k < k_end; k++)
+        if (m.mask[k]) craftax_store_u8(&m.mask[k], (uint8_t)(m.health[k] > 0.0f));
     const int killed = old_mask && !m.mask[t];
     const int32_t ach = CRAFTAX_MOB_ACHIEVEMENT_MAP[mob_class_index][craftax_jread(m.type_id[t], 8)];
-    const uint8_t got = (uint8_t)(state->achievements[ach] || (killed && can_get_achievement));
-    if (state->achievements[ach] != got) state->achievements[ach] = got;
+    craftax_store_u8(&state->achievements[ach], (uint8_t)(state->achievements[ach] || (killed && can_get_achievement)));
     *did_kill_mob = killed;
     *is_attacking_mob = attacking;
 }
