@@ -328,7 +328,7 @@ static inline CRAFTAX_HD void craftax_place_block(CraftaxState *state, int32_t a
 
 static inline CRAFTAX_HD int craftax_player_projectile_count(const CraftaxState *state) {
     int n = 0;
-    for (int i = 0; i < CRAFTAX_MAX_PLAYER_PROJECTILES; i++) n += state->player_projectiles.mask[state->player_level][i] != 0;
+    for (int i = 0; i < CRAFTAX_MAX_PLAYER_PROJECTILES; i++) n += state->mobs[state->player_level].player_projectiles.mask[i] != 0;
     return n;
 }
 
