@@ -263,9 +263,9 @@ static inline CRAFTAX_HD void craftax_attack_mob(CraftaxState *state, const int3
     const int killed_monster = kill_melee || kill_ranged;
     const int killed = killed_monster || kill_passive;
     const int l = state->player_level;
-    const uint8_t old = craftax_read_level_map(&state->mob_map[l][0][0], position);
+    /* upstream: mob_map[position] = mob_map[position] & !killed; only a kill changes it */
     const int32_t w0 = craftax_jwrite(position[0], CRAFTAX_MAP_SIZE), w1 = craftax_jwrite(position[1], CRAFTAX_MAP_SIZE);
-    if (w0 >= 0 && w1 >= 0) craftax_store_u8(&state->mob_map[l][w0][w1], (uint8_t)(old && !killed));
+    if (killed && w0 >= 0 && w1 >= 0) craftax_store_u8(&state->mob_map[l][w0][w1], 0);
     state->monsters_killed[l] += killed_monster;
     *did_attack_mob = attacked;
     *did_kill_mob = killed;

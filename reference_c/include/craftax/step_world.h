@@ -85,14 +85,15 @@ static inline CRAFTAX_HD void craftax_sw_toward_player(const CraftaxState *s, co
 }
 
 /* The mob_map bookkeeping at the end of every mob move: clear the old cell if alive, set
- * the new one if alive and not despawning. */
+ * the new one if alive and not despawning. Upstream writes mob_map[old] & !old_mask, then
+ * mob_map[new] | new_mask: where the mask is 0 each write stores the cell's own value (a
+ * write that is not dropped reads the same cell), so only the live cases store, and no
+ * cell is read (a dead slot's stale cells were two scattered reads a step each). */
 static inline CRAFTAX_HD void craftax_sw_move_mob_map(CraftaxState *s, const int32_t old_pos[2], uint8_t old_mask,
                                                       const int32_t new_pos[2], uint8_t new_mask) {
     uint8_t(*mm)[CRAFTAX_MAP_SIZE] = s->mob_map[s->player_level];
-    uint8_t v = craftax_sw_map_read(mm, old_pos[0], old_pos[1]) && !old_mask;
-    craftax_sw_map_write(mm, old_pos[0], old_pos[1], v);
-    v = craftax_sw_map_read(mm, new_pos[0], new_pos[1]) || new_mask;
-    craftax_sw_map_write(mm, new_pos[0], new_pos[1], v);
+    if (old_mask) craftax_sw_map_write(mm, old_pos[0], old_pos[1], 0);
+    if (new_mask) craftax_sw_map_write(mm, new_pos[0], new_pos[1], 1);
 }
 
 static inline CRAFTAX_HD int32_t craftax_sw_manhattan_to_player(const CraftaxState *s, const int32_t pos[2]) {
@@ -618,11 +619,12 @@ static inline CRAFTAX_HD void craftax_update_plants(CraftaxState *s) {
         s->growing_plants_age[i] = age;
         finished[i] = age >= 600;
     }
-    for (int i = 0; i < CRAFTAX_MAX_GROWING_PLANTS; i++) {
-        const int32_t x = s->growing_plants_positions[i][0], y = s->growing_plants_positions[i][1];
-        uint8_t b = finished[i] ? (uint8_t)BLOCK_RIPE_PLANT : craftax_sw_map_read(s->map[0], x, y);
-        craftax_sw_map_write(s->map[0], x, y, b);
-    }
+    /* upstream writes map[0][plant] = finished ? RIPE_PLANT : map[0][plant]; the unfinished
+     * plants' writes store the cell's own value (see craftax_sw_move_mob_map) */
+    for (int i = 0; i < CRAFTAX_MAX_GROWING_PLANTS; i++)
+        if (finished[i])
+            craftax_sw_map_write(s->map[0], s->growing_plants_positions[i][0], s->growing_plants_positions[i][1],
+                                 (uint8_t)BLOCK_RIPE_PLANT);
 }
 
 /* ---- update_player_intrinsics -------------------------------------------------------- */
