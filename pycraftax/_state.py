@@ -32,10 +32,13 @@ class Leaf:
     shape: tuple[int, ...]
     min_value: int
     max_value: int
+    level_stride: int  # 0, or the byte step of dim 0 (a level) in the per-level mob records
 
     def view(self, states: np.ndarray) -> np.ndarray:
         """This leaf of every env, as a strided view into the state buffer [N, state_size]."""
         inner = np.empty(self.shape, dtype=self.storage).strides
+        if self.level_stride:
+            inner = (self.level_stride,) + inner[1:]
         return np.ndarray(
             shape=(states.shape[0],) + self.shape,
             dtype=self.storage,
@@ -58,6 +61,7 @@ def _load_leaves() -> tuple[Leaf, ...]:
                 shape=tuple(int(c.shape[k]) for k in range(c.ndim)),
                 min_value=int(c.min_value),
                 max_value=int(c.max_value),
+                level_stride=int(c.level_stride),
             )
         )
     return tuple(leaves)

@@ -708,6 +708,8 @@ class CudaCraftaxEnv:
     def _read_leaf(self, name: str) -> np.ndarray:
         """One leaf of every env, copied from the device with one strided copy."""
         leaf, lib = _state.LEAF_BY_NAME[name], self._lib
+        if leaf.level_stride:  # spread over the per-level mob records: not one run per env
+            return leaf.view(self._host_states()).copy()
         out = np.empty((self.num_envs,) + leaf.shape, dtype=leaf.storage)
         row = out.nbytes // max(self.num_envs, 1)
         src = lib.ffi.cast("char *", self._buffers["states"].ptr) + leaf.offset

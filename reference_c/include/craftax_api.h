@@ -41,6 +41,8 @@ typedef struct {
     int32_t shape[4];
     int32_t min_value;     /* inclusive domain of integer leaves, for set_state validation */
     int32_t max_value;
+    int32_t level_stride;  /* 0: the leaf is one C-order array; else its dim 0 (the level) steps
+                              this many bytes and the rest is C-order (the per-level mob records) */
 } CraftaxLeaf;
 
 int craftax_api_version(void);

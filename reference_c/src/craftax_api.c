@@ -28,13 +28,17 @@ int craftax_obs_size(void) { return CRAFTAX_OBS_SIZE; }
 #define L CRAFTAX_NUM_LEVELS
 #define M CRAFTAX_MAP_SIZE
 #define LEAF(name, member, storage, dtype, ndim, s0, s1, s2, lo, hi) \
-    {name, (uint32_t)offsetof(CraftaxState, member), storage, dtype, ndim, {s0, s1, s2, 0}, lo, hi}
-#define MOBS(prefix, member, n, pos_lo, pos_hi)                                                  \
-    LEAF(prefix ".position", member.position, I32, I32, 3, L, n, 2, pos_lo, pos_hi),             \
-        LEAF(prefix ".health", member.health, F32, F32, 2, L, n, 0, 0, 0),                       \
-        LEAF(prefix ".mask", member.mask, U8, BOOL, 2, L, n, 0, 0, 1),                           \
-        LEAF(prefix ".attack_cooldown", member.attack_cooldown, I32, I32, 2, L, n, 0, INT_MIN, INT_MAX),      \
-        LEAF(prefix ".type_id", member.type_id, I32, I32, 2, L, n, 0, 0, CRAFTAX_NUM_MOB_TYPES - 1)
+    {name, (uint32_t)offsetof(CraftaxState, member), storage, dtype, ndim, {s0, s1, s2, 0}, lo, hi, 0}
+/* A [level][...] leaf kept inside the per-level mob records (state.h: CraftaxLevelMobs). */
+#define LEVEL_LEAF(name, member, storage, dtype, ndim, s1, s2, lo, hi)                                       \
+    {name, (uint32_t)offsetof(CraftaxState, mobs[0].member), storage, dtype, ndim, {L, s1, s2, 0}, lo, hi, \
+     (int32_t)sizeof(CraftaxLevelMobs)}
+#define MOBS(prefix, member, n, pos_lo, pos_hi)                                                              \
+    LEVEL_LEAF(prefix ".position", member.position, I32, I32, 3, n, 2, pos_lo, pos_hi),                      \
+        LEVEL_LEAF(prefix ".health", member.health, F32, F32, 2, n, 0, 0, 0),                                \
+        LEVEL_LEAF(prefix ".mask", member.mask, U8, BOOL, 2, n, 0, 0, 1),                                    \
+        LEVEL_LEAF(prefix ".attack_cooldown", member.attack_cooldown, I32, I32, 2, n, 0, INT_MIN, INT_MAX),  \
+        LEVEL_LEAF(prefix ".type_id", member.type_id, I32, I32, 2, n, 0, 0, CRAFTAX_NUM_MOB_TYPES - 1)
 #define INV(name, lo, hi) LEAF("inventory." #name, inventory.name, I32, I32, 0, 0, 0, 0, lo, hi)
 
 /* Leaves in upstream EnvState field order. Integer domains are what set_state accepts:
@@ -88,10 +92,11 @@ static const CraftaxLeaf LEAVES[] = {
     MOBS("passive_mobs", passive_mobs, CRAFTAX_MAX_PASSIVE_MOBS, 0, M - 1),
     MOBS("ranged_mobs", ranged_mobs, CRAFTAX_MAX_RANGED_MOBS, 0, M - 1),
     MOBS("mob_projectiles", mob_projectiles, CRAFTAX_MAX_MOB_PROJECTILES, INT_MIN, INT_MAX),
-    LEAF("mob_projectile_directions", mob_projectile_directions, I32, I32, 3, L, CRAFTAX_MAX_MOB_PROJECTILES, 2, -1, 1),
+    LEVEL_LEAF("mob_projectile_directions", mob_projectile_directions, I32, I32, 3, CRAFTAX_MAX_MOB_PROJECTILES, 2, -1,
+               1),
     MOBS("player_projectiles", player_projectiles, CRAFTAX_MAX_PLAYER_PROJECTILES, INT_MIN, INT_MAX),
-    LEAF("player_projectile_directions", player_projectile_directions, I32, I32, 3, L, CRAFTAX_MAX_PLAYER_PROJECTILES,
-         2, -1, 1),
+    LEVEL_LEAF("player_projectile_directions", player_projectile_directions, I32, I32, 3,
+               CRAFTAX_MAX_PLAYER_PROJECTILES, 2, -1, 1),
     LEAF("growing_plants_positions", growing_plants_positions, I32, I32, 2, CRAFTAX_MAX_GROWING_PLANTS, 2, 0, 0, M - 1),
     LEAF("growing_plants_age", growing_plants_age, I32, I32, 1, CRAFTAX_MAX_GROWING_PLANTS, 0, 0, 0, INT_MAX),
     LEAF("growing_plants_mask", growing_plants_mask, U8, BOOL, 1, CRAFTAX_MAX_GROWING_PLANTS, 0, 0, 0, 1),

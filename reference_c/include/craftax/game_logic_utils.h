@@ -42,11 +42,11 @@ static inline CRAFTAX_HD uint8_t craftax_read_level_map(const uint8_t *level_map
     return level_map[craftax_jread(pos[0], CRAFTAX_MAP_SIZE) * CRAFTAX_MAP_SIZE + craftax_jread(pos[1], CRAFTAX_MAP_SIZE)];
 }
 
-/* Pointers to one mob class of the state, flat over [level][slot]. */
+/* Pointers to one mob class on one level (CraftaxLevelMobs), [slot]. */
 typedef struct {
-    int32_t *position; /* [9][n][2] */
-    float *health;     /* [9][n] */
-    uint8_t *mask;     /* [9][n] */
+    int32_t *position; /* [n][2] */
+    float *health;     /* [n] */
+    uint8_t *mask;     /* [n] */
     int32_t *attack_cooldown;
     int32_t *type_id;
     int n;
@@ -56,15 +56,15 @@ typedef struct {
  * projectiles (not upstream indices; only for this accessor). */
 enum { CRAFTAX_MOBS_MOB_PROJECTILES = 3, CRAFTAX_MOBS_PLAYER_PROJECTILES = 4 };
 
-static inline CRAFTAX_HD CraftaxMobsRef craftax_mobs_ref(CraftaxState *s, int which) {
+static inline CRAFTAX_HD CraftaxMobsRef craftax_mobs_ref(CraftaxState *s, int which, int level) {
     CraftaxMobsRef r;
-#define CRAFTAX_MOBS_REF_(M, N)                      \
-    /* pointers to the whole [level][slot] arrays, walked flat */ \
-    r.position = (int32_t *)&s->M.position;          \
-    r.health = (float *)&s->M.health;                \
-    r.mask = (uint8_t *)&s->M.mask;                  \
-    r.attack_cooldown = (int32_t *)&s->M.attack_cooldown; \
-    r.type_id = (int32_t *)&s->M.type_id;            \
+    CraftaxLevelMobs *lm = &s->mobs[level];
+#define CRAFTAX_MOBS_REF_(M, N)                   \
+    r.position = &lm->M.position[0][0];           \
+    r.health = lm->M.health;                      \
+    r.mask = lm->M.mask;                          \
+    r.attack_cooldown = lm->M.attack_cooldown;    \
+    r.type_id = lm->M.type_id;                    \
     r.n = N;
     switch (which) {
     case MOB_CLASS_PASSIVE: CRAFTAX_MOBS_REF_(passive_mobs, CRAFTAX_MAX_PASSIVE_MOBS) break;
@@ -206,30 +206,35 @@ static inline CRAFTAX_HD void craftax_attack_mob_class(CraftaxState *state, cons
                                                        const float damage_vector[3], int can_get_achievement,
                                                        int mob_class_index, int all_levels, int *did_kill_mob,
                                                        int *is_attacking_mob) {
-    CraftaxMobsRef m = craftax_mobs_ref(state, mob_class_index);
     const int l = state->player_level;
+    CraftaxMobsRef m = craftax_mobs_ref(state, mob_class_index, l);
     int target = -1;
     for (int i = 0; i < m.n; i++) {
-        const int32_t *p = &m.position[(l * m.n + i) * 2];
-        if (p[0] == position[0] && p[1] == position[1] && m.mask[l * m.n + i]) {
+        const int32_t *p = &m.position[i * 2];
+        if (p[0] == position[0] && p[1] == position[1] && m.mask[i]) {
             target = i;
             break;
         }
     }
     const int attacking = target >= 0;
     if (target < 0) target = 0; /* argmax of all-false */
-    const int t = l * m.n + target;
+    const int t = target;
     const int32_t type = craftax_jread(m.type_id[t], 9);
     const float damage = craftax_get_damage(damage_vector, CRAFTAX_MOB_TYPE_DEFENSE_MAPPING[type][mob_class_index]);
     m.health[t] = m.health[t] + (-damage * (attacking ? 1.0f : 0.0f));
     const int old_mask = m.mask[t];
-    /* mask = health > 0 & mask (on the levels all_levels says). On the GPU these strided byte
-     * stores and float loads were half of the step kernel's excess memory sectors (NOTES v8
-     * profile): so health is read only where the mask is set and only changed entries are
-     * stored (same values, 0/1 normalised as upstream's bool). */
-    const int k_end = all_levels ? CRAFTAX_NUM_LEVELS * m.n : (l + 1) * m.n;
-    for (int k = all_levels ? 0 : l * m.n; k < k_end; k++)
-        if (m.mask[k]) craftax_store_u8(&m.mask[k], (uint8_t)(m.health[k] > 0.0f));
+    /* mask = health > 0 & mask on every level. The update_mobs projectile scan calls this 18
+     * times a step, and on the GPU these strided byte stores and float loads were half of the
+     * step kernel's excess memory sectors (NOTES v8 profile): so health is read only where the
+     * mask is set and only entries whose value changes are written (same values, 0/1
+     * normalised as upstream's bool). */
+    for (int level = all_levels ? 0 : l; level < (all_levels ? CRAFTAX_NUM_LEVELS : l + 1); level++) {
+        const CraftaxMobsRef r = craftax_mobs_ref(state, mob_class_index, level);
+        for (int k = 0; k < r.n; k++) {
+            if (!r.mask[k]) continue;
+            craftax_store_u8(&r.mask[k], (uint8_t)(r.health[k] > 0.0f));
+        }
+    }
     const int killed = old_mask && !m.mask[t];
     const int32_t ach = CRAFTAX_MOB_ACHIEVEMENT_MAP[mob_class_index][craftax_jread(m.type_id[t], 8)];
     craftax_store_u8(&state->achievements[ach], (uint8_t)(state->achievements[ach] || (killed && can_get_achievement)));
@@ -256,9 +261,9 @@ static inline CRAFTAX_HD void craftax_attack_mob(CraftaxState *state, const int3
     const int killed_monster = kill_melee || kill_ranged;
     const int killed = killed_monster || kill_passive;
     const int l = state->player_level;
-    const uint8_t old = craftax_read_level_map(&state->mob_map[l][0][0], position);
+    /* upstream: mob_map[position] = mob_map[position] & !killed; only a kill changes it */
     const int32_t w0 = craftax_jwrite(position[0], CRAFTAX_MAP_SIZE), w1 = craftax_jwrite(position[1], CRAFTAX_MAP_SIZE);
-    if (w0 >= 0 && w1 >= 0) craftax_store_u8(&state->mob_map[l][w0][w1], (uint8_t)(old && !killed));
+    if (killed && w0 >= 0 && w1 >= 0) craftax_store_u8(&state->mob_map[l][w0][w1], 0);
     state->monsters_killed[l] += killed_monster;
     *did_attack_mob = attacked;
     *did_kill_mob = killed;
@@ -272,20 +277,20 @@ static inline CRAFTAX_HD void craftax_spawn_projectile(CraftaxState *state, int 
                                                        const int32_t new_projectile_position[2],
                                                        int is_spawning_projectile, const int32_t direction[2],
                                                        int32_t projectile_type) {
-    CraftaxMobsRef m = craftax_mobs_ref(
-        state, is_player_projectile ? CRAFTAX_MOBS_PLAYER_PROJECTILES : CRAFTAX_MOBS_MOB_PROJECTILES);
-    int32_t *dirs = is_player_projectile ? &state->player_projectile_directions[0][0][0]
-                                         : &state->mob_projectile_directions[0][0][0];
     const int l = state->player_level;
+    CraftaxMobsRef m = craftax_mobs_ref(
+        state, is_player_projectile ? CRAFTAX_MOBS_PLAYER_PROJECTILES : CRAFTAX_MOBS_MOB_PROJECTILES, l);
+    int32_t *dirs = is_player_projectile ? &state->mobs[l].player_projectile_directions[0][0]
+                                         : &state->mobs[l].mob_projectile_directions[0][0];
     int idx = 0;
     for (int i = 0; i < m.n; i++) {
-        if (!m.mask[l * m.n + i]) {
+        if (!m.mask[i]) {
             idx = i;
             break;
         }
     }
     if (!is_spawning_projectile) return; /* the slot is rewritten with its own values */
-    const int t = l * m.n + idx;
+    const int t = idx;
     m.position[t * 2 + 0] = new_projectile_position[0];
     m.position[t * 2 + 1] = new_projectile_position[1];
     m.mask[t] = 1;

@@ -12,8 +12,8 @@
 static inline CRAFTAX_HD int craftax_is_boss_vulnerable(const CraftaxState *s) {
     const int l = s->player_level;
     int alive = 0;
-    for (int i = 0; i < CRAFTAX_MAX_MELEE_MOBS; i++) alive += s->melee_mobs.mask[l][i];
-    for (int i = 0; i < CRAFTAX_MAX_RANGED_MOBS; i++) alive += s->ranged_mobs.mask[l][i];
+    for (int i = 0; i < CRAFTAX_MAX_MELEE_MOBS; i++) alive += s->mobs[l].melee_mobs.mask[i];
+    for (int i = 0; i < CRAFTAX_MAX_RANGED_MOBS; i++) alive += s->mobs[l].ranged_mobs.mask[i];
     return alive == 0 && s->boss_timesteps_to_spawn_this_round <= 0;
 }
 
@@ -62,20 +62,20 @@ static inline CRAFTAX_HD void craftax_obs_scatter_mob(float *obs, uint8_t *rec, 
 static inline CRAFTAX_HD void craftax_obs_scatter_mobs(float *obs, uint8_t *rec, const CraftaxState *s) {
     const int level = s->player_level;
     for (int i = 0; i < CRAFTAX_MAX_MELEE_MOBS; i++)
-        craftax_obs_scatter_mob(obs, rec, s, s->melee_mobs.position[level][i], s->melee_mobs.mask[level][i],
-                                s->melee_mobs.type_id[level][i], 0);
+        craftax_obs_scatter_mob(obs, rec, s, s->mobs[level].melee_mobs.position[i], s->mobs[level].melee_mobs.mask[i],
+                                s->mobs[level].melee_mobs.type_id[i], 0);
     for (int i = 0; i < CRAFTAX_MAX_PASSIVE_MOBS; i++)
-        craftax_obs_scatter_mob(obs, rec, s, s->passive_mobs.position[level][i], s->passive_mobs.mask[level][i],
-                                s->passive_mobs.type_id[level][i], 1);
+        craftax_obs_scatter_mob(obs, rec, s, s->mobs[level].passive_mobs.position[i], s->mobs[level].passive_mobs.mask[i],
+                                s->mobs[level].passive_mobs.type_id[i], 1);
     for (int i = 0; i < CRAFTAX_MAX_RANGED_MOBS; i++)
-        craftax_obs_scatter_mob(obs, rec, s, s->ranged_mobs.position[level][i], s->ranged_mobs.mask[level][i],
-                                s->ranged_mobs.type_id[level][i], 2);
+        craftax_obs_scatter_mob(obs, rec, s, s->mobs[level].ranged_mobs.position[i], s->mobs[level].ranged_mobs.mask[i],
+                                s->mobs[level].ranged_mobs.type_id[i], 2);
     for (int i = 0; i < CRAFTAX_MAX_MOB_PROJECTILES; i++)
-        craftax_obs_scatter_mob(obs, rec, s, s->mob_projectiles.position[level][i], s->mob_projectiles.mask[level][i],
-                                s->mob_projectiles.type_id[level][i], 3);
+        craftax_obs_scatter_mob(obs, rec, s, s->mobs[level].mob_projectiles.position[i], s->mobs[level].mob_projectiles.mask[i],
+                                s->mobs[level].mob_projectiles.type_id[i], 3);
     for (int i = 0; i < CRAFTAX_MAX_PLAYER_PROJECTILES; i++)
-        craftax_obs_scatter_mob(obs, rec, s, s->player_projectiles.position[level][i],
-                                s->player_projectiles.mask[level][i], s->player_projectiles.type_id[level][i], 4);
+        craftax_obs_scatter_mob(obs, rec, s, s->mobs[level].player_projectiles.position[i],
+                                s->mobs[level].player_projectiles.mask[i], s->mobs[level].player_projectiles.type_id[i], 4);
 }
 
 /* x / 10 in upstream is computed by XLA as x * float32(0.1) (UPSTREAM_NOTES 3.1) when x

@@ -1,8 +1,10 @@
 /* craftax/state.h: the plain-old-data state of one full-Craftax env, and its params.
  * Upstream: craftax/craftax/craftax_state.py (EnvState, Inventory, Mobs, EnvParams,
- * StaticEnvParams). Every EnvState leaf is here with upstream's shape. Storage types are
- * fixed-width and as narrow as the values allow (block ids in uint8, bools in uint8);
- * the Python layer widens them to upstream's dtypes (int32/bool) in get_state().
+ * StaticEnvParams). Every EnvState leaf is here with upstream's shape, except that the mob
+ * leaves ([level][slot]...) are stored level by level (CraftaxLevelMobs); the leaf table
+ * (craftax_leaf) gives their level stride. Storage types are fixed-width and as narrow as
+ * the values allow (block ids in uint8, bools in uint8); the Python layer widens them to
+ * upstream's dtypes (int32/bool) in get_state().
  */
 #ifndef CRAFTAX_STATE_H
 #define CRAFTAX_STATE_H
@@ -17,17 +19,32 @@ typedef struct {
     int32_t books;
 } CraftaxInventory;
 
-#define CRAFTAX_DEFINE_MOBS(NAME, N)               \
-    typedef struct {                               \
-        int32_t position[CRAFTAX_NUM_LEVELS][N][2]; \
-        float health[CRAFTAX_NUM_LEVELS][N];        \
-        uint8_t mask[CRAFTAX_NUM_LEVELS][N];        \
-        int32_t attack_cooldown[CRAFTAX_NUM_LEVELS][N]; \
-        int32_t type_id[CRAFTAX_NUM_LEVELS][N];     \
+/* One mob class on one level. Upstream's Mobs leaves are [level][slot] arrays; here each
+ * level keeps all its classes together (CraftaxLevelMobs), because a step reads and writes
+ * the mobs of one level only, and on a GPU the ~25 separate arrays it touched were as many
+ * scattered cache lines per env. get/set_state see upstream's shapes through the leaf
+ * table's level stride. */
+#define CRAFTAX_DEFINE_MOBS(NAME, N) \
+    typedef struct {                 \
+        int32_t position[N][2];      \
+        float health[N];             \
+        int32_t attack_cooldown[N];  \
+        int32_t type_id[N];          \
+        uint8_t mask[N];             \
     } NAME;
 CRAFTAX_DEFINE_MOBS(CraftaxMobs3, 3)
 CRAFTAX_DEFINE_MOBS(CraftaxMobs2, 2)
 #undef CRAFTAX_DEFINE_MOBS
+
+typedef struct {
+    CraftaxMobs3 melee_mobs;
+    CraftaxMobs3 passive_mobs;
+    CraftaxMobs2 ranged_mobs;
+    CraftaxMobs3 mob_projectiles;
+    int32_t mob_projectile_directions[CRAFTAX_MAX_MOB_PROJECTILES][2];
+    CraftaxMobs3 player_projectiles;
+    int32_t player_projectile_directions[CRAFTAX_MAX_PLAYER_PROJECTILES][2];
+} CraftaxLevelMobs;
 
 typedef struct {
     uint8_t map[CRAFTAX_NUM_LEVELS][CRAFTAX_MAP_SIZE][CRAFTAX_MAP_SIZE];
@@ -53,13 +70,7 @@ typedef struct {
 
     CraftaxInventory inventory;
 
-    CraftaxMobs3 melee_mobs;
-    CraftaxMobs3 passive_mobs;
-    CraftaxMobs2 ranged_mobs;
-    CraftaxMobs3 mob_projectiles;
-    int32_t mob_projectile_directions[CRAFTAX_NUM_LEVELS][CRAFTAX_MAX_MOB_PROJECTILES][2];
-    CraftaxMobs3 player_projectiles;
-    int32_t player_projectile_directions[CRAFTAX_NUM_LEVELS][CRAFTAX_MAX_PLAYER_PROJECTILES][2];
+    CraftaxLevelMobs mobs[CRAFTAX_NUM_LEVELS]; /* melee, passive, ranged, projectiles: see above */
 
     int32_t growing_plants_positions[CRAFTAX_MAX_GROWING_PLANTS][2];
     int32_t growing_plants_age[CRAFTAX_MAX_GROWING_PLANTS];

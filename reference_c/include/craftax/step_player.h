@@ -63,6 +63,15 @@ static inline CRAFTAX_HD void craftax_change_floor(CraftaxState *state, int32_t 
 /* ---- do_crafting ------------------------------------------------------------------ */
 
 static inline CRAFTAX_HD void craftax_do_crafting(CraftaxState *state, int32_t action) {
+    /* Every recipe below needs its own action, so other actions change nothing; they return
+     * before the 16 map reads of the two is_near_block checks. */
+    switch (action) {
+    case ACTION_MAKE_WOOD_PICKAXE: case ACTION_MAKE_STONE_PICKAXE: case ACTION_MAKE_IRON_PICKAXE:
+    case ACTION_MAKE_DIAMOND_PICKAXE: case ACTION_MAKE_WOOD_SWORD: case ACTION_MAKE_STONE_SWORD:
+    case ACTION_MAKE_IRON_SWORD: case ACTION_MAKE_DIAMOND_SWORD: case ACTION_MAKE_IRON_ARMOUR:
+    case ACTION_MAKE_DIAMOND_ARMOUR: case ACTION_MAKE_ARROW: case ACTION_MAKE_TORCH: break;
+    default: return;
+    }
     const int table = craftax_is_near_block(state, BLOCK_CRAFTING_TABLE);
     const int furnace = craftax_is_near_block(state, BLOCK_FURNACE);
     CraftaxInventory *inv = &state->inventory;
@@ -328,7 +337,7 @@ static inline CRAFTAX_HD void craftax_place_block(CraftaxState *state, int32_t a
 
 static inline CRAFTAX_HD int craftax_player_projectile_count(const CraftaxState *state) {
     int n = 0;
-    for (int i = 0; i < CRAFTAX_MAX_PLAYER_PROJECTILES; i++) n += state->player_projectiles.mask[state->player_level][i] != 0;
+    for (int i = 0; i < CRAFTAX_MAX_PLAYER_PROJECTILES; i++) n += state->mobs[state->player_level].player_projectiles.mask[i] != 0;
     return n;
 }
 

@@ -85,14 +85,15 @@ static inline CRAFTAX_HD void craftax_sw_toward_player(const CraftaxState *s, co
 }
 
 /* The mob_map bookkeeping at the end of every mob move: clear the old cell if alive, set
- * the new one if alive and not despawning. */
+ * the new one if alive and not despawning. Upstream writes mob_map[old] & !old_mask, then
+ * mob_map[new] | new_mask: where the mask is 0 each write stores the cell's own value (a
+ * write that is not dropped reads the same cell), so only the live cases store, and no
+ * cell is read (a dead slot's stale cells were two scattered reads a step each). */
 static inline CRAFTAX_HD void craftax_sw_move_mob_map(CraftaxState *s, const int32_t old_pos[2], uint8_t old_mask,
                                                       const int32_t new_pos[2], uint8_t new_mask) {
     uint8_t(*mm)[CRAFTAX_MAP_SIZE] = s->mob_map[s->player_level];
-    uint8_t v = craftax_sw_map_read(mm, old_pos[0], old_pos[1]) && !old_mask;
-    craftax_sw_map_write(mm, old_pos[0], old_pos[1], v);
-    v = craftax_sw_map_read(mm, new_pos[0], new_pos[1]) || new_mask;
-    craftax_sw_map_write(mm, new_pos[0], new_pos[1], v);
+    if (old_mask) craftax_sw_map_write(mm, old_pos[0], old_pos[1], 0);
+    if (new_mask) craftax_sw_map_write(mm, new_pos[0], new_pos[1], 1);
 }
 
 static inline CRAFTAX_HD int32_t craftax_sw_manhattan_to_player(const CraftaxState *s, const int32_t pos[2]) {
@@ -104,10 +105,10 @@ static inline CRAFTAX_HD CraftaxKey craftax_sw_move_melee_mob(CraftaxState *s, C
                                                               const CraftaxParams *params) {
     const int32_t L = s->player_level;
     CraftaxKey k;
-    int32_t pos[2] = {s->melee_mobs.position[L][i][0], s->melee_mobs.position[L][i][1]};
-    const uint8_t mask = s->melee_mobs.mask[L][i];
-    const int32_t cooldown = s->melee_mobs.attack_cooldown[L][i];
-    const int32_t type = s->melee_mobs.type_id[L][i];
+    int32_t pos[2] = {s->mobs[L].melee_mobs.position[i][0], s->mobs[L].melee_mobs.position[i][1]};
+    const uint8_t mask = s->mobs[L].melee_mobs.mask[i];
+    const int32_t cooldown = s->mobs[L].melee_mobs.attack_cooldown[i];
+    const int32_t type = s->mobs[L].melee_mobs.type_id[i];
 
     craftax_split2(rng, &rng, &k);
     int32_t r = craftax_randint(k, 0, 0, 4);
@@ -151,10 +152,10 @@ static inline CRAFTAX_HD CraftaxKey craftax_sw_move_melee_mob(CraftaxState *s, C
 
     const uint8_t new_mask = mask && keep;
     craftax_sw_move_mob_map(s, pos, mask, new_pos, new_mask);
-    s->melee_mobs.position[L][i][0] = new_pos[0];
-    s->melee_mobs.position[L][i][1] = new_pos[1];
-    s->melee_mobs.attack_cooldown[L][i] = new_cooldown;
-    s->melee_mobs.mask[L][i] = new_mask;
+    s->mobs[L].melee_mobs.position[i][0] = new_pos[0];
+    s->mobs[L].melee_mobs.position[i][1] = new_pos[1];
+    s->mobs[L].melee_mobs.attack_cooldown[i] = new_cooldown;
+    s->mobs[L].melee_mobs.mask[i] = new_mask;
     return carry;
 }
 
@@ -163,9 +164,9 @@ static inline CRAFTAX_HD CraftaxKey craftax_sw_move_passive_mob(CraftaxState *s,
                                                                 const CraftaxParams *params) {
     const int32_t L = s->player_level;
     CraftaxKey k;
-    int32_t pos[2] = {s->passive_mobs.position[L][i][0], s->passive_mobs.position[L][i][1]};
-    const uint8_t mask = s->passive_mobs.mask[L][i];
-    const int32_t tr = craftax_sw_read_idx(s->passive_mobs.type_id[L][i], CRAFTAX_NUM_MOB_TYPES);
+    int32_t pos[2] = {s->mobs[L].passive_mobs.position[i][0], s->mobs[L].passive_mobs.position[i][1]};
+    const uint8_t mask = s->mobs[L].passive_mobs.mask[i];
+    const int32_t tr = craftax_sw_read_idx(s->mobs[L].passive_mobs.type_id[i], CRAFTAX_NUM_MOB_TYPES);
 
     craftax_split2(rng, &rng, &k);
     int32_t r = craftax_randint(k, 0, 0, 8);
@@ -176,9 +177,9 @@ static inline CRAFTAX_HD CraftaxKey craftax_sw_move_passive_mob(CraftaxState *s,
     const int keep = craftax_sw_manhattan_to_player(s, pos) < params->mob_despawn_distance;
     const uint8_t new_mask = mask && keep;
     craftax_sw_move_mob_map(s, pos, mask, new_pos, new_mask);
-    s->passive_mobs.position[L][i][0] = new_pos[0];
-    s->passive_mobs.position[L][i][1] = new_pos[1];
-    s->passive_mobs.mask[L][i] = new_mask;
+    s->mobs[L].passive_mobs.position[i][0] = new_pos[0];
+    s->mobs[L].passive_mobs.position[i][1] = new_pos[1];
+    s->mobs[L].passive_mobs.mask[i] = new_mask;
     return rng;
 }
 
@@ -187,10 +188,10 @@ static inline CRAFTAX_HD CraftaxKey craftax_sw_move_ranged_mob(CraftaxState *s, 
                                                                const CraftaxParams *params) {
     const int32_t L = s->player_level;
     CraftaxKey k;
-    int32_t pos[2] = {s->ranged_mobs.position[L][i][0], s->ranged_mobs.position[L][i][1]};
-    const uint8_t mask = s->ranged_mobs.mask[L][i];
-    const int32_t cooldown = s->ranged_mobs.attack_cooldown[L][i];
-    const int32_t tr = craftax_sw_read_idx(s->ranged_mobs.type_id[L][i], CRAFTAX_NUM_MOB_TYPES);
+    int32_t pos[2] = {s->mobs[L].ranged_mobs.position[i][0], s->mobs[L].ranged_mobs.position[i][1]};
+    const uint8_t mask = s->mobs[L].ranged_mobs.mask[i];
+    const int32_t cooldown = s->mobs[L].ranged_mobs.attack_cooldown[i];
+    const int32_t tr = craftax_sw_read_idx(s->mobs[L].ranged_mobs.type_id[i], CRAFTAX_NUM_MOB_TYPES);
 
     craftax_split2(rng, &rng, &k);
     int32_t r = craftax_randint(k, 0, 0, 4);
@@ -219,7 +220,7 @@ static inline CRAFTAX_HD CraftaxKey craftax_sw_move_ranged_mob(CraftaxState *s, 
     attacking = attacking && cooldown <= 0 && mask;
 
     int32_t live_projectiles = 0;
-    for (int j = 0; j < CRAFTAX_MAX_MOB_PROJECTILES; j++) live_projectiles += s->mob_projectiles.mask[L][j] ? 1 : 0;
+    for (int j = 0; j < CRAFTAX_MAX_MOB_PROJECTILES; j++) live_projectiles += s->mobs[L].mob_projectiles.mask[j] ? 1 : 0;
     const int spawning = attacking && live_projectiles < CRAFTAX_MAX_MOB_PROJECTILES;
     craftax_sw_spawn_mob_projectile(s, pos, spawning, toward,
                                     CRAFTAX_RANGED_MOB_TYPE_TO_PROJECTILE_TYPE_MAPPING[tr]);
@@ -234,10 +235,10 @@ static inline CRAFTAX_HD CraftaxKey craftax_sw_move_ranged_mob(CraftaxState *s, 
     const int keep = dist < params->mob_despawn_distance || craftax_is_fighting_boss(s);
     const uint8_t new_mask = mask && keep;
     craftax_sw_move_mob_map(s, pos, mask, new_pos, new_mask);
-    s->ranged_mobs.position[L][i][0] = new_pos[0];
-    s->ranged_mobs.position[L][i][1] = new_pos[1];
-    s->ranged_mobs.attack_cooldown[L][i] = new_cooldown;
-    s->ranged_mobs.mask[L][i] = new_mask;
+    s->mobs[L].ranged_mobs.position[i][0] = new_pos[0];
+    s->mobs[L].ranged_mobs.position[i][1] = new_pos[1];
+    s->mobs[L].ranged_mobs.attack_cooldown[i] = new_cooldown;
+    s->mobs[L].ranged_mobs.mask[i] = new_mask;
     return rng;
 }
 
@@ -250,9 +251,9 @@ static inline CRAFTAX_HD int craftax_sw_projectile_in_wall(const CraftaxState *s
 /* One iteration of update_mobs._move_mob_projectile (no draws). */
 static inline CRAFTAX_HD void craftax_sw_move_mob_projectile(CraftaxState *s, int i) {
     const int32_t L = s->player_level;
-    int32_t pos[2] = {s->mob_projectiles.position[L][i][0], s->mob_projectiles.position[L][i][1]};
-    const uint8_t mask = s->mob_projectiles.mask[L][i];
-    int32_t prop[2] = {pos[0] + s->mob_projectile_directions[L][i][0], pos[1] + s->mob_projectile_directions[L][i][1]};
+    int32_t pos[2] = {s->mobs[L].mob_projectiles.position[i][0], s->mobs[L].mob_projectiles.position[i][1]};
+    const uint8_t mask = s->mobs[L].mob_projectiles.mask[i];
+    int32_t prop[2] = {pos[0] + s->mobs[L].mob_projectile_directions[i][0], pos[1] + s->mobs[L].mob_projectile_directions[i][1]};
     const int in_player = prop[0] == s->player_position[0] && prop[1] == s->player_position[1];
     const int inb = craftax_in_bounds(s, prop);
     const int in_wall = craftax_sw_projectile_in_wall(s, prop);
@@ -268,14 +269,14 @@ static inline CRAFTAX_HD void craftax_sw_move_mob_projectile(CraftaxState *s, in
     const int removing = (block == BLOCK_FURNACE || block == BLOCK_CRAFTING_TABLE) && mask;
     const uint8_t new_block = removing ? (uint8_t)BLOCK_PATH : block;
 
-    const int32_t ptype = craftax_sw_read_idx(s->mob_projectiles.type_id[L][i], CRAFTAX_NUM_MOB_TYPES);
+    const int32_t ptype = craftax_sw_read_idx(s->mobs[L].mob_projectiles.type_id[i], CRAFTAX_NUM_MOB_TYPES);
     float base[3];
     for (int c = 0; c < 3; c++) base[c] = CRAFTAX_MOB_TYPE_DAMAGE_MAPPING[ptype][MOB_CLASS_PROJECTILE][c];
     const float damage = craftax_get_damage_done_to_player(s, base);
 
-    s->mob_projectiles.position[L][i][0] = prop[0];
-    s->mob_projectiles.position[L][i][1] = prop[1];
-    s->mob_projectiles.mask[L][i] = new_mask;
+    s->mobs[L].mob_projectiles.position[i][0] = prop[0];
+    s->mobs[L].mob_projectiles.position[i][1] = prop[1];
+    s->mobs[L].mob_projectiles.mask[i] = new_mask;
     s->player_health = s->player_health - damage * (float)hit;
     s->is_sleeping = s->is_sleeping && !hit;
     s->is_resting = s->is_resting && !hit;
@@ -285,9 +286,9 @@ static inline CRAFTAX_HD void craftax_sw_move_mob_projectile(CraftaxState *s, in
 /* One iteration of update_mobs._move_player_projectile (no draws). */
 static inline CRAFTAX_HD void craftax_sw_move_player_projectile(CraftaxState *s, int i) {
     const int32_t L = s->player_level;
-    int32_t pos[2] = {s->player_projectiles.position[L][i][0], s->player_projectiles.position[L][i][1]};
-    const uint8_t mask = s->player_projectiles.mask[L][i];
-    const int32_t ptype = s->player_projectiles.type_id[L][i];
+    int32_t pos[2] = {s->mobs[L].player_projectiles.position[i][0], s->mobs[L].player_projectiles.position[i][1]};
+    const uint8_t mask = s->mobs[L].player_projectiles.mask[i];
+    const int32_t ptype = s->mobs[L].player_projectiles.type_id[i];
     const int32_t tr = craftax_sw_read_idx(ptype, CRAFTAX_NUM_MOB_TYPES);
     float dmg[3];
     for (int c = 0; c < 3; c++) dmg[c] = CRAFTAX_MOB_TYPE_DAMAGE_MAPPING[tr][MOB_CLASS_PROJECTILE][c] * (float)mask;
@@ -309,8 +310,8 @@ static inline CRAFTAX_HD void craftax_sw_move_player_projectile(CraftaxState *s,
     const float c2 = is_magic ? magic_coeff : 1.0f;
     for (int c = 0; c < 3; c++) dmg[c] = (dmg[c] * c1) * c2;
 
-    int32_t prop[2] = {pos[0] + s->player_projectile_directions[L][i][0],
-                       pos[1] + s->player_projectile_directions[L][i][1]};
+    int32_t prop[2] = {pos[0] + s->mobs[L].player_projectile_directions[i][0],
+                       pos[1] + s->mobs[L].player_projectile_directions[i][1]};
     const int inb = craftax_in_bounds(s, prop);
     const int in_wall = craftax_sw_projectile_in_wall(s, prop);
 
@@ -319,9 +320,9 @@ static inline CRAFTAX_HD void craftax_sw_move_player_projectile(CraftaxState *s,
     int did1 = craftax_sw_attack_mob(s, prop, dmg, 0, 0);
     const int did = did0 || did1;
     const int cont = inb && !in_wall && !did;
-    s->player_projectiles.position[L][i][0] = prop[0];
-    s->player_projectiles.position[L][i][1] = prop[1];
-    s->player_projectiles.mask[L][i] = cont && mask;
+    s->mobs[L].player_projectiles.position[i][0] = prop[0];
+    s->mobs[L].player_projectiles.position[i][1] = prop[1];
+    s->mobs[L].player_projectiles.mask[i] = cont && mask;
 }
 
 /* game_logic.py:update_mobs. Key use (UPSTREAM_NOTES 6.5): every scan starts from the
@@ -402,16 +403,16 @@ static inline CRAFTAX_HD int craftax_sw_first_free(const uint8_t *mask, int n) {
 #define CRAFTAX_SW_SPAWN_INTO(MOBS, N, CAN, CELL, TYPE, HEALTH)                                                  \
     do {                                                                                                         \
         const int32_t L_ = s->player_level;                                                                      \
-        const int idx_ = craftax_sw_first_free(s->MOBS.mask[L_], (N));                                          \
-        int32_t np_[2] = {(CAN) ? (CELL)[0] : s->MOBS.position[L_][idx_][0],                                    \
-                          (CAN) ? (CELL)[1] : s->MOBS.position[L_][idx_][1]};                                   \
-        const float nh_ = (CAN) ? (HEALTH) : s->MOBS.health[L_][idx_];                                          \
-        const uint8_t nm_ = (CAN) ? 1 : s->MOBS.mask[L_][idx_];                                                 \
-        s->MOBS.position[L_][idx_][0] = np_[0];                                                                 \
-        s->MOBS.position[L_][idx_][1] = np_[1];                                                                 \
-        s->MOBS.health[L_][idx_] = nh_;                                                                         \
-        s->MOBS.mask[L_][idx_] = nm_;                                                                           \
-        s->MOBS.type_id[L_][idx_] = (TYPE);                                                                     \
+        const int idx_ = craftax_sw_first_free(s->mobs[L_].MOBS.mask, (N));                                          \
+        int32_t np_[2] = {(CAN) ? (CELL)[0] : s->mobs[L_].MOBS.position[idx_][0],                                    \
+                          (CAN) ? (CELL)[1] : s->mobs[L_].MOBS.position[idx_][1]};                                   \
+        const float nh_ = (CAN) ? (HEALTH) : s->mobs[L_].MOBS.health[idx_];                                          \
+        const uint8_t nm_ = (CAN) ? 1 : s->mobs[L_].MOBS.mask[idx_];                                                 \
+        s->mobs[L_].MOBS.position[idx_][0] = np_[0];                                                                 \
+        s->mobs[L_].MOBS.position[idx_][1] = np_[1];                                                                 \
+        s->mobs[L_].MOBS.health[idx_] = nh_;                                                                         \
+        s->mobs[L_].MOBS.mask[idx_] = nm_;                                                                           \
+        s->mobs[L_].MOBS.type_id[idx_] = (TYPE);                                                                     \
         uint8_t v_ = craftax_sw_map_read(s->mob_map[L_], np_[0], np_[1]) || nm_;                               \
         craftax_sw_map_write(s->mob_map[L_], np_[0], np_[1], v_);                                               \
     } while (0)
@@ -544,7 +545,7 @@ static inline CRAFTAX_HD void craftax_spawn_mobs_lanes(CraftaxState *s, CraftaxK
 
     /* Passive */
     count = 0;
-    for (int j = 0; j < CRAFTAX_MAX_PASSIVE_MOBS; j++) count += s->passive_mobs.mask[L][j];
+    for (int j = 0; j < CRAFTAX_MAX_PASSIVE_MOBS; j++) count += s->mobs[L].passive_mobs.mask[j];
     int can = count < CRAFTAX_MAX_PASSIVE_MOBS;
     craftax_split2(rng, &rng, &k);
     can = can && craftax_uniform(k, 0) < CRAFTAX_FLOOR_MOB_SPAWN_CHANCE[L][0];
@@ -562,7 +563,7 @@ static inline CRAFTAX_HD void craftax_spawn_mobs_lanes(CraftaxState *s, CraftaxK
 
     /* Melee */
     count = 0;
-    for (int j = 0; j < CRAFTAX_MAX_MELEE_MOBS; j++) count += s->melee_mobs.mask[L][j];
+    for (int j = 0; j < CRAFTAX_MAX_MELEE_MOBS; j++) count += s->mobs[L].melee_mobs.mask[j];
     can = count < CRAFTAX_MAX_MELEE_MOBS;
     const int32_t melee_type = boss ? CRAFTAX_FLOOR_MOB_MAPPING[craftax_sw_read_idx(s->boss_progress, CRAFTAX_NUM_LEVELS)]
                                                                [MOB_CLASS_MELEE]
@@ -580,7 +581,7 @@ static inline CRAFTAX_HD void craftax_spawn_mobs_lanes(CraftaxState *s, CraftaxK
 
     /* Ranged */
     count = 0;
-    for (int j = 0; j < CRAFTAX_MAX_RANGED_MOBS; j++) count += s->ranged_mobs.mask[L][j];
+    for (int j = 0; j < CRAFTAX_MAX_RANGED_MOBS; j++) count += s->mobs[L].ranged_mobs.mask[j];
     can = count < CRAFTAX_MAX_RANGED_MOBS;
     const int32_t ranged_type = boss ? CRAFTAX_FLOOR_MOB_MAPPING[craftax_sw_read_idx(s->boss_progress, CRAFTAX_NUM_LEVELS)]
                                                                 [MOB_CLASS_RANGED]
@@ -618,11 +619,12 @@ static inline CRAFTAX_HD void craftax_update_plants(CraftaxState *s) {
         s->growing_plants_age[i] = age;
         finished[i] = age >= 600;
     }
-    for (int i = 0; i < CRAFTAX_MAX_GROWING_PLANTS; i++) {
-        const int32_t x = s->growing_plants_positions[i][0], y = s->growing_plants_positions[i][1];
-        uint8_t b = finished[i] ? (uint8_t)BLOCK_RIPE_PLANT : craftax_sw_map_read(s->map[0], x, y);
-        craftax_sw_map_write(s->map[0], x, y, b);
-    }
+    /* upstream writes map[0][plant] = finished ? RIPE_PLANT : map[0][plant]; the unfinished
+     * plants' writes store the cell's own value (see craftax_sw_move_mob_map) */
+    for (int i = 0; i < CRAFTAX_MAX_GROWING_PLANTS; i++)
+        if (finished[i])
+            craftax_sw_map_write(s->map[0], s->growing_plants_positions[i][0], s->growing_plants_positions[i][1],
+                                 (uint8_t)BLOCK_RIPE_PLANT);
 }
 
 /* ---- update_player_intrinsics -------------------------------------------------------- */

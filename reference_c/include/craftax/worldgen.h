@@ -466,13 +466,11 @@ static inline CRAFTAX_HD void craftax_generate_dungeon(CraftaxKey rng, const Cra
 
 static inline CRAFTAX_HD void craftax_clear_mobs3(CraftaxMobs3 *m) {
     memset(m, 0, sizeof(*m));
-    for (int l = 0; l < CRAFTAX_NUM_LEVELS; l++)
-        for (int i = 0; i < 3; i++) m->health[l][i] = 1.0f;
+    for (int i = 0; i < 3; i++) m->health[i] = 1.0f;
 }
 static inline CRAFTAX_HD void craftax_clear_mobs2(CraftaxMobs2 *m) {
     memset(m, 0, sizeof(*m));
-    for (int l = 0; l < CRAFTAX_NUM_LEVELS; l++)
-        for (int i = 0; i < 2; i++) m->health[l][i] = 1.0f;
+    for (int i = 0; i < 2; i++) m->health[i] = 1.0f;
 }
 
 /* generate_world(rng, params, static_params). Lanes (common.h): the floors are shared; the
@@ -533,17 +531,18 @@ static inline CRAFTAX_HD void craftax_generate_world_rest_lanes(CraftaxKey rng, 
         for (int i = 0; i < 4; i++) inv->armour[i] = god ? 2 : 0;
     }
 
-    craftax_clear_mobs3(&s->melee_mobs);
-    craftax_clear_mobs3(&s->passive_mobs);
-    craftax_clear_mobs2(&s->ranged_mobs);
-    craftax_clear_mobs3(&s->mob_projectiles);
-    craftax_clear_mobs3(&s->player_projectiles);
-    for (int l = 0; l < CRAFTAX_NUM_LEVELS; l++)
+    for (int l = 0; l < CRAFTAX_NUM_LEVELS; l++) {
+        craftax_clear_mobs3(&s->mobs[l].melee_mobs);
+        craftax_clear_mobs3(&s->mobs[l].passive_mobs);
+        craftax_clear_mobs2(&s->mobs[l].ranged_mobs);
+        craftax_clear_mobs3(&s->mobs[l].mob_projectiles);
+        craftax_clear_mobs3(&s->mobs[l].player_projectiles);
         for (int i = 0; i < 3; i++)
             for (int c = 0; c < 2; c++) {
-                s->mob_projectile_directions[l][i][c] = 1;
-                s->player_projectile_directions[l][i][c] = 1;
+                s->mobs[l].mob_projectile_directions[i][c] = 1;
+                s->mobs[l].player_projectile_directions[i][c] = 1;
             }
+    }
     memset(s->growing_plants_positions, 0, sizeof(s->growing_plants_positions));
     memset(s->growing_plants_age, 0, sizeof(s->growing_plants_age));
     memset(s->growing_plants_mask, 0, sizeof(s->growing_plants_mask));
