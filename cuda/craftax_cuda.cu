@@ -308,23 +308,27 @@ __global__ void autoreset_observe_kernel(CraftaxState *states, int64_t base, int
     craftax_autoreset_observe_part_lanes(&states[i], &params, NULL, lane, LANES);
 }
 
+/* Thread t: env t's running return and length (t < num_envs), and float t of the
+ * [num_envs, 67] achievements block (t < num_envs * 67). A thread per env writing its own
+ * 67-float row made every store instruction touch 32 rows 268 bytes apart: 0.45 ms a step at
+ * 262,144 envs (Nsight Compute, v10), ~15x the block's write time when coalesced. */
 __global__ void track_episodes_kernel(const float *rewards, const uint8_t *dones, const uint8_t *final_achievements,
                                       int64_t num_envs, float *ret_acc, int32_t *len_acc, float *ep_return,
                                       int32_t *ep_length, float *discount, float *achievements_scaled) {
-    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= num_envs) return;
-    const int done = dones[i] != 0;
-    const float ret = ret_acc[i] + rewards[i];
-    const int32_t len = len_acc[i] + 1;
-    if (ep_return) ep_return[i] = done ? ret : 0.0f;
-    if (ep_length) ep_length[i] = done ? len : 0;
-    ret_acc[i] = done ? 0.0f : ret;
-    len_acc[i] = done ? 0 : len;
-    if (discount) discount[i] = 1.0f - (float)done;
-    if (achievements_scaled)
-        for (int k = 0; k < CRAFTAX_NUM_ACHIEVEMENTS; k++)
-            achievements_scaled[i * CRAFTAX_NUM_ACHIEVEMENTS + k] =
-                (float)final_achievements[i * CRAFTAX_NUM_ACHIEVEMENTS + k] * (float)done * 100.0f;
+    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (achievements_scaled && t < num_envs * CRAFTAX_NUM_ACHIEVEMENTS) {
+        const int done = dones[t / CRAFTAX_NUM_ACHIEVEMENTS] != 0;
+        achievements_scaled[t] = (float)final_achievements[t] * (float)done * 100.0f;
+    }
+    if (t >= num_envs) return;
+    const int done = dones[t] != 0;
+    const float ret = ret_acc[t] + rewards[t];
+    const int32_t len = len_acc[t] + 1;
+    if (ep_return) ep_return[t] = done ? ret : 0.0f;
+    if (ep_length) ep_length[t] = done ? len : 0;
+    ret_acc[t] = done ? 0.0f : ret;
+    len_acc[t] = done ? 0 : len;
+    if (discount) discount[t] = 1.0f - (float)done;
 }
 
 /* ---- optimistic resets (craftax/step.h: craftax_optimistic_keys) ------------------------ */
@@ -1191,7 +1195,8 @@ int craftax_cuda_track_episodes(const float *rewards, const uint8_t *dones, cons
     if (achievements_scaled && !final_achievements) return CRAFTAX_ERR_NULL;
     if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
     if (num_envs == 0) return 0;
-    track_episodes_kernel<<<grid_for(num_envs), THREADS>>>(rewards, dones, final_achievements, num_envs, ret_acc,
+    const int64_t threads = achievements_scaled ? num_envs * CRAFTAX_NUM_ACHIEVEMENTS : num_envs;
+    track_episodes_kernel<<<grid_for(threads), THREADS>>>(rewards, dones, final_achievements, num_envs, ret_acc,
                                                            len_acc, ep_return, ep_length, discount,
                                                            achievements_scaled);
     return finish_launch("track_episodes");
