@@ -136,11 +136,51 @@ static __device__ __forceinline__ float obs_bit(const WarpObs *sh, int cell, int
     return (w & 1u) ? 1.0f : 0.0f;
 }
 
+/* Asks L1 for the lines of an env's state that its obs reads: the view rows of map,
+ * item_map and light_map, the current level's mobs and the scalar fields (two items a lane).
+ * Lane 0 reads the mob slots and the 51 scalars one after another (obs.h), which waited
+ * a memory latency per field: half of observe_kernel's stall samples (v10 profile). */
+static __device__ __forceinline__ void prefetch_l1(const void *p) { asm volatile("prefetch.global.L1 [%0];" ::"l"(p)); }
+static __device__ void prefetch_obs_reads(const CraftaxState *s, int lane) {
+    const int level = s->player_level;
+    const int32_t x0 = s->player_position[0] - CRAFTAX_OBS_ROWS / 2;
+    const int32_t y0 = craftax_max_i32(s->player_position[1] - CRAFTAX_OBS_COLS / 2, 0);
+    const int32_t y1 = craftax_min_i32(s->player_position[1] + CRAFTAX_OBS_COLS / 2, CRAFTAX_MAP_SIZE - 1);
+    const char *base = (const char *)s;
+    enum { SCALAR_ITEMS = 9, ROW_ITEMS = 6 };
+    for (int item = lane; item < SCALAR_ITEMS + ROW_ITEMS * CRAFTAX_OBS_ROWS; item += LANES) {
+        const char *p;
+        if (item < SCALAR_ITEMS) {
+            /* lines 0-2 of monsters_killed .. inventory (208 bytes), 0-3 of this level's mobs
+             * (348), 0-1 of potion_mapping .. the end (144) */
+            const int first = item < 3 ? 0 : item < 7 ? 3 : 7;
+            const size_t lo = first == 0   ? offsetof(CraftaxState, monsters_killed)
+                              : first == 3 ? offsetof(CraftaxState, mobs) + (size_t)level * sizeof(CraftaxLevelMobs)
+                                           : offsetof(CraftaxState, potion_mapping);
+            const size_t hi = first == 0   ? offsetof(CraftaxState, mobs)
+                              : first == 3 ? lo + sizeof(CraftaxLevelMobs)
+                                           : sizeof(CraftaxState);
+            p = (const char *)(((uintptr_t)(base + lo) & ~(uintptr_t)127) + (uintptr_t)(item - first) * 128);
+            if (p >= base + hi) continue;
+        } else {
+            const int r = (item - SCALAR_ITEMS) / ROW_ITEMS, which = (item - SCALAR_ITEMS) % ROW_ITEMS;
+            const int32_t x = x0 + r;
+            if (x < 0 || x >= CRAFTAX_MAP_SIZE || y0 > y1) continue;
+            const int32_t y = which % 2 ? y1 : y0; /* a row segment's first and last byte */
+            p = which < 2   ? (const char *)&s->map[level][x][y]
+                : which < 4 ? (const char *)&s->item_map[level][x][y]
+                            : (const char *)&s->light_map[level][x][y];
+        }
+        prefetch_l1(p);
+    }
+}
+
 /* The obs (fresh_world: reset-time rounding, obs.h) of one env by its warp: `obs` (8268
  * floats) and/or `compact` (CRAFTAX_OBS_COMPACT_SIZE bytes), either may be NULL. */
 static __device__ void emit_obs_warp(const CraftaxState *s, float *obs, uint8_t *compact, int fresh_world, int lane,
                                      WarpObs *sh) {
     if (!obs && !compact) return;
+    prefetch_obs_reads(s, lane);
     craftax_render_compact_lanes(s, sh->rec, fresh_world, lane, LANES); /* ends synced */
     if (compact) {
         if (((uintptr_t)compact & 15u) == 0) {

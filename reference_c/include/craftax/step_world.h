@@ -345,36 +345,51 @@ static inline CRAFTAX_HD void craftax_update_mobs(CraftaxState *state, CraftaxKe
 /* ---- spawn_mobs ---------------------------------------------------------------------- */
 
 /* choice(key, arange(48*48), shape=(1,), p=cand/sum(cand)) -> (idx // 48, idx % 48), with
- * the candidate cells as bits (bit j % 32 of bits[j / 32]; count of them > 0) instead of
- * 2304-float arrays. Every p[j] is 0 or q = 1/count, so the blocked cumulative sum of
- * rng.h (craftax_cumsum_f32) is known without building it: inside a block of 16, the value
- * at j is t[k] = (((0 + q) + q) + ...) with k the candidates of the block up to j (adding a
- * 0 changes nothing); the block totals t[k_b] then go through the same second level, which
- * is craftax_cumsum_f32 of those 144 totals; and value(j) = t[k] (+ that scan at block
- * b - 1 for j >= 16). searchsorted then evaluates value() where it looks: bit-identical to
- * building the arrays (v3; v2 built p and cumsum in 2304-float scratch arrays). */
+ * the candidate cells as bits (bit y of rows[x]; count of them > 0) instead of 2304-float
+ * arrays. Every p[j] is 0 or q = 1/count, so the blocked cumulative sum of rng.h
+ * (craftax_cumsum_f32) is known without building it: inside a block of 16 cells (a map row
+ * is three blocks), the value at j is t[k] = (((0 + q) + q) + ...) with k the candidates of
+ * the block up to j (adding a 0 changes nothing); the block totals t[k_b] then go through
+ * the same second level, which is craftax_cumsum_f32 of those 144 totals; and value(j) = t[k]
+ * (+ that scan at block b - 1 for j >= 16). searchsorted then evaluates value() where it
+ * looks: bit-identical to building the arrays (v3; v2 built p and cumsum in 2304-float
+ * scratch arrays). The sums are not monotone to the last ulp across blocks, so the search
+ * keeps upstream's probe sequence. */
 #define CRAFTAX_SW_CELLS (CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE)
 #define CRAFTAX_SW_BLOCKS (CRAFTAX_SW_CELLS / 16)
-static inline CRAFTAX_HD float craftax_sw_cumsum_at(const uint32_t *bits, const float *t, const float *block_scan,
-                                                    int j) {
-    const int b = j >> 4;
-    const uint32_t block = (bits[b >> 1] >> ((b & 1) * 16)) & 0xFFFFu;
-    const float first = t[craftax_popc32(block & (0xFFFFu >> (15 - (j & 15))))];
-    return j < 16 ? first : first + block_scan[b - 1];
+typedef struct {
+    uint64_t rows[CRAFTAX_MAP_SIZE]; /* bit y of rows[x]: cell (x, y) is a candidate */
+    float t[17];
+    float block_scan[CRAFTAX_SW_BLOCKS];
+    float block_prefix[16]; /* craftax_cumsum_f32_lanes' second level (9 blocks of 16) */
+} CraftaxSwChoice;
+
+static inline CRAFTAX_HD uint32_t craftax_sw_block_bits(const CraftaxSwChoice *c, int b) {
+    return (uint32_t)(c->rows[b / 3] >> (16 * (b % 3))) & 0xFFFFu;
 }
-static inline CRAFTAX_HD void craftax_sw_choose_cell_bits(CraftaxKey key, const uint32_t *bits, int32_t count,
-                                                          int32_t out[2]) {
+static inline CRAFTAX_HD float craftax_sw_cumsum_at(const CraftaxSwChoice *c, int j) {
+    const int b = j >> 4;
+    const float first = c->t[craftax_popc32(craftax_sw_block_bits(c, b) & (0xFFFFu >> (15 - (j & 15))))];
+    return j < 16 ? first : first + c->block_scan[b - 1];
+}
+/* The chosen cell of c->rows (count > 0 candidates) into out, in every lane. Lanes share the
+ * block totals and their scan; each runs the same search. Ends synced. */
+static inline CRAFTAX_HD void craftax_sw_choose_cell(CraftaxKey key, CraftaxSwChoice *c, int32_t count, int lane,
+                                                     int lanes, int32_t out[2]) {
     const int n = CRAFTAX_SW_CELLS;
     const float q = (float)1 / (float)count; /* p[j] = (float)mask[j] / total */
-    float t[17];
-    t[0] = 0.0f;
-    for (int k = 1; k <= 16; k++) t[k] = t[k - 1] + q;
-    float block_scan[CRAFTAX_SW_BLOCKS];
-    for (int b = 0; b < CRAFTAX_SW_BLOCKS; b++)
-        block_scan[b] = t[craftax_popc32((bits[b >> 1] >> ((b & 1) * 16)) & 0xFFFFu)];
-    craftax_cumsum_f32(block_scan, CRAFTAX_SW_BLOCKS, block_scan); /* in place: reads index i before writing it */
+    if (lane == 0) {
+        c->t[0] = 0.0f;
+        for (int k = 1; k <= 16; k++) c->t[k] = c->t[k - 1] + q;
+    }
+    craftax_lanes_sync(lanes);
+    CRAFTAX_FOR_LANE(b, CRAFTAX_SW_BLOCKS, lane, lanes) c->block_scan[b] = c->t[craftax_popc32(craftax_sw_block_bits(c, b))];
+    craftax_lanes_sync(lanes);
+    /* in place: each index is read before it is written, by the lane that writes it */
+    craftax_cumsum_f32_lanes(c->block_scan, CRAFTAX_SW_BLOCKS, c->block_scan, c->block_prefix, lane, lanes);
+    craftax_lanes_sync(lanes);
     /* craftax_choice_from_cumsum / craftax_searchsorted_left (rng.h) over value(j). */
-    const float r = craftax_sw_cumsum_at(bits, t, block_scan, n - 1) * (1.0f - craftax_uniform(key, 0));
+    const float r = craftax_sw_cumsum_at(c, n - 1) * (1.0f - craftax_uniform(key, 0));
     uint32_t low = 0, high = (uint32_t)n;
     int levels = 0;
     while ((1 << levels) < n + 1) levels++;
@@ -382,7 +397,7 @@ static inline CRAFTAX_HD void craftax_sw_choose_cell_bits(CraftaxKey key, const 
     for (int it = 0; it < levels; it++) {
         uint32_t mid = low + (high - low) / 2;
         uint32_t read = mid < (uint32_t)n ? mid : (uint32_t)n - 1;
-        int go_left = rq <= craftax_total_order_key(craftax_sw_cumsum_at(bits, t, block_scan, (int)read));
+        int go_left = rq <= craftax_total_order_key(craftax_sw_cumsum_at(c, (int)read));
         if (go_left)
             high = mid;
         else
@@ -391,6 +406,7 @@ static inline CRAFTAX_HD void craftax_sw_choose_cell_bits(CraftaxKey key, const 
     const int32_t idx = (int32_t)high < n ? (int32_t)high : n - 1;
     out[0] = idx / CRAFTAX_MAP_SIZE;
     out[1] = idx % CRAFTAX_MAP_SIZE;
+    craftax_lanes_sync(lanes); /* c is free again */
 }
 
 /* First free slot (argmax of not-mask; 0 when all are taken). */
@@ -429,79 +445,104 @@ static inline CRAFTAX_HD float craftax_sw_melee_spawn_chance(int32_t level, floa
 
 /* Caller-provided space of spawn_mobs. v2 kept its per-cell masks and 2304-float arrays
  * here (34.6 KB per env); v3 needs none (craftax_sw_spawn_candidates,
- * craftax_sw_choose_cell_bits), and the type stays so that the scratch-taking signatures
+ * craftax_sw_choose_cell), and the type stays so that the scratch-taking signatures
  * (craftax_step_scratch, ...) keep their form. */
 typedef struct {
     uint8_t unused;
 } CraftaxSpawnScratch;
 
-/* The candidate cells of one mob class (cls: 0 passive, 1 melee, 2 ranged) as bits
- * (see craftax_sw_choose_cell_bits), from the current map and mob_map, with upstream's
- * masks per cell: distance d = sqrt(dx^2 + dy^2) to the player, in range (d <
- * mob_despawn_distance) and free of mobs; passive: grass-like block and d > 3; melee and
- * ranged: d > 9 (d <= 6 in a boss fight) on a grass-like block (ranged type 5: water; boss
- * fight: a grave). Only the box |dx|, |dy| < mob_despawn_distance is scanned: d >= |dx|, |dy|
- * (sqrtf is monotone and exact at squares), so no cell outside it is in range. Lanes
- * (common.h) take consecutive cells of a box row, which the warp then reads as one
- * transaction per map, and the row's candidates come together by ballot; every lane ends
- * with the same bits. Returns the number of candidates. */
+/* Upstream's candidate mask of one cell for mob class cls (0 passive, 1 melee, 2 ranged):
+ * block b, mob_map cell mob, distance d to the player. */
+static inline CRAFTAX_HD int craftax_sw_is_candidate(uint8_t b, uint8_t mob, float d, float despawn, int boss, int cls,
+                                                     int32_t ranged_type) {
+    const int within = d < despawn && !mob;
+    const int grave = b == BLOCK_GRAVE || b == BLOCK_GRAVE2 || b == BLOCK_GRAVE3;
+    const int valid = b == BLOCK_GRASS || b == BLOCK_PATH || b == BLOCK_FIRE_GRASS || b == BLOCK_ICE_GRASS;
+    const int monster_range = boss ? (d <= 6.0f) : (d > 9.0f);
+    if (cls == 0) return valid && d > 3.0f && within;
+    if (cls == 1) return (boss ? grave : valid) && monster_range && within;
+    int base = ranged_type == 5 ? b == BLOCK_WATER : valid;
+    base = boss ? grave : base;
+    return base && monster_range && within;
+}
+
+/* The candidate cells of one mob class (see craftax_sw_is_candidate) into c->rows, from the
+ * current map and mob_map: in range (d = sqrt(dx^2 + dy^2) to the player < mob_despawn_distance)
+ * and free of mobs; passive: grass-like block and d > 3; melee and ranged: d > 9 (d <= 6 in
+ * a boss fight) on a grass-like block (ranged type 5: water; boss fight: a grave). Only the
+ * box |dx|, |dy| < mob_despawn_distance is scanned: d >= |dx|, |dy| (sqrtf is monotone and
+ * exact at squares), so no cell outside it is in range. Lanes (common.h) take consecutive
+ * cells of a box row (one transaction per map for the warp), rows go four at a time with
+ * their loads first (a row at a time waited a memory latency per row: a third of the fused
+ * step kernel's stall samples, v10 profile), and a row's candidates come together by ballot.
+ * Returns the number of candidates (every lane); ends synced. */
 static inline CRAFTAX_HD int32_t craftax_sw_spawn_candidates(const CraftaxState *s, const CraftaxParams *params,
                                                              int boss, int cls, int32_t ranged_type,
-                                                             uint32_t bits[CRAFTAX_SW_CELLS / 32], int lane,
-                                                             int lanes) {
+                                                             CraftaxSwChoice *c, int lane, int lanes) {
     const int32_t L = s->player_level;
     const float despawn = (float)params->mob_despawn_distance;
     const int32_t px = s->player_position[0], py = s->player_position[1];
     const int32_t r = craftax_min_i32(craftax_max_i32(params->mob_despawn_distance, 0), CRAFTAX_MAP_SIZE);
-    for (int w = 0; w < CRAFTAX_SW_CELLS / 32; w++) bits[w] = 0u;
+    CRAFTAX_FOR_LANE(x, CRAFTAX_MAP_SIZE, lane, lanes) c->rows[x] = 0;
+    craftax_lanes_sync(lanes);
     int32_t total = 0;
     const int32_t x_lo = craftax_max_i32(px - r + 1, 0), x_hi = craftax_min_i32(px + r - 1, CRAFTAX_MAP_SIZE - 1);
     const int32_t y_lo = craftax_max_i32(py - r + 1, 0), y_hi = craftax_min_i32(py + r - 1, CRAFTAX_MAP_SIZE - 1);
-    for (int32_t x = x_lo; x <= x_hi; x++)
-        for (int32_t y0 = y_lo; y0 <= y_hi; y0 += CRAFTAX_LANE_STRIDE(lanes)) {
-            const int32_t y = y0 + CRAFTAX_LANE_FIRST(lane);
-            int cand = 0;
-            if (y <= y_hi) {
-                int32_t dx = craftax_sw_abs(x - px), dy = craftax_sw_abs(y - py);
-                float d = sqrtf((float)(dx * dx + dy * dy));
-                const uint8_t b = s->map[L][x][y];
-                const int within = d < despawn && !s->mob_map[L][x][y];
-                const int grave = b == BLOCK_GRAVE || b == BLOCK_GRAVE2 || b == BLOCK_GRAVE3;
-                const int valid = b == BLOCK_GRASS || b == BLOCK_PATH || b == BLOCK_FIRE_GRASS || b == BLOCK_ICE_GRASS;
-                const int monster_range = boss ? (d <= 6.0f) : (d > 9.0f);
-                if (cls == 0) {
-                    cand = valid && d > 3.0f && within;
-                } else if (cls == 1) {
-                    cand = (boss ? grave : valid) && monster_range && within;
-                } else {
-                    int base = ranged_type == 5 ? b == BLOCK_WATER : valid;
-                    base = boss ? grave : base;
-                    cand = base && monster_range && within;
-                }
+    enum { ROWS = 4 };
+    for (int32_t y0 = y_lo; y0 <= y_hi; y0 += CRAFTAX_LANE_STRIDE(lanes)) {
+        const int32_t y = y0 + CRAFTAX_LANE_FIRST(lane);
+        const int32_t dy = craftax_sw_abs(y - py);
+        for (int32_t x0 = x_lo; x0 <= x_hi; x0 += ROWS) {
+            uint8_t b[ROWS], mob[ROWS];
+            for (int k = 0; k < ROWS; k++) {
+                const int in_box = x0 + k <= x_hi && y <= y_hi;
+                b[k] = in_box ? s->map[L][x0 + k][y] : (uint8_t)0;
+                mob[k] = in_box ? s->mob_map[L][x0 + k][y] : (uint8_t)1;
             }
-            const uint32_t row = craftax_lanes_ballot(cand, lanes); /* bit l: cell y0 + l */
-            if (row) {
-                const int j0 = x * CRAFTAX_MAP_SIZE + y0;
-                const uint64_t at = (uint64_t)row << (j0 & 31);
-                bits[j0 >> 5] |= (uint32_t)at;
-                if (at >> 32) bits[(j0 >> 5) + 1] |= (uint32_t)(at >> 32);
+            for (int k = 0; k < ROWS && x0 + k <= x_hi; k++) {
+                const int32_t dx = craftax_sw_abs(x0 + k - px);
+                const float d = sqrtf((float)(dx * dx + dy * dy));
+                const int cand = y <= y_hi && craftax_sw_is_candidate(b[k], mob[k], d, despawn, boss, cls, ranged_type);
+                const uint32_t row = craftax_lanes_ballot(cand, lanes); /* bit l: cell y0 + l */
+                if (row && lane == 0) c->rows[x0 + k] |= (uint64_t)row << y0;
                 total += craftax_popc32(row);
             }
         }
+    }
+    craftax_lanes_sync(lanes);
     return total;
 }
 
-/* The candidate bits of one class for spawn_mobs (0 candidates where !can). share_scans (GPU
- * only): each lane steps its own env (a thread per env) and all 32 lanes of the warp run this
- * together; the lanes that need a scan are then served one after another by the whole warp,
- * which reads a box row of the owner's env per transaction instead of each lane reading its
- * own box cell by cell. Every lane must call it then; each gets its own env's result. */
-static inline CRAFTAX_HD int32_t craftax_sw_class_candidates(const CraftaxState *s, const CraftaxParams *params,
-                                                             int can, int boss, int cls, int32_t ranged_type,
-                                                             uint32_t bits[CRAFTAX_SW_CELLS / 32], int lane,
-                                                             int lanes, int share_scans) {
 #ifdef __CUDA_ARCH__
-    if (share_scans) {
+/* A warp's CraftaxSwChoice in shared memory, for the lanes that scan and choose together
+ * (a per-lane copy in local memory, 1.1 KB, was written by every lane of the warp). The
+ * step kernels run blocks of at most CRAFTAX_SW_BLOCK_WARPS warps. */
+#define CRAFTAX_SW_BLOCK_WARPS 4
+static __device__ __forceinline__ CraftaxSwChoice *craftax_sw_warp_choice(void) {
+    __shared__ CraftaxSwChoice space[CRAFTAX_SW_BLOCK_WARPS];
+    if (threadIdx.x >= 32 * CRAFTAX_SW_BLOCK_WARPS) __trap();
+    return &space[threadIdx.x / 32];
+}
+#endif
+
+/* One class of spawn_mobs: the candidate count (0 where !can) and, where can and the count
+ * is > 0, the chosen cell (key: the choice's key). lanes = 32: the warp's lanes share one
+ * env. share_scans (GPU only): each lane steps its own env (a thread per env) and all 32
+ * lanes of the warp call this together; the lanes that need a spawn are then served one
+ * after another by the whole warp, which reads a box row of the owner's env per transaction
+ * instead of each lane reading its own box cell by cell. Every lane gets its own result. */
+static inline CRAFTAX_HD int32_t craftax_sw_class_spawn_cell(const CraftaxState *s, const CraftaxParams *params,
+                                                             int can, int boss, int cls, int32_t ranged_type,
+                                                             CraftaxKey key, int32_t cell[2], int lane, int lanes,
+                                                             int share_scans) {
+#ifdef __CUDA_ARCH__
+    if (share_scans || lanes == CRAFTAX_WARP_LANES) {
+        CraftaxSwChoice *c = craftax_sw_warp_choice();
+        if (!share_scans) {
+            const int32_t total = can ? craftax_sw_spawn_candidates(s, params, boss, cls, ranged_type, c, lane, lanes) : 0;
+            if (can && total > 0) craftax_sw_choose_cell(key, c, total, lane, lanes, cell);
+            return total;
+        }
         const int me = (int)(threadIdx.x & 31u);
         __syncwarp(); /* the lanes' own spawns so far are visible to the whole warp */
         uint32_t need = __ballot_sync(0xffffffffu, can);
@@ -513,19 +554,25 @@ static inline CRAFTAX_HD int32_t craftax_sw_class_candidates(const CraftaxState 
                 0xffffffffu, (unsigned long long)(uintptr_t)s, owner);
             const int boss_o = __shfl_sync(0xffffffffu, boss, owner);
             const int32_t type_o = __shfl_sync(0xffffffffu, ranged_type, owner);
-            uint32_t scanned[CRAFTAX_SW_CELLS / 32];
-            const int32_t t = craftax_sw_spawn_candidates(so, params, boss_o, cls, type_o, scanned, me,
-                                                          CRAFTAX_WARP_LANES);
+            const CraftaxKey key_o = {{__shfl_sync(0xffffffffu, key.k[0], owner), __shfl_sync(0xffffffffu, key.k[1], owner)}};
+            const int32_t t = craftax_sw_spawn_candidates(so, params, boss_o, cls, type_o, c, me, CRAFTAX_WARP_LANES);
+            int32_t chosen[2] = {0, 0};
+            if (t > 0) craftax_sw_choose_cell(key_o, c, t, me, CRAFTAX_WARP_LANES, chosen);
             if (me == owner) {
                 total = t;
-                for (int w = 0; w < CRAFTAX_SW_CELLS / 32; w++) bits[w] = scanned[w];
+                cell[0] = chosen[0];
+                cell[1] = chosen[1];
             }
         }
         return total;
     }
 #endif
     (void)share_scans;
-    return can ? craftax_sw_spawn_candidates(s, params, boss, cls, ranged_type, bits, lane, lanes) : 0;
+    if (!can) return 0;
+    CraftaxSwChoice c;
+    const int32_t total = craftax_sw_spawn_candidates(s, params, boss, cls, ranged_type, &c, lane, lanes);
+    if (total > 0) craftax_sw_choose_cell(key, &c, total, lane, lanes, cell);
+    return total;
 }
 
 /* game_logic.py:spawn_mobs. Every lane runs it (lanes: common.h) and reaches the same
@@ -536,7 +583,6 @@ static inline CRAFTAX_HD void craftax_spawn_mobs_lanes(CraftaxState *s, CraftaxK
                                                        int lane, int lanes, int share_scans) {
     const int32_t L = s->player_level;
     const int boss = craftax_is_fighting_boss(s);
-    uint32_t bits[CRAFTAX_SW_CELLS / 32]; /* candidate cells (v3: no per-cell arrays) */
     int32_t coeff = 1 + (s->monsters_killed[L] < CRAFTAX_MONSTERS_KILLED_TO_CLEAR_LEVEL) * 2;
     coeff *= boss ? craftax_is_boss_spawn_wave(s) * 1000 : 1;
     CraftaxKey k;
@@ -551,9 +597,8 @@ static inline CRAFTAX_HD void craftax_spawn_mobs_lanes(CraftaxState *s, CraftaxK
     can = can && craftax_uniform(k, 0) < CRAFTAX_FLOOR_MOB_SPAWN_CHANCE[L][0];
     can = can && !boss;
     craftax_split2(rng, &rng, &k);
-    total = craftax_sw_class_candidates(s, params, can, boss, 0, 0, bits, lane, lanes, share_scans);
+    total = craftax_sw_class_spawn_cell(s, params, can, boss, 0, 0, k, cell, lane, lanes, share_scans);
     can = can && total > 0;
-    if (can) craftax_sw_choose_cell_bits(k, bits, total, cell);
     if (lane == 0) {
         const int32_t type = CRAFTAX_FLOOR_MOB_MAPPING[L][MOB_CLASS_PASSIVE];
         CRAFTAX_SW_SPAWN_INTO(passive_mobs, CRAFTAX_MAX_PASSIVE_MOBS, can, cell, type,
@@ -571,9 +616,8 @@ static inline CRAFTAX_HD void craftax_spawn_mobs_lanes(CraftaxState *s, CraftaxK
     craftax_split2(rng, &rng, &k);
     can = can && craftax_uniform(k, 0) < craftax_sw_melee_spawn_chance(L, s->light_level) * (float)coeff;
     craftax_split2(rng, &rng, &k);
-    total = craftax_sw_class_candidates(s, params, can, boss, 1, 0, bits, lane, lanes, share_scans); /* after the passive spawn */
+    total = craftax_sw_class_spawn_cell(s, params, can, boss, 1, 0, k, cell, lane, lanes, share_scans); /* after the passive spawn */
     can = can && total > 0;
-    if (can) craftax_sw_choose_cell_bits(k, bits, total, cell);
     if (lane == 0)
         CRAFTAX_SW_SPAWN_INTO(melee_mobs, CRAFTAX_MAX_MELEE_MOBS, can, cell, melee_type,
                               CRAFTAX_MOB_TYPE_HEALTH_MAPPING[melee_type][MOB_CLASS_MELEE]);
@@ -589,9 +633,8 @@ static inline CRAFTAX_HD void craftax_spawn_mobs_lanes(CraftaxState *s, CraftaxK
     craftax_split2(rng, &rng, &k);
     can = can && craftax_uniform(k, 0) < CRAFTAX_FLOOR_MOB_SPAWN_CHANCE[L][2] * (float)coeff;
     craftax_split2(rng, &rng, &k);
-    total = craftax_sw_class_candidates(s, params, can, boss, 2, ranged_type, bits, lane, lanes, share_scans);
+    total = craftax_sw_class_spawn_cell(s, params, can, boss, 2, ranged_type, k, cell, lane, lanes, share_scans);
     can = can && total > 0;
-    if (can) craftax_sw_choose_cell_bits(k, bits, total, cell);
     if (lane == 0)
         CRAFTAX_SW_SPAWN_INTO(ranged_mobs, CRAFTAX_MAX_RANGED_MOBS, can, cell, ranged_type,
                               CRAFTAX_MOB_TYPE_HEALTH_MAPPING[ranged_type][MOB_CLASS_RANGED]);
