@@ -100,7 +100,7 @@ static inline CRAFTAX_HD float craftax_step_after_spawn(CraftaxState *state, con
 
 /* game_logic.py:craftax_step. Modifies *state in place; returns the reward (in every lane).
  * Lanes (common.h): lane 0 runs the sequential logic, all lanes share spawn_mobs' scans.
- * share_scans: one lane per env, the warp's lanes sharing their scans (craftax_sw_class_candidates). */
+ * share_scans: one lane per env, the warp's lanes sharing their scans (craftax_sw_class_spawn_cell). */
 static inline CRAFTAX_HD float craftax_step_lanes(CraftaxState *state, CraftaxKey rng, int32_t action,
                                                   const CraftaxParams *params, int lane, int lanes, int share_scans) {
     CraftaxStepCarry c;

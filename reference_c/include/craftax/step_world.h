@@ -578,7 +578,7 @@ static inline CRAFTAX_HD int32_t craftax_sw_class_spawn_cell(const CraftaxState 
 /* game_logic.py:spawn_mobs. Every lane runs it (lanes: common.h) and reaches the same
  * decisions from the same state; lane 0 alone writes the spawned mob, and the lanes sync
  * before the next class reads mob_map. Callers sync the lanes before it too. share_scans:
- * see craftax_sw_class_candidates (one lane per env; 0 on a CPU). */
+ * see craftax_sw_class_spawn_cell (one lane per env; 0 on a CPU). */
 static inline CRAFTAX_HD void craftax_spawn_mobs_lanes(CraftaxState *s, CraftaxKey rng, const CraftaxParams *params,
                                                        int lane, int lanes, int share_scans) {
     const int32_t L = s->player_level;
