@@ -550,21 +550,29 @@ __global__ void optimistic_take_kernel(CraftaxState *states, const uint64_t *sor
 
 /* ---- host side ------------------------------------------------------------------------- */
 /* World generation runs a warp per floor and a warp keeps its own scratch entry, so a call
- * needs at most as many entries as warps run at once: about what the SMs hold (32 warps an
- * SM at 64 registers a thread). Auto-reset chunks generate concurrently (on the reset
- * stream while the next chunk steps), so they split those entries. Entries are 75 KB; an
- * entry per env took a third of an env's memory. */
+ * needs at most as many entries as warps run at once: what the SMs hold of the floor kernel
+ * (24 warps an SM at its 80 registers). More warps than that ran as a second wave: the floor
+ * kernel hands each warp its floors up front (item = warp + k * warps), so the late warps
+ * started their whole share after the first wave's and the kernel took two shares' time (v12
+ * profile at 262,144 envs, steady state: 4.0 ms, 1.33 waves, more than the step kernel's
+ * 2.5 ms). Auto-reset chunks generate concurrently (on the reset stream while the next chunk
+ * steps), so they split those entries. Entries are 75 KB; an entry per env took a third of an
+ * env's memory. */
 static int64_t world_warps_hardware(void) {
-    static int sms = 0;
-    if (sms <= 0) {
-        int device = 0, n = 0;
-        if (cudaGetDevice(&device) == cudaSuccess &&
-            cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) == cudaSuccess && n > 0)
-            sms = n;
-        else
-            return 132 * 32;
+    static int64_t warps = 0;
+    if (warps <= 0) {
+        int device = 0, sms = 0, blocks = 0;
+        if (cudaGetDevice(&device) != cudaSuccess ||
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0 ||
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, world_floors_kernel<TakenWorlds>, RESET_THREADS,
+                                                          0) != cudaSuccess ||
+            blocks <= 0) {
+            cudaGetLastError(); /* not sticky; callers report their own launches */
+            return 132 * 24;
+        }
+        warps = (int64_t)sms * blocks * (RESET_THREADS / LANES);
     }
-    return (int64_t)sms * 32;
+    return warps;
 }
 /* PYCRAFTAX_CUDA_WORLD_WARPS lowers the warps a call uses (read at each call; tests use it
  * to make warps take several floors and worlds in turn); it never raises them, so the
