@@ -45,6 +45,17 @@ def test_ratio_only_with_upstream_from_the_same_session(tmp_path):
     assert "4.0x" not in text and "| 4,096 | 3.00 M | 2.00 M | 1,000 |" in text
 
 
+def test_newest_run_first_whatever_the_names(tmp_path):
+    """Version names do not sort in time order (v13 before v9 as text): the run time decides."""
+    report = _report_module()
+    _write(tmp_path / "cuda-step-v9.json", _sweep("2026-01-01T10:00:00Z"))
+    _write(tmp_path / "cuda-step-v13.json", _sweep("2026-01-02T10:00:00Z"))
+    _write(tmp_path / "cuda-step-undated.json", {k: v for k, v in _sweep("").items() if k != "time_utc"})
+    text = report.build_report(tmp_path)
+    order = [text.index(f"(cuda-step-{name}.json") for name in ("v13", "v9", "undated")]
+    assert order == sorted(order)
+
+
 def test_unknown_files_are_listed_not_read(tmp_path):
     report = _report_module()
     _write(tmp_path / "mystery.json", {"x": 1})
