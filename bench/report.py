@@ -116,10 +116,11 @@ def cuda_section(path: Path, d: dict, upstream_files: list[Path] = ()) -> list[s
     for r in _cuda_rows(d):
         steady = r.get("steady_env_steps_per_s", r.get("last_quarter_env_steps_per_s"))
         ratios = [f"{steady / best[m]:,.1f}x" if steady else "-" for m, _ in modes]
+        ends = r.get("steady_episode_ends_per_env_step")
         rows.append([_fmt(r.get("num_envs")),
                      _fmt(r.get("fresh_env_steps_per_s", r.get("env_steps_per_s"))),
-                     _fmt(steady), *ratios,
-                     _fmt(r.get("allocated_bytes_per_env", r.get("buffers_bytes_per_env")))])
+                     _fmt(steady), f"{100 * ends:.2f}% ({r.get('steady_steps', '?')})" if ends is not None else "-",
+                     *ratios, _fmt(r.get("allocated_bytes_per_env", r.get("buffers_bytes_per_env")))])
     out = [f"### CUDA env ({path.name}; {_machine(d)})", ""]
     if d.get("note"):
         out += [d["note"], ""]
@@ -127,7 +128,10 @@ def cuda_section(path: Path, d: dict, upstream_files: list[Path] = ()) -> list[s
         measured = ", ".join(f"{label} {_fmt(best[m])} steps/s" for m, label in modes)
         out += [f"Upstream on the same GPU in the same session ({paired[0].name}): {measured}; "
                 "the ratios are our steady rate over each.", ""]
-    out += _table(["envs", "env-steps/s fresh", "env-steps/s steady", *[f"ratio vs upstream {label}"
+    # World generation scales with the episodes that end, and early windows end fewer
+    # (random play settles near 0.4% a step): the rate says how comparable two rows are.
+    out += _table(["envs", "env-steps/s fresh", "env-steps/s steady", "envs ending a step (steady steps)",
+                   *[f"ratio vs upstream {label}"
                                                                         for _, label in modes],
                    "bytes per env"], rows)
     return out + [""]

@@ -26,6 +26,7 @@ def _write(path: Path, data: dict) -> None:
 def _sweep(time_utc: str) -> dict:
     return {"time_utc": time_utc, "device": "GPU X", "machine": {"commit": "abc"},
             "results": [{"num_envs": 4096, "fresh_env_steps_per_s": 3.0e6, "steady_env_steps_per_s": 2.0e6,
+                         "steady_episode_ends_per_env_step": 0.0012, "steady_steps": "50..149",
                          "allocated_bytes_per_env": 1000}]}
 
 
@@ -39,10 +40,10 @@ def test_ratio_only_with_upstream_from_the_same_session(tmp_path):
     _write(tmp_path / "cuda-step-a.json", _sweep("2026-01-01T10:00:00Z"))
     _write(tmp_path / "upstream-gpu-a.json", _upstream("2026-01-01T10:10:00Z"))
     text = report.build_report(tmp_path)
-    assert "| 4,096 | 3.00 M | 2.00 M | 4.0x | 1,000 |" in text
+    assert "| 4,096 | 3.00 M | 2.00 M | 0.12% (50..149) | 4.0x | 1,000 |" in text
     _write(tmp_path / "upstream-gpu-a.json", _upstream("2026-01-01T12:00:00Z"))
     text = report.build_report(tmp_path)
-    assert "4.0x" not in text and "| 4,096 | 3.00 M | 2.00 M | 1,000 |" in text
+    assert "4.0x" not in text and "| 4,096 | 3.00 M | 2.00 M | 0.12% (50..149) | 1,000 |" in text
 
 
 def test_newest_run_first_whatever_the_names(tmp_path):
