@@ -223,17 +223,15 @@ static inline CRAFTAX_HD void craftax_attack_mob_class(CraftaxState *state, cons
     const float damage = craftax_get_damage(damage_vector, CRAFTAX_MOB_TYPE_DEFENSE_MAPPING[type][mob_class_index]);
     m.health[t] = m.health[t] + (-damage * (attacking ? 1.0f : 0.0f));
     const int old_mask = m.mask[t];
-    /* mask = health > 0 & mask on every level. The update_mobs projectile scan calls this 18
-     * times a step, and on the GPU these strided byte stores and float loads were half of the
-     * step kernel's excess memory sectors (NOTES v8 profile): so health is read only where the
-     * mask is set and only entries whose value changes are written (same values, 0/1
-     * normalised as upstream's bool). */
+    /* mask = health > 0 & mask, on the levels all_levels says (above). The update_mobs
+     * projectile scan calls this 18 times a step, and on the GPU these strided byte stores and
+     * float loads were half of the step kernel's excess memory sectors (NOTES v8 profile): so
+     * health is read only where the mask is set and only entries whose value changes are
+     * written (same values, 0/1 normalised as upstream's bool). */
     for (int level = all_levels ? 0 : l; level < (all_levels ? CRAFTAX_NUM_LEVELS : l + 1); level++) {
         const CraftaxMobsRef r = craftax_mobs_ref(state, mob_class_index, level);
-        for (int k = 0; k < r.n; k++) {
-            if (!r.mask[k]) continue;
-            craftax_store_u8(&r.mask[k], (uint8_t)(r.health[k] > 0.0f));
-        }
+        for (int k = 0; k < r.n; k++)
+            if (r.mask[k]) craftax_store_u8(&r.mask[k], (uint8_t)(r.health[k] > 0.0f));
     }
     const int killed = old_mask && !m.mask[t];
     const int32_t ach = CRAFTAX_MOB_ACHIEVEMENT_MAP[mob_class_index][craftax_jread(m.type_id[t], 8)];
