@@ -315,9 +315,14 @@ static inline CRAFTAX_HD void craftax_sw_move_player_projectile(CraftaxState *s,
     const int inb = craftax_in_bounds(s, prop);
     const int in_wall = craftax_sw_projectile_in_wall(s, prop);
 
-    int did0 = craftax_sw_attack_mob(s, pos, dmg, 0, i == 0); /* a step's first effective attack_mob */
+    /* An inactive projectile (mask 0) attacks with zero damage: health + -0 keeps every finite
+     * health's bits (set_state admits only finite ones), so no kill, achievement or count
+     * changes, and its own mask stays 0 whatever `did` says. Its calls only redo the mask
+     * update, which slot 0's first call (always made: the step's first effective one, on all
+     * levels) has already done; so the others are left out. */
+    int did0 = mask || i == 0 ? craftax_sw_attack_mob(s, pos, dmg, 0, i == 0) : 0;
     for (int c = 0; c < 3; c++) dmg[c] = dmg[c] * (float)(1 - did0);
-    int did1 = craftax_sw_attack_mob(s, prop, dmg, 0, 0);
+    int did1 = mask ? craftax_sw_attack_mob(s, prop, dmg, 0, 0) : 0;
     const int did = did0 || did1;
     const int cont = inb && !in_wall && !did;
     s->mobs[L].player_projectiles.position[i][0] = prop[0];
