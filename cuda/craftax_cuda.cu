@@ -393,7 +393,12 @@ __global__ void generate_worlds_kernel(CraftaxState *worlds, const uint32_t *key
     CraftaxKey step_parent, reset_parent, choice_key;
     craftax_optimistic_keys(load_key(keys, w / num_worlds), &step_parent, &reset_parent, &choice_key);
     const CraftaxKey key = craftax_split_at(reset_parent, (uint32_t)(w % num_worlds));
+#ifdef FLOOR_SHARED
+    __shared__ CraftaxWorldGenScratch space[THREADS / LANES];
+    craftax_reset_env_lanes(key, &params, &worlds[w], &space[threadIdx.x / LANES], lane, LANES);
+#else
     craftax_reset_env_lanes(key, &params, &worlds[w], &scratch[w].worldgen, lane, LANES);
+#endif
 }
 
 /* ---- worlds on nine warps (a warp per floor), then a warp per world for the rest -------
@@ -462,12 +467,21 @@ struct TakenWorlds { /* the optimistic step: the env at rank r < num_worlds, if 
 /* 16 blocks of 64 threads an SM: 64 registers, no spills (80 unbounded, 24 warps an SM).
  * The kernel is latency-bound (v12: 31% occupancy, 22% of issue, 10% of DRAM), so more warps
  * hide more of it; world_warps_hardware follows the residency. */
+#ifndef FLOOR_BLOCKS
+#define FLOOR_BLOCKS 16
+#endif
 template <class Source>
-__global__ void __launch_bounds__(RESET_THREADS, 16) world_floors_kernel(Source src, const CraftaxParams params, CraftaxCudaScratch *scratch,
+__global__ void __launch_bounds__(RESET_THREADS, FLOOR_BLOCKS) world_floors_kernel(Source src, const CraftaxParams params, CraftaxCudaScratch *scratch,
                                     int64_t warps) {
     const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / LANES;
     const int lane = (int)(threadIdx.x % LANES);
     if (warp >= warps) return; /* the grid's last block may hold a warp more than there is scratch for */
+#ifdef FLOOR_SHARED
+    __shared__ CraftaxWorldGenScratch space[RESET_THREADS / LANES];
+    CraftaxWorldGenScratch *w = &space[threadIdx.x / LANES];
+#else
+    CraftaxWorldGenScratch *w = &scratch[warp].worldgen;
+#endif
     const int64_t items = src.size() * CRAFTAX_WORLD_FLOORS;
     for (int64_t item = warp; item < items; item += warps) {
         const WorldJob job = src.job(item / CRAFTAX_WORLD_FLOORS);
@@ -475,7 +489,7 @@ __global__ void __launch_bounds__(RESET_THREADS, 16) world_floors_kernel(Source 
         CraftaxKey floors[CRAFTAX_WORLD_FLOORS], rest;
         craftax_world_floor_keys(craftax_reset_world_key(job.reset_key), floors, &rest);
         const int f = (int)(item % CRAFTAX_WORLD_FLOORS);
-        craftax_generate_world_floor_lanes(floors[f], f, &params, job.state, &scratch[warp].worldgen, lane, LANES);
+        craftax_generate_world_floor_lanes(floors[f], f, &params, job.state, w, lane, LANES);
         craftax_lanes_sync(LANES);
     }
 }

@@ -47,128 +47,98 @@ static inline CRAFTAX_HD float craftax_noise_blend_glow(float n00, float n10, fl
     return fmaf(1.0f - t1, n0, t1 * n1);
 }
 
-/* generate_perlin_noise_2d(key, (48,48), (res0,res1), override_angles) without its final
- * `* sqrt(2)`: `out` receives craftax_noise_blend of every cell and, when not NULL,
- * `out_glow` craftax_noise_blend_glow. `angles01`, when not NULL, replaces the uniform draw
- * ((res0+1)*(res1+1) values; upstream multiplies the override by 2*pi just as it does the
- * draw). `grad_x`, `grad_y`: space for 25 * 25 floats each, shared by the lanes (common.h). */
+/* generate_fractal_noise_2d(key, (48,48), (res0,res1), octaves=1, override_angles) is one
+ * generate_perlin_noise_2d field: a (res0+1) x (res1+1) grid of unit gradients at angles
+ * 2*pi*u (u uniform, or `angles01`: upstream multiplies the override by 2*pi just as it does
+ * the draw), blended over each gradient cell of 48/res0 x 48/res1 map cells, times sqrt(2),
+ * then rescaled to [0, 1]. Every value of a cell is a pure function of the grid and (i, j),
+ * so world generation evaluates it where it needs it instead of storing 48 x 48 fields.
+ * 48/res is a power of two for every resolution used (3, 6, 12, 24: cells of 16, 8, 4, 2). */
 #define CRAFTAX_NOISE_GRADS (25 * 25) /* (res0+1) x (res1+1), res <= 24 */
-static inline CRAFTAX_HD void craftax_perlin_noise_lanes(CraftaxKey key, int res0, int res1, const float *angles01,
-                                                         float out[CRAFTAX_NOISE_N][CRAFTAX_NOISE_N],
-                                                         float out_glow[CRAFTAX_NOISE_N][CRAFTAX_NOISE_N],
-                                                         float *grad_x, float *grad_y, int lane, int lanes) {
-    const int n = CRAFTAX_NOISE_N;
-    const int d0 = n / res0, d1 = n / res1;
-    CraftaxKey unused, sub;
-    craftax_split2(key, &unused, &sub);
-    const int cols = res1 + 1;
-    craftax_lanes_sync(lanes); /* the previous field's lanes are done with the gradients */
-    CRAFTAX_FOR_LANE(i, (res0 + 1) * cols, lane, lanes) {
-        float u = angles01 ? angles01[i] : craftax_uniform(sub, (uint32_t)i);
+typedef struct {
+    int res0, res1;
+    const float *grad_x, *grad_y; /* (res0+1) x (res1+1), row-major */
+    float min, inv_range;         /* of sqrt(2) * blend over the field (craftax_noise_min_max) */
+} CraftaxNoiseGrid;
+
+/* The grid's gradients from the fractal call's key (its split, then generate_perlin_noise_2d's
+ * split, then the uniform draw). grad_x, grad_y: shared by the lanes (common.h). Ends synced. */
+static inline CRAFTAX_HD CraftaxNoiseGrid craftax_noise_grid_lanes(CraftaxKey key, int res0, int res1,
+                                                                  const float *angles01, float *grad_x,
+                                                                  float *grad_y, int lane, int lanes) {
+    CraftaxKey unused, fractal, perlin;
+    craftax_split2(key, &unused, &fractal);
+    craftax_split2(fractal, &unused, &perlin);
+    CRAFTAX_FOR_LANE(i, (res0 + 1) * (res1 + 1), lane, lanes) {
+        float u = angles01 ? angles01[i] : craftax_uniform(perlin, (uint32_t)i);
         float angle = 6.28318548f * u; /* 2*jnp.pi (a Python float) times a float32 array */
         grad_x[i] = craftax_cosf(angle);
         grad_y[i] = craftax_sinf(angle);
     }
     craftax_lanes_sync(lanes);
-    /* Walk the field gradient cell by gradient cell: inside one cell the four gradients
-     * are constants, so the inner loop over j is plain arithmetic that vectorises. */
-    float t1_of[CRAFTAX_NOISE_N], gy_of[CRAFTAX_NOISE_N];
-    for (int j = 0; j < d1; j++) {
-        gy_of[j] = (float)j / (float)d1; /* mgrid[0:res:res/48] % 1, exact */
-        t1_of[j] = craftax_noise_interpolant(gy_of[j]);
-    }
-    CRAFTAX_FOR_LANE(i_cj, n * res1, lane, lanes) { /* lanes take (row, gradient cell) pairs */
-        const int i = i_cj / res1, cj = i_cj % res1;
-        const float gx = (float)(i % d0) / (float)d0;
-        const float t0 = craftax_noise_interpolant(gx);
-        const int ci = i / d0;
-        const int a00 = ci * cols + cj, a10 = (ci + 1) * cols + cj;
-        const float g00x = grad_x[a00], g00y = grad_y[a00], g10x = grad_x[a10], g10y = grad_y[a10];
-        const float g01x = grad_x[a00 + 1], g01y = grad_y[a00 + 1], g11x = grad_x[a10 + 1], g11y = grad_y[a10 + 1];
-        float *row = &out[i][cj * d1];
-        float *row_glow = out_glow ? &out_glow[i][cj * d1] : 0;
-        for (int j = 0; j < d1; j++) {
-            const float gy = gy_of[j], t1 = t1_of[j];
-            const float n00 = craftax_noise_ramp(gx, g00x, gy, g00y);
-            const float n10 = craftax_noise_ramp(gx - 1.0f, g10x, gy, g10y);
-            const float n01 = craftax_noise_ramp(gx, g01x, gy - 1.0f, g01y);
-            const float n11 = craftax_noise_ramp(gx - 1.0f, g11x, gy - 1.0f, g11y);
-            row[j] = craftax_noise_blend(n00, n10, n01, n11, t0, t1);
-            if (row_glow) row_glow[j] = craftax_noise_blend_glow(n00, n10, n01, n11, t0, t1);
-        }
-    }
-    craftax_lanes_sync(lanes);
-}
-static inline CRAFTAX_HD void craftax_perlin_noise(CraftaxKey key, int res0, int res1, const float *angles01,
-                                                   float out[CRAFTAX_NOISE_N][CRAFTAX_NOISE_N],
-                                                   float out_glow[CRAFTAX_NOISE_N][CRAFTAX_NOISE_N]) {
-    float grad_x[CRAFTAX_NOISE_GRADS], grad_y[CRAFTAX_NOISE_GRADS];
-    craftax_perlin_noise_lanes(key, res0, res1, angles01, out, out_glow, grad_x, grad_y, 0, 1);
+    CraftaxNoiseGrid g = {res0, res1, grad_x, grad_y, 0.0f, 0.0f};
+    return g;
 }
 
-/* generate_fractal_noise_2d with octaves=1, split at its normalisation. `out` (and
- * `out_glow`, when not NULL) receive the Perlin blend L before its final `* sqrt(2)`. The
- * field is sqrt(2) * L; XLA takes min and max of the rounded products, but where it
- * subtracts the minimum it fuses the product into the subtraction, fma(L, sqrt2, -min), and
- * then multiplies by 1 / (max - min). Callers finish with craftax_noise_normalised. */
+/* The four ramps of cell (i, j) and its interpolants (mgrid[0:res:res/48] % 1: i % d0 / d0,
+ * exact). */
+typedef struct {
+    float n00, n10, n01, n11, t0, t1;
+} CraftaxNoiseCorners;
+static inline CRAFTAX_HD CraftaxNoiseCorners craftax_noise_corners(const CraftaxNoiseGrid *g, int i, int j) {
+    const int d0 = CRAFTAX_NOISE_N / g->res0, d1 = CRAFTAX_NOISE_N / g->res1, cols = g->res1 + 1;
+    const float gx = (float)(i % d0) / (float)d0, gy = (float)(j % d1) / (float)d1;
+    const int a00 = (i / d0) * cols + j / d1, a10 = a00 + cols;
+    CraftaxNoiseCorners c;
+    c.n00 = craftax_noise_ramp(gx, g->grad_x[a00], gy, g->grad_y[a00]);
+    c.n10 = craftax_noise_ramp(gx - 1.0f, g->grad_x[a10], gy, g->grad_y[a10]);
+    c.n01 = craftax_noise_ramp(gx, g->grad_x[a00 + 1], gy - 1.0f, g->grad_y[a00 + 1]);
+    c.n11 = craftax_noise_ramp(gx - 1.0f, g->grad_x[a10 + 1], gy - 1.0f, g->grad_y[a10 + 1]);
+    c.t0 = craftax_noise_interpolant(gx);
+    c.t1 = craftax_noise_interpolant(gy);
+    return c;
+}
+/* The blend L of cell (i, j) (before its `* sqrt(2)`) as the map's kernels compute it. */
+static inline CRAFTAX_HD float craftax_noise_at(const CraftaxNoiseGrid *g, int i, int j) {
+    const CraftaxNoiseCorners c = craftax_noise_corners(g, i, j);
+    return craftax_noise_blend(c.n00, c.n10, c.n01, c.n11, c.t0, c.t1);
+}
+
+/* generate_fractal_noise_2d's normalisation: min and max of sqrt(2) * L over the field come
+ * from their own kernel, which blends like the map's; XLA takes them of the rounded products,
+ * but where it subtracts the minimum it fuses the product into the subtraction,
+ * fma(L, sqrt2, -min), then multiplies by 1 / (max - min) (craftax_noise_normalised). Lanes
+ * take cells; min and max are exact in any order. Sets g->min, g->inv_range in every lane. */
 #define CRAFTAX_SQRT2_F 1.41421354f
-static inline CRAFTAX_HD void craftax_fractal_noise_parts_lanes(CraftaxKey key, int res0, int res1,
-                                                                const float *angles01,
-                                                                float out[CRAFTAX_NOISE_N][CRAFTAX_NOISE_N],
-                                                                float out_glow[CRAFTAX_NOISE_N][CRAFTAX_NOISE_N],
-                                                                float *min_out, float *inv_range_out, float *grad_x,
-                                                                float *grad_y, int lane, int lanes) {
-    CraftaxKey unused, sub;
-    craftax_split2(key, &unused, &sub);
-    craftax_perlin_noise_lanes(sub, res0, res1, angles01, out, out_glow, grad_x, grad_y, lane, lanes);
-    /* min and max come from their own kernel, which blends like the map's (craftax_noise_blend). */
-    float lo = CRAFTAX_SQRT2_F * out[0][0], hi = lo;
+static inline CRAFTAX_HD void craftax_noise_min_max_lanes(CraftaxNoiseGrid *g, int lane, int lanes) {
+    float lo = CRAFTAX_SQRT2_F * craftax_noise_at(g, 0, 0), hi = lo;
     CRAFTAX_FOR_CELLS(i, j, lane, lanes) {
-        const float v = CRAFTAX_SQRT2_F * out[i][j];
+        const float v = CRAFTAX_SQRT2_F * craftax_noise_at(g, i, j);
         lo = v < lo ? v : lo;
         hi = v > hi ? v : hi;
     }
-    lo = craftax_lanes_min_f32(lo, lanes); /* min and max are exact in any order */
+    lo = craftax_lanes_min_f32(lo, lanes);
     hi = craftax_lanes_max_f32(hi, lanes);
     lo = lo + 0.0f; /* `noise = zeros + 1 * perlin` turns -0 into +0 */
     hi = hi + 0.0f;
-    *min_out = lo;
-    *inv_range_out = 1.0f / (hi - lo);
-}
-static inline CRAFTAX_HD void craftax_fractal_noise_parts(CraftaxKey key, int res0, int res1, const float *angles01,
-                                                          float out[CRAFTAX_NOISE_N][CRAFTAX_NOISE_N],
-                                                          float out_glow[CRAFTAX_NOISE_N][CRAFTAX_NOISE_N],
-                                                          float *min_out, float *inv_range_out) {
-    float grad_x[CRAFTAX_NOISE_GRADS], grad_y[CRAFTAX_NOISE_GRADS];
-    craftax_fractal_noise_parts_lanes(key, res0, res1, angles01, out, out_glow, min_out, inv_range_out, grad_x,
-                                      grad_y, 0, 1);
+    g->min = lo;
+    g->inv_range = 1.0f / (hi - lo);
 }
 
-/* (noise - min) / (max - min) of one cell, as XLA computes it (see above). */
-static inline CRAFTAX_HD float craftax_noise_normalised(float interpolation, float min, float inv_range) {
-    return fmaf(interpolation, CRAFTAX_SQRT2_F, -min) * inv_range;
+/* (noise - min) / (max - min) of one blend value, as XLA computes it (see above). */
+static inline CRAFTAX_HD float craftax_noise_normalised(float blend, const CraftaxNoiseGrid *g) {
+    return fmaf(blend, CRAFTAX_SQRT2_F, -g->min) * g->inv_range;
 }
 
-/* generate_fractal_noise_2d with octaves=1: one Perlin field rescaled to [0, 1], in `out`
- * as the map's kernels blend it and, when not NULL, in `out_glow` as the lava glow's does. */
-static inline CRAFTAX_HD void craftax_fractal_noise_lanes(CraftaxKey key, int res0, int res1, const float *angles01,
-                                                          float out[CRAFTAX_NOISE_N][CRAFTAX_NOISE_N],
-                                                          float out_glow[CRAFTAX_NOISE_N][CRAFTAX_NOISE_N],
-                                                          float *grad_x, float *grad_y, int lane, int lanes) {
-    float lo, inv_range;
-    craftax_fractal_noise_parts_lanes(key, res0, res1, angles01, out, out_glow, &lo, &inv_range, grad_x, grad_y, lane,
-                                      lanes);
-    CRAFTAX_FOR_CELLS(i, j, lane, lanes) {
-        out[i][j] = craftax_noise_normalised(out[i][j], lo, inv_range);
-        if (out_glow) out_glow[i][j] = craftax_noise_normalised(out_glow[i][j], lo, inv_range);
-    }
-    craftax_lanes_sync(lanes);
-}
-static inline CRAFTAX_HD void craftax_fractal_noise(CraftaxKey key, int res0, int res1, const float *angles01,
-                                                    float out[CRAFTAX_NOISE_N][CRAFTAX_NOISE_N],
-                                                    float out_glow[CRAFTAX_NOISE_N][CRAFTAX_NOISE_N]) {
+/* The whole field as the map's kernels see it (craftax_test_fractal_noise; world generation
+ * evaluates cells where it needs them). */
+static inline void craftax_fractal_noise(CraftaxKey key, int res0, int res1, const float *angles01,
+                                         float out[CRAFTAX_NOISE_N][CRAFTAX_NOISE_N]) {
     float grad_x[CRAFTAX_NOISE_GRADS], grad_y[CRAFTAX_NOISE_GRADS];
-    craftax_fractal_noise_lanes(key, res0, res1, angles01, out, out_glow, grad_x, grad_y, 0, 1);
+    CraftaxNoiseGrid g = craftax_noise_grid_lanes(key, res0, res1, angles01, grad_x, grad_y, 0, 1);
+    craftax_noise_min_max_lanes(&g, 0, 1);
+    for (int i = 0; i < CRAFTAX_NOISE_N; i++)
+        for (int j = 0; j < CRAFTAX_NOISE_N; j++) out[i][j] = craftax_noise_normalised(craftax_noise_at(&g, i, j), &g);
 }
 
 #endif

@@ -20,6 +20,7 @@
 #include "game_logic_utils.h"
 #include "params.h"
 #include "rng.h"
+#include "cell_choice.h"
 #include "state.h"
 
 /* ---- JAX indexing ------------------------------------------------------------------ */
@@ -349,71 +350,6 @@ static inline CRAFTAX_HD void craftax_update_mobs(CraftaxState *state, CraftaxKe
 
 /* ---- spawn_mobs ---------------------------------------------------------------------- */
 
-/* choice(key, arange(48*48), shape=(1,), p=cand/sum(cand)) -> (idx // 48, idx % 48), with
- * the candidate cells as bits (bit y of rows[x]; count of them > 0) instead of 2304-float
- * arrays. Every p[j] is 0 or q = 1/count, so the blocked cumulative sum of rng.h
- * (craftax_cumsum_f32) is known without building it: inside a block of 16 cells (a map row
- * is three blocks), the value at j is t[k] = (((0 + q) + q) + ...) with k the candidates of
- * the block up to j (adding a 0 changes nothing); the block totals t[k_b] then go through
- * the same second level, which is craftax_cumsum_f32 of those 144 totals; and value(j) = t[k]
- * (+ that scan at block b - 1 for j >= 16). searchsorted then evaluates value() where it
- * looks: bit-identical to building the arrays (v3; v2 built p and cumsum in 2304-float
- * scratch arrays). The sums are not monotone to the last ulp across blocks, so the search
- * keeps upstream's probe sequence. */
-#define CRAFTAX_SW_CELLS (CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE)
-#define CRAFTAX_SW_BLOCKS (CRAFTAX_SW_CELLS / 16)
-typedef struct {
-    uint64_t rows[CRAFTAX_MAP_SIZE]; /* bit y of rows[x]: cell (x, y) is a candidate */
-    float t[17];
-    float block_scan[CRAFTAX_SW_BLOCKS];
-    float block_prefix[16]; /* craftax_cumsum_f32_lanes' second level (9 blocks of 16) */
-} CraftaxSwChoice;
-
-static inline CRAFTAX_HD uint32_t craftax_sw_block_bits(const CraftaxSwChoice *c, int b) {
-    return (uint32_t)(c->rows[b / 3] >> (16 * (b % 3))) & 0xFFFFu;
-}
-static inline CRAFTAX_HD float craftax_sw_cumsum_at(const CraftaxSwChoice *c, int j) {
-    const int b = j >> 4;
-    const float first = c->t[craftax_popc32(craftax_sw_block_bits(c, b) & (0xFFFFu >> (15 - (j & 15))))];
-    return j < 16 ? first : first + c->block_scan[b - 1];
-}
-/* The chosen cell of c->rows (count > 0 candidates) into out, in every lane. Lanes share the
- * block totals and their scan; each runs the same search. Ends synced. */
-static inline CRAFTAX_HD void craftax_sw_choose_cell(CraftaxKey key, CraftaxSwChoice *c, int32_t count, int lane,
-                                                     int lanes, int32_t out[2]) {
-    const int n = CRAFTAX_SW_CELLS;
-    const float q = (float)1 / (float)count; /* p[j] = (float)mask[j] / total */
-    if (lane == 0) {
-        c->t[0] = 0.0f;
-        for (int k = 1; k <= 16; k++) c->t[k] = c->t[k - 1] + q;
-    }
-    craftax_lanes_sync(lanes);
-    CRAFTAX_FOR_LANE(b, CRAFTAX_SW_BLOCKS, lane, lanes) c->block_scan[b] = c->t[craftax_popc32(craftax_sw_block_bits(c, b))];
-    craftax_lanes_sync(lanes);
-    /* in place: each index is read before it is written, by the lane that writes it */
-    craftax_cumsum_f32_lanes(c->block_scan, CRAFTAX_SW_BLOCKS, c->block_scan, c->block_prefix, lane, lanes);
-    craftax_lanes_sync(lanes);
-    /* craftax_choice_from_cumsum / craftax_searchsorted_left (rng.h) over value(j). */
-    const float r = craftax_sw_cumsum_at(c, n - 1) * (1.0f - craftax_uniform(key, 0));
-    uint32_t low = 0, high = (uint32_t)n;
-    int levels = 0;
-    while ((1 << levels) < n + 1) levels++;
-    const int32_t rq = craftax_total_order_key(r);
-    for (int it = 0; it < levels; it++) {
-        uint32_t mid = low + (high - low) / 2;
-        uint32_t read = mid < (uint32_t)n ? mid : (uint32_t)n - 1;
-        int go_left = rq <= craftax_total_order_key(craftax_sw_cumsum_at(c, (int)read));
-        if (go_left)
-            high = mid;
-        else
-            low = mid;
-    }
-    const int32_t idx = (int32_t)high < n ? (int32_t)high : n - 1;
-    out[0] = idx / CRAFTAX_MAP_SIZE;
-    out[1] = idx % CRAFTAX_MAP_SIZE;
-    craftax_lanes_sync(lanes); /* c is free again */
-}
-
 /* First free slot (argmax of not-mask; 0 when all are taken). */
 static inline CRAFTAX_HD int craftax_sw_first_free(const uint8_t *mask, int n) {
     for (int j = 0; j < n; j++)
@@ -450,7 +386,7 @@ static inline CRAFTAX_HD float craftax_sw_melee_spawn_chance(int32_t level, floa
 
 /* Caller-provided space of spawn_mobs. v2 kept its per-cell masks and 2304-float arrays
  * here (34.6 KB per env); v3 needs none (craftax_sw_spawn_candidates,
- * craftax_sw_choose_cell), and the type stays so that the scratch-taking signatures
+ * craftax_cell_choice_normalised), and the type stays so that the scratch-taking signatures
  * (craftax_step_scratch, ...) keep their form. */
 typedef struct {
     uint8_t unused;
@@ -483,7 +419,7 @@ static inline CRAFTAX_HD int craftax_sw_is_candidate(uint8_t b, uint8_t mob, flo
  * Returns the number of candidates (every lane); ends synced. */
 static inline CRAFTAX_HD int32_t craftax_sw_spawn_candidates(const CraftaxState *s, const CraftaxParams *params,
                                                              int boss, int cls, int32_t ranged_type,
-                                                             CraftaxSwChoice *c, int lane, int lanes) {
+                                                             CraftaxCellChoice *c, int lane, int lanes) {
     const int32_t L = s->player_level;
     const float despawn = (float)params->mob_despawn_distance;
     const int32_t px = s->player_position[0], py = s->player_position[1];
@@ -519,12 +455,12 @@ static inline CRAFTAX_HD int32_t craftax_sw_spawn_candidates(const CraftaxState 
 }
 
 #ifdef __CUDA_ARCH__
-/* A warp's CraftaxSwChoice in shared memory, for the lanes that scan and choose together
+/* A warp's CraftaxCellChoice in shared memory, for the lanes that scan and choose together
  * (a per-lane copy in local memory, 1.1 KB, was written by every lane of the warp). The
  * step kernels run blocks of at most CRAFTAX_SW_BLOCK_WARPS warps. */
 #define CRAFTAX_SW_BLOCK_WARPS 4
-static __device__ __forceinline__ CraftaxSwChoice *craftax_sw_warp_choice(void) {
-    __shared__ CraftaxSwChoice space[CRAFTAX_SW_BLOCK_WARPS];
+static __device__ __forceinline__ CraftaxCellChoice *craftax_sw_warp_choice(void) {
+    __shared__ CraftaxCellChoice space[CRAFTAX_SW_BLOCK_WARPS];
     if (threadIdx.x >= 32 * CRAFTAX_SW_BLOCK_WARPS) __trap();
     return &space[threadIdx.x / 32];
 }
@@ -542,10 +478,10 @@ static inline CRAFTAX_HD int32_t craftax_sw_class_spawn_cell(const CraftaxState 
                                                              int share_scans) {
 #ifdef __CUDA_ARCH__
     if (share_scans || lanes == CRAFTAX_WARP_LANES) {
-        CraftaxSwChoice *c = craftax_sw_warp_choice();
+        CraftaxCellChoice *c = craftax_sw_warp_choice();
         if (!share_scans) {
             const int32_t total = can ? craftax_sw_spawn_candidates(s, params, boss, cls, ranged_type, c, lane, lanes) : 0;
-            if (can && total > 0) craftax_sw_choose_cell(key, c, total, lane, lanes, cell);
+            if (can && total > 0) craftax_cell_choice_normalised(key, c, total, lane, lanes, cell);
             return total;
         }
         const int me = (int)(threadIdx.x & 31u);
@@ -562,7 +498,7 @@ static inline CRAFTAX_HD int32_t craftax_sw_class_spawn_cell(const CraftaxState 
             const CraftaxKey key_o = {{__shfl_sync(0xffffffffu, key.k[0], owner), __shfl_sync(0xffffffffu, key.k[1], owner)}};
             const int32_t t = craftax_sw_spawn_candidates(so, params, boss_o, cls, type_o, c, me, CRAFTAX_WARP_LANES);
             int32_t chosen[2] = {0, 0};
-            if (t > 0) craftax_sw_choose_cell(key_o, c, t, me, CRAFTAX_WARP_LANES, chosen);
+            if (t > 0) craftax_cell_choice_normalised(key_o, c, t, me, CRAFTAX_WARP_LANES, chosen);
             if (me == owner) {
                 total = t;
                 cell[0] = chosen[0];
@@ -574,9 +510,9 @@ static inline CRAFTAX_HD int32_t craftax_sw_class_spawn_cell(const CraftaxState 
 #endif
     (void)share_scans;
     if (!can) return 0;
-    CraftaxSwChoice c;
+    CraftaxCellChoice c;
     const int32_t total = craftax_sw_spawn_candidates(s, params, boss, cls, ranged_type, &c, lane, lanes);
-    if (total > 0) craftax_sw_choose_cell(key, &c, total, lane, lanes, cell);
+    if (total > 0) craftax_cell_choice_normalised(key, &c, total, lane, lanes, cell);
     return total;
 }
 

@@ -6,66 +6,32 @@
 #ifndef CRAFTAX_WORLDGEN_H
 #define CRAFTAX_WORLDGEN_H
 
+#include "cell_choice.h"
 #include "noise.h"
 #include "state.h"
 
 #define CRAFTAX_N CRAFTAX_MAP_SIZE
-#define CRAFTAX_CELLS (CRAFTAX_MAP_SIZE * CRAFTAX_MAP_SIZE)
 
-/* Working memory of one smooth floor: large enough that the CUDA build keeps it out of
- * registers, so callers pass it in. */
+/* A smooth floor's four noise grids (water and mountain 3 x 3, path 6 x 24, tree 12 x 12
+ * gradient cells), packed. */
+#define CRAFTAX_SMOOTH_GRADS (2 * 4 * 4 + 7 * 25 + 13 * 13)
+
+/* Working memory of one floor, small enough (6.6 KB) for a GPU warp to keep in shared memory
+ * (v14; it held 48 x 48 float fields, p and cumsum arrays and padded dungeon maps before,
+ * 70 KB in global memory). Callers pass it in. */
 typedef struct {
-    float water[CRAFTAX_N][CRAFTAX_N];
-    float mountain[CRAFTAX_N][CRAFTAX_N];
-    float path_x[CRAFTAX_N][CRAFTAX_N];
-    float tree_noise[CRAFTAX_N][CRAFTAX_N];
-    float p[CRAFTAX_CELLS];
-    float cumsum[CRAFTAX_CELLS];
-    uint8_t mask_a[CRAFTAX_CELLS];
-    uint8_t mask_b[CRAFTAX_CELLS];
-    uint8_t dungeon_map[CRAFTAX_MAP_SIZE + 20][CRAFTAX_MAP_SIZE + 20];   /* padded by 10 */
-    uint8_t dungeon_items[CRAFTAX_MAP_SIZE + 20][CRAFTAX_MAP_SIZE + 20];
-    float grad_x[CRAFTAX_NOISE_GRADS], grad_y[CRAFTAX_NOISE_GRADS]; /* shared by the lanes (common.h) */
-    float block_prefix[256];
+    union {
+        struct {
+            float grad_x[CRAFTAX_SMOOTH_GRADS], grad_y[CRAFTAX_SMOOTH_GRADS];
+        } smooth;
+        struct { /* the rooms and corridors before the per-cell passes */
+            uint8_t map[CRAFTAX_N][CRAFTAX_N], items[CRAFTAX_N][CRAFTAX_N];
+        } dungeon;
+    } u;
+    CraftaxCellChoice choice;                /* the mask of the floor's current cell choice */
+    uint64_t ladder_rows[CRAFTAX_MAP_SIZE]; /* bit y of [x]: cell (x, y) can hold a ladder */
+    uint64_t glow_rows[CRAFTAX_MAP_SIZE];   /* bit y of [x]: cell (x, y) glows as lava */
 } CraftaxWorldGenScratch;
-
-/* jax.random.choice(key, arange(2304), p=mask) with a 0/1 mask: the cumulative sum of a
- * 0/1 vector is a count, exact in any order, so no blocked scan is needed. */
-static inline CRAFTAX_HD int32_t craftax_choice_mask_lanes(CraftaxKey key, const uint8_t *mask, int n, float *cumsum,
-                                                          int lane, int lanes) {
-    craftax_lanes_sync(lanes);
-    int32_t count = 0;
-    for (int base = 0; base < n; base += lanes) { /* a round of `lanes` cells: a prefix count */
-        const int i = base + lane;
-        int32_t round_total;
-        const int32_t prefix = craftax_lanes_prefix_count(i < n && mask[i], lane, lanes, &round_total);
-        if (i < n) cumsum[i] = (float)(count + prefix);
-        count += round_total;
-    }
-    craftax_lanes_sync(lanes);
-    return craftax_choice_from_cumsum(key, 0, cumsum, n);
-}
-static inline CRAFTAX_HD int32_t craftax_choice_mask(CraftaxKey key, const uint8_t *mask, int n, float *cumsum) {
-    return craftax_choice_mask_lanes(key, mask, n, cumsum, 0, 1);
-}
-
-/* jax.random.choice(key, arange(2304), p=mask / mask.sum()) with float probabilities:
- * the blocked cumulative sum decides the last bits, as in XLA. Empty masks give 0/0 = NaN
- * probabilities and index 0, like upstream. */
-static inline CRAFTAX_HD int32_t craftax_choice_normalised_mask_lanes(CraftaxKey key, const uint8_t *mask, int n,
-                                                                      float *p, float *cumsum, float *block_prefix,
-                                                                      int lane, int lanes) {
-    craftax_lanes_sync(lanes);
-    int32_t count = 0;
-    CRAFTAX_FOR_LANE(i, n, lane, lanes) count += mask[i] ? 1 : 0;
-    count = craftax_lanes_sum_i32(count, lanes);
-    const float total = (float)count;
-    CRAFTAX_FOR_LANE(i, n, lane, lanes) p[i] = (mask[i] ? 1.0f : 0.0f) / total;
-    craftax_lanes_sync(lanes);
-    craftax_cumsum_f32_lanes(p, n, cumsum, block_prefix, lane, lanes);
-    craftax_lanes_sync(lanes);
-    return craftax_choice_from_cumsum(key, 0, cumsum, n);
-}
 
 /* Start index of jax.lax.dynamic_(update_)slice along a dimension of `size` for a window
  * of `window`: negative starts wrap once, then the start is clamped into [0, size-window]. */
@@ -76,20 +42,30 @@ static inline CRAFTAX_HD int32_t craftax_dynamic_slice_start(int32_t start, int3
 
 /* water = noise + proximity - 1, as the map kernel computes it from the Perlin blend L:
  * fma(L, sqrt2, -min) (noise.h), then the normalising multiply fused with the + proximity. */
-static inline CRAFTAX_HD float craftax_water_field(float blend, float min, float inv_range, float proximity) {
-    return fmaf(fmaf(blend, CRAFTAX_SQRT2_F, -min), inv_range, proximity) - 1.0f;
+static inline CRAFTAX_HD float craftax_water_field(float blend, const CraftaxNoiseGrid *g, float proximity) {
+    return fmaf(fmaf(blend, CRAFTAX_SQRT2_F, -g->min), g->inv_range, proximity) - 1.0f;
 }
 
 /* mountain = noise + 0.05 + proximity - 1, as every kernel that reads it computes it: the
  * normalising multiply fused with the + 0.05, then the unfused + proximity and - 1. */
-static inline CRAFTAX_HD float craftax_mountain_field(float blend, float min, float inv_range, float proximity) {
-    return fmaf(fmaf(blend, CRAFTAX_SQRT2_F, -min), inv_range, 0.05f) + proximity - 1.0f;
+static inline CRAFTAX_HD float craftax_mountain_field(float blend, const CraftaxNoiseGrid *g, float proximity) {
+    return fmaf(fmaf(blend, CRAFTAX_SQRT2_F, -g->min), g->inv_range, 0.05f) + proximity - 1.0f;
 }
 
-/* generate_smoothworld for one config; writes level `level` of the state. */
-/* Lanes (common.h): per-cell passes are shared cell by cell (c = lane, lane + lanes, ...);
- * single writes (a chosen cell, the spawn) are made by every lane with the same value and
- * followed by a sync before anything else writes that cell. */
+/* The copy of `rows` (bit y of rows[x]) into the choice's mask. */
+static inline CRAFTAX_HD void craftax_worldgen_load_mask(CraftaxCellChoice *c, const uint64_t *rows, int lane,
+                                                         int lanes) {
+    craftax_lanes_sync(lanes);
+    CRAFTAX_FOR_LANE(x, CRAFTAX_MAP_SIZE, lane, lanes) c->rows[x] = rows[x];
+    craftax_lanes_sync(lanes);
+}
+/* generate_smoothworld for one config; writes level `level` of the state. Each cell's map
+ * block depends only on its own noise values and uniform draws (the map, its trees, the five
+ * ores in turn and the lava), so one pass makes it; the noise values are evaluated per cell
+ * from the gradient grids (noise.h), the cells that the later choices and the lava glow read
+ * go into bit masks. Lanes (common.h): per-cell passes are shared cell by cell (c = lane,
+ * lane + lanes, ...); single writes (a chosen cell, the spawn) are made by lane 0 or by every
+ * lane with the same value, followed by a sync before anything else reads that cell. */
 static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const CraftaxSmoothGenConfig *cfg,
                                                            const CraftaxParams *params, CraftaxState *s, int level,
                                                            CraftaxWorldGenScratch *w, int lane, int lanes) {
@@ -98,195 +74,180 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
     float(*light_map)[CRAFTAX_N] = s->light_map[level];
     const int centre = CRAFTAX_N / 2;
     CraftaxKey sub;
+    float *gx = w->u.smooth.grad_x, *gy = w->u.smooth.grad_y;
 
-    /* The lava glow's kernel blends mountain and tree noise its own way (noise.h); `p` and
-     * `cumsum` are free until the ores, so they hold those two fields meanwhile. */
-    const int glows = cfg->lava == BLOCK_LAVA;
-    float(*mountain_glow)[CRAFTAX_N] = glows ? (float(*)[CRAFTAX_N])w->p : 0;
-    float(*tree_glow)[CRAFTAX_N] = glows ? (float(*)[CRAFTAX_N])w->cumsum : 0;
-
-    float water_min, water_inv_range, mountain_min, mountain_inv_range;
-    craftax_split2(rng, &rng, &sub);
     craftax_lanes_sync(lanes); /* the previous floor's lanes are done with the scratch */
-    craftax_fractal_noise_parts_lanes(sub, 3, 3, params->has_angles[0] ? params->angles_water : 0, w->water, 0,
-                                      &water_min, &water_inv_range, w->grad_x, w->grad_y, lane, lanes);
+    craftax_cell_rows_clear(w->choice.rows, lane, lanes);
+    craftax_cell_rows_clear(w->ladder_rows, lane, lanes);
+    craftax_cell_rows_clear(w->glow_rows, lane, lanes); /* (craftax_noise_grid_lanes syncs) */
+    craftax_split2(rng, &rng, &sub);
+    CraftaxNoiseGrid water = craftax_noise_grid_lanes(sub, 3, 3, params->has_angles[0] ? params->angles_water : 0,
+                                                      gx, gy, lane, lanes);
     craftax_split2(rng, &rng, &sub); /* unused by upstream */
     craftax_split2(rng, &rng, &sub);
-    craftax_fractal_noise_parts_lanes(sub, 3, 3, params->has_angles[1] ? params->angles_mountain : 0, w->mountain,
-                                      mountain_glow, &mountain_min, &mountain_inv_range, w->grad_x, w->grad_y, lane,
-                                      lanes);
+    CraftaxNoiseGrid mountain = craftax_noise_grid_lanes(
+        sub, 3, 3, params->has_angles[1] ? params->angles_mountain : 0, gx + 16, gy + 16, lane, lanes);
     craftax_split2(rng, &rng, &sub);
-    craftax_fractal_noise_lanes(sub, 6, 24, params->has_angles[2] ? params->angles_path : 0, w->path_x, 0, w->grad_x,
-                                w->grad_y, lane, lanes);
+    CraftaxNoiseGrid path = craftax_noise_grid_lanes(sub, 6, 24, params->has_angles[2] ? params->angles_path : 0,
+                                                     gx + 32, gy + 32, lane, lanes);
     craftax_split2(rng, &rng, &sub); /* unused by upstream */
     craftax_split2(rng, &rng, &sub);
-    craftax_fractal_noise_lanes(sub, 12, 12, params->has_angles[3] ? params->angles_tree : 0, w->tree_noise, tree_glow,
-                                w->grad_x, w->grad_y, lane, lanes);
+    CraftaxNoiseGrid tree = craftax_noise_grid_lanes(sub, 12, 12, params->has_angles[3] ? params->angles_tree : 0,
+                                                     gx + 32 + 7 * 25, gy + 32 + 7 * 25, lane, lanes);
     /* The tree field draws from the carry key itself, which is then split again. */
     const CraftaxKey tree_key = rng;
+    craftax_noise_min_max_lanes(&water, lane, lanes);
+    craftax_noise_min_max_lanes(&mountain, lane, lanes);
+    craftax_noise_min_max_lanes(&path, lane, lanes);
+    craftax_noise_min_max_lanes(&tree, lane, lanes);
+
+    /* Ores: a scan over five (requirement, ore, chance) triples, keys chained. */
+    craftax_split2(rng, &rng, &sub);
+    CraftaxKey ore_carry = sub, ore_keys[5];
+    for (int ore = 0; ore < 5; ore++) craftax_split2(ore_carry, &ore_carry, &ore_keys[ore]);
 
     /* `proximity / strength` by a config constant: XLA folds the division into a multiply by
      * the float reciprocal (0.2f, 1/17f, 0.1f), which rounds differently near the centre. */
     const float water_inv_strength = 1.0f / (float)cfg->water_strength;
     const float mountain_inv_strength = 1.0f / (float)cfg->mountain_strength;
-    /* Branch-free pass (vectorises): the water and mountain fields, and the lava glow mask. */
+    /* The lava glow's kernel blends mountain and tree noise its own way (noise.h:
+     * craftax_noise_blend_glow), so its lava mask can differ from the lava tiles. */
+    const int glows = cfg->lava == BLOCK_LAVA;
     CRAFTAX_FOR_CELLS(i, j, lane, lanes) {
-        {
-            const int32_t dx = i - centre, dy = j - centre;
-            const float proximity = sqrtf((float)(dx * dx + dy * dy));
-            const float prox_water = craftax_clip_f32(proximity * water_inv_strength, 0.0f, cfg->water_max);
-            const float prox_mountain = craftax_clip_f32(proximity * mountain_inv_strength, 0.0f, cfg->mountain_max);
-            w->water[i][j] = craftax_water_field(w->water[i][j], water_min, water_inv_range, prox_water);
-            w->mountain[i][j] =
-                craftax_mountain_field(w->mountain[i][j], mountain_min, mountain_inv_range, prox_mountain);
-            if (glows) {
-                const float mountain = craftax_mountain_field(mountain_glow[i][j], mountain_min, mountain_inv_range,
-                                                              prox_mountain);
-                w->mask_a[i * CRAFTAX_N + j] = (uint8_t)(mountain > 0.85f && tree_glow[i][j] > 0.7f);
-            }
+        const int32_t dx = i - centre, dy = j - centre;
+        const float proximity = sqrtf((float)(dx * dx + dy * dy));
+        const float prox_water = craftax_clip_f32(proximity * water_inv_strength, 0.0f, cfg->water_max);
+        const float prox_mountain = craftax_clip_f32(proximity * mountain_inv_strength, 0.0f, cfg->mountain_max);
+        const float water_v = craftax_water_field(craftax_noise_at(&water, i, j), &water, prox_water);
+        const CraftaxNoiseCorners mc = craftax_noise_corners(&mountain, i, j);
+        const float mountain_v = craftax_mountain_field(
+            craftax_noise_blend(mc.n00, mc.n10, mc.n01, mc.n11, mc.t0, mc.t1), &mountain, prox_mountain);
+        const CraftaxNoiseCorners tc = craftax_noise_corners(&tree, i, j);
+        const float tree_v =
+            craftax_noise_normalised(craftax_noise_blend(tc.n00, tc.n10, tc.n01, tc.n11, tc.t0, tc.t1), &tree);
+        int glow = 0;
+        if (glows) {
+            const float mountain_glow = craftax_mountain_field(
+                craftax_noise_blend_glow(mc.n00, mc.n10, mc.n01, mc.n11, mc.t0, mc.t1), &mountain, prox_mountain);
+            const float tree_glow = craftax_noise_normalised(
+                craftax_noise_blend_glow(tc.n00, tc.n10, tc.n01, tc.n11, tc.t0, tc.t1), &tree);
+            glow = mountain_glow > 0.85f && tree_glow > 0.7f;
         }
-    }
-    /* The map kernel (broadcast_select_fusion): one value of each field serves all its tests. */
-    CRAFTAX_FOR_CELLS(i, j, lane, lanes) {
-        {
-            const float water = w->water[i][j], mountain = w->mountain[i][j];
-            uint8_t block = water > cfg->water_threshold ? cfg->sea_block : cfg->default_block;
-            if (water > cfg->sand_threshold && block != cfg->sea_block) block = cfg->coast_block;
-            if (mountain > 0.7f) block = cfg->mountain_block;
-            if (mountain > 0.7f && w->path_x[i][j] > 0.8f) block = cfg->path_block;
-            if (mountain > 0.7f && w->path_x[j][i] > 0.8f) block = cfg->path_block;
-            if (mountain > 0.85f && water > 0.4f) block = cfg->inner_mountain_block;
-            /* Each uniform element is a pure function of (key, index) under partitionable
-             * threefry, so it is drawn only for cells whose outcome depends on it. Every
-             * threshold is positive, so a cell below the perlin threshold (value 0) never
-             * becomes a tree. */
-            if (block == cfg->tree_requirement_block && w->tree_noise[i][j] > cfg->tree_threshold_perlin &&
-                craftax_uniform(tree_key, (uint32_t)(i * CRAFTAX_N + j)) > cfg->tree_threshold_uniform)
-                block = cfg->tree;
-            map[i][j] = block;
+        /* The map kernel (broadcast_select_fusion): one value of each field serves all its tests. */
+        uint8_t block = water_v > cfg->water_threshold ? cfg->sea_block : cfg->default_block;
+        if (water_v > cfg->sand_threshold && block != cfg->sea_block) block = cfg->coast_block;
+        if (mountain_v > 0.7f) {
+            block = cfg->mountain_block;
+            if (craftax_noise_normalised(craftax_noise_at(&path, i, j), &path) > 0.8f ||
+                craftax_noise_normalised(craftax_noise_at(&path, j, i), &path) > 0.8f)
+                block = cfg->path_block;
         }
+        if (mountain_v > 0.85f && water_v > 0.4f) block = cfg->inner_mountain_block;
+        /* Each uniform element is a pure function of (key, index) under partitionable
+         * threefry, so it is drawn only for cells whose outcome depends on it. Every
+         * threshold is positive, so a cell below the perlin threshold (value 0) never
+         * becomes a tree; uniform < 0 never holds, so an ore of chance 0 never lands. */
+        const uint32_t cell = (uint32_t)(i * CRAFTAX_N + j);
+        if (block == cfg->tree_requirement_block && tree_v > cfg->tree_threshold_perlin &&
+            craftax_uniform(tree_key, cell) > cfg->tree_threshold_uniform)
+            block = cfg->tree;
+        for (int ore = 0; ore < 5; ore++)
+            if (block == cfg->ore_requirement_blocks[ore] && cfg->ore_chances[ore] > 0.0f &&
+                craftax_uniform(ore_keys[ore], cell) < cfg->ore_chances[ore])
+                block = cfg->ores[ore];
+        if (mountain_v > 0.85f && tree_v > 0.7f) block = cfg->lava;
+        map[i][j] = block;
+        craftax_cell_rows_mark(w->choice.rows, (int)cell, block == BLOCK_STONE, lane, lanes);
+        /* the ladders' mask, patched below for the diamond and the spawn */
+        craftax_cell_rows_mark(w->ladder_rows, (int)cell, block == cfg->valid_ladder, lane, lanes);
+        craftax_cell_rows_mark(w->glow_rows, (int)cell, glow, lane, lanes);
     }
-
-    /* Ores: a scan over five (requirement, ore, chance) triples, keys chained. */
-    craftax_split2(rng, &rng, &sub);
-    CraftaxKey ore_carry = sub;
-    for (int ore = 0; ore < 5; ore++) {
-        CraftaxKey ore_key;
-        craftax_split2(ore_carry, &ore_carry, &ore_key);
-        if (!(cfg->ore_chances[ore] > 0.0f)) continue; /* uniform < 0 never holds */
-        /* uniform(ore_key, (48, 48)) element c is a pure function of (key, c). A GPU warp
-         * draws it only for the cells that hold the requirement block (as the tree field
-         * does); a CPU draws the whole field in one loop that it vectorises, which is faster
-         * than a draw per qualifying cell there. Same bits either way. */
-        uint8_t *cells = &map[0][0];
-#ifdef __CUDA_ARCH__
-        CRAFTAX_FOR_LANE(c, CRAFTAX_CELLS, lane, lanes)
-            if (cells[c] == cfg->ore_requirement_blocks[ore] &&
-                craftax_uniform(ore_key, (uint32_t)c) < cfg->ore_chances[ore])
-                cells[c] = cfg->ores[ore];
-#else
-        craftax_uniform_field(ore_key, CRAFTAX_CELLS, w->p);
-        for (int c = 0; c < CRAFTAX_CELLS; c++)
-            if (cells[c] == cfg->ore_requirement_blocks[ore] && w->p[c] < cfg->ore_chances[ore])
-                cells[c] = cfg->ores[ore];
-#endif
-    }
-
-    uint8_t *flat = &map[0][0];
-    CRAFTAX_FOR_CELLS(i, j, lane, lanes) {
-        if (w->mountain[i][j] > 0.85f && w->tree_noise[i][j] > 0.7f) map[i][j] = cfg->lava;
-    }
-    uint8_t *cell_mask = w->mask_b;
+    craftax_lanes_sync(lanes);
 
     /* always_diamond: one STONE cell (chosen even when the flag is off) becomes DIAMOND. */
-    CRAFTAX_FOR_LANE(c, CRAFTAX_CELLS, lane, lanes) cell_mask[c] = flat[c] == BLOCK_STONE;
     craftax_split2(rng, &rng, &sub);
     {
-        const int32_t idx = craftax_choice_normalised_mask_lanes(sub, cell_mask, CRAFTAX_CELLS, w->p, w->cumsum,
-                                                                 w->block_prefix, lane, lanes);
+        int32_t cell[2];
+        craftax_cell_choice_normalised(sub, &w->choice, craftax_cell_choice_count(&w->choice), lane, lanes, cell);
         const int adding_diamond = cfg->default_block == BLOCK_GRASS && params->always_diamond;
-        map[idx / CRAFTAX_N][idx % CRAFTAX_N] = adding_diamond ? BLOCK_DIAMOND : BLOCK_STONE;
+        const uint8_t block = adding_diamond ? BLOCK_DIAMOND : BLOCK_STONE;
+        if (lane == 0) {
+            map[cell[0]][cell[1]] = block;
+            map[centre][centre] = cfg->player_spawn;
+            craftax_cell_rows_set(w->ladder_rows, cell[0], cell[1], block == cfg->valid_ladder);
+            craftax_cell_rows_set(w->ladder_rows, centre, centre, cfg->player_spawn == cfg->valid_ladder);
+        }
     }
-    craftax_lanes_sync(lanes);
+    craftax_worldgen_load_mask(&w->choice, w->ladder_rows, lane, lanes);
+    int32_t down[2], up[2];
+    craftax_split2(rng, &rng, &sub);
+    craftax_cell_choice_counts(sub, &w->choice, lane, lanes, down);
+    craftax_split2(rng, &rng, &sub);
+    craftax_cell_choice_counts(sub, &w->choice, lane, lanes, up);
 
+    /* Light: the default, the torch-shaped halo around the up ladder, then the lava glow
+     * (light += convolve2d_same(lava, [[.2,.7,.2],[.7,1,.7],[.2,.7,.2]]) with the glow's own
+     * lava mask) and the clip. JAX's dynamic_update_slice first wraps a negative halo start
+     * once (+48), then clamps it so the 9x9 patch lies inside the map: a ladder in rows or
+     * columns 0-3 gets its halo at the far edge (start 39). Items: the ladders. */
+    const int32_t x0 = craftax_dynamic_slice_start(up[0] - 4, CRAFTAX_N, 9);
+    const int32_t y0 = craftax_dynamic_slice_start(up[1] - 4, CRAFTAX_N, 9);
+    const float dl = cfg->default_light;
+    const float kernel[3][3] = {{0.2f, 0.7f, 0.2f}, {0.7f, 1.0f, 0.7f}, {0.2f, 0.7f, 0.2f}};
     CRAFTAX_FOR_CELLS(i, j, lane, lanes) {
-        {
-            light_map[i][j] = cfg->default_light;
-            item_map[i][j] = ITEM_NONE;
+        float light = dl;
+        if (i >= x0 && i < x0 + 9 && j >= y0 && j < y0 + 9) light = CRAFTAX_TORCH_LIGHT_MAP[i - x0][j - y0] * (1.0f - dl) + dl;
+        if (glows) {
+            float glow = 0.0f;
+            for (int a = -1; a <= 1; a++)
+                for (int b = -1; b <= 1; b++) {
+                    const int x = i + a, y = j + b;
+                    if (x < 0 || y < 0 || x >= CRAFTAX_N || y >= CRAFTAX_N) continue;
+                    if (craftax_cell_rows_get(w->glow_rows, x, y)) glow += kernel[a + 1][b + 1];
+                }
+            light = light + glow;
         }
-    }
-    map[centre][centre] = cfg->player_spawn;
-    craftax_lanes_sync(lanes);
-
-    CRAFTAX_FOR_LANE(c, CRAFTAX_CELLS, lane, lanes) cell_mask[c] = flat[c] == cfg->valid_ladder;
-    craftax_split2(rng, &rng, &sub);
-    const int32_t down = craftax_choice_mask_lanes(sub, cell_mask, CRAFTAX_CELLS, w->cumsum, lane, lanes);
-    craftax_split2(rng, &rng, &sub);
-    const int32_t up = craftax_choice_mask_lanes(sub, cell_mask, CRAFTAX_CELLS, w->cumsum, lane, lanes);
-    const int32_t down_x = down / CRAFTAX_N, down_y = down % CRAFTAX_N;
-    const int32_t up_x = up / CRAFTAX_N, up_y = up % CRAFTAX_N;
-    if (cfg->ladder_down) item_map[down_x][down_y] = ITEM_LADDER_DOWN;
-
-    /* The torch-shaped halo around the up ladder. JAX's dynamic_update_slice first wraps a
-     * negative start once (+48), then clamps it so the 9x9 patch lies inside the map: a
-     * ladder in rows/columns 0-3 gets its halo at the far edge (start 39). */
-    {
-        const int32_t x0 = craftax_dynamic_slice_start(up_x - 4, CRAFTAX_N, 9);
-        const int32_t y0 = craftax_dynamic_slice_start(up_y - 4, CRAFTAX_N, 9);
-        const float dl = cfg->default_light;
-        CRAFTAX_FOR_LANE(ab, 9 * 9, lane, lanes) {
-            const int a = ab / 9, b = ab % 9;
-            light_map[x0 + a][y0 + b] = CRAFTAX_TORCH_LIGHT_MAP[a][b] * (1.0f - dl) + dl;
-        }
-    }
-    craftax_lanes_sync(lanes);
-
-    /* Lava glows: light += convolve2d_same(lava, [[.2,.7,.2],[.7,1,.7],[.2,.7,.2]]), with
-     * the glow kernel's own lava mask (mask_a, above), which can differ from the lava tiles. */
-    if (glows) {
-        const uint8_t *lava_mask = w->mask_a;
-        const float kernel[3][3] = {{0.2f, 0.7f, 0.2f}, {0.7f, 1.0f, 0.7f}, {0.2f, 0.7f, 0.2f}};
-        CRAFTAX_FOR_CELLS(i, j, lane, lanes) {
-            {
-                float glow = 0.0f;
-                for (int a = -1; a <= 1; a++)
-                    for (int b = -1; b <= 1; b++) {
-                        const int x = i + a, y = j + b;
-                        if (x < 0 || y < 0 || x >= CRAFTAX_N || y >= CRAFTAX_N) continue;
-                        if (lava_mask[x * CRAFTAX_N + y]) glow += kernel[a + 1][b + 1];
-                    }
-                light_map[i][j] = craftax_clip_f32(light_map[i][j] + glow, 0.0f, 1.0f);
-            }
-        }
-    } else {
-        CRAFTAX_FOR_CELLS(i, j, lane, lanes) {
-            light_map[i][j] = craftax_clip_f32(light_map[i][j], 0.0f, 1.0f);
-        }
+        light_map[i][j] = craftax_clip_f32(light, 0.0f, 1.0f);
+        uint8_t item = ITEM_NONE;
+        if (cfg->ladder_down && i == down[0] && j == down[1]) item = ITEM_LADDER_DOWN;
+        if (cfg->ladder_up && i == up[0] && j == up[1]) item = ITEM_LADDER_UP;
+        item_map[i][j] = item;
     }
 
-    if (cfg->ladder_up) item_map[up_x][up_y] = ITEM_LADDER_UP;
-
-    s->down_ladders[level][0] = down_x;
-    s->down_ladders[level][1] = down_y;
-    s->up_ladders[level][0] = up_x;
-    s->up_ladders[level][1] = up_y;
+    s->down_ladders[level][0] = down[0];
+    s->down_ladders[level][1] = down[1];
+    s->up_ladders[level][0] = up[0];
+    s->up_ladders[level][1] = up[1];
 }
-
-#define CRAFTAX_DUNGEON_PAD 10
-#define CRAFTAX_DUNGEON_P (CRAFTAX_N + 2 * CRAFTAX_DUNGEON_PAD)
 
 static inline CRAFTAX_HD int32_t craftax_sign_i32(int32_t x) { return (x > 0) - (x < 0); }
 
-/* generate_dungeon for one config; writes level `level` of the state. */
-/* Lanes (common.h): the rooms and corridors (a short sequential scan) are drawn by lane 0;
+/* generate_dungeon for one config; writes level `level` of the state. Upstream draws on a
+ * map padded by 10 (rooms may reach past the edge) and keeps its 48 x 48 middle; here the
+ * rooms and corridors are drawn on the middle itself, and what falls outside is left out:
+ * the padding starts as 0 (no wall, so no corridor turns it into path) and is never read back.
+ * Lanes (common.h): the rooms and corridors (a short sequential scan) are drawn by lane 0;
  * the per-cell passes are shared. */
+#define CRAFTAX_DUNGEON_PAD 10
+static inline CRAFTAX_HD int craftax_dungeon_inside(int32_t px, int32_t py) {
+    return px >= CRAFTAX_DUNGEON_PAD && py >= CRAFTAX_DUNGEON_PAD && px < CRAFTAX_DUNGEON_PAD + CRAFTAX_N &&
+           py < CRAFTAX_DUNGEON_PAD + CRAFTAX_N;
+}
+/* A write to padded cell (px, py) of map m (lane 0). */
+static inline CRAFTAX_HD void craftax_dungeon_put(uint8_t m[CRAFTAX_N][CRAFTAX_N], int32_t px, int32_t py, uint8_t v) {
+    if (craftax_dungeon_inside(px, py)) m[px - CRAFTAX_DUNGEON_PAD][py - CRAFTAX_DUNGEON_PAD] = v;
+}
+static inline CRAFTAX_HD int craftax_dungeon_is_wall(uint8_t m[CRAFTAX_N][CRAFTAX_N], int32_t px, int32_t py) {
+    return craftax_dungeon_inside(px, py) && m[px - CRAFTAX_DUNGEON_PAD][py - CRAFTAX_DUNGEON_PAD] == BLOCK_WALL;
+}
+
 static inline CRAFTAX_HD void craftax_generate_dungeon(CraftaxKey rng, const CraftaxDungeonConfig *cfg,
                                                        CraftaxState *s, int level, CraftaxWorldGenScratch *w,
                                                        int lane, int lanes) {
     enum { NUM_ROOMS = 8, MIN_ROOM = 5, MAX_ROOM = 10, CHUNK = 16, CHUNKS_PER_SIDE = 3 };
-    const int P = CRAFTAX_DUNGEON_P, pad = CRAFTAX_DUNGEON_PAD;
-    uint8_t(*pmap)[CRAFTAX_DUNGEON_P] = w->dungeon_map;
-    uint8_t(*pitems)[CRAFTAX_DUNGEON_P] = w->dungeon_items;
+    const int P = CRAFTAX_N + 2 * CRAFTAX_DUNGEON_PAD;
+    uint8_t(*pmap)[CRAFTAX_N] = w->u.dungeon.map;
+    uint8_t(*pitems)[CRAFTAX_N] = w->u.dungeon.items;
     CraftaxKey sub, sub2;
 
     {
@@ -305,14 +266,11 @@ static inline CRAFTAX_HD void craftax_generate_dungeon(CraftaxKey rng, const Cra
     }
 
     craftax_lanes_sync(lanes); /* the previous floor's lanes are done with the scratch */
-    CRAFTAX_FOR_LANE(ij, P * P, lane, lanes) {
-        const int i = ij / P, j = ij % P;
-        {
-            const int inside = i >= pad && j >= pad && i < pad + CRAFTAX_N && j < pad + CRAFTAX_N;
-            pmap[i][j] = inside ? BLOCK_WALL : 0;
-            pitems[i][j] = ITEM_NONE;
-        }
+    CRAFTAX_FOR_CELLS(i, j, lane, lanes) {
+        pmap[i][j] = BLOCK_WALL;
+        pitems[i][j] = ITEM_NONE;
     }
+    craftax_cell_rows_clear(w->choice.rows, lane, lanes);
     craftax_lanes_sync(lanes);
 
     /* Rooms: a scan carrying the occupancy of the 3x3 chunks and a key. */
@@ -334,14 +292,13 @@ static inline CRAFTAX_HD void craftax_generate_dungeon(CraftaxKey rng, const Cra
         int32_t py = (chunk / CHUNKS_PER_SIDE) * CHUNK + MAX_ROOM + craftax_randint(sub, 1, 0, CHUNK - MIN_ROOM);
         room_pos[r][0] = px;
         room_pos[r][1] = py;
-        for (int a = 0; a < MAX_ROOM; a++)
-            for (int b = 0; b < MAX_ROOM; b++)
-                if (a < room_sizes[r][0] && b < room_sizes[r][1]) pmap[px + a][py + b] = BLOCK_PATH;
+        for (int a = 0; a < room_sizes[r][0]; a++)
+            for (int b = 0; b < room_sizes[r][1]; b++) craftax_dungeon_put(pmap, px + a, py + b, BLOCK_PATH);
         const int32_t ex = px + room_sizes[r][0] - 1, ey = py + room_sizes[r][1] - 1;
-        pitems[px][py] = ITEM_TORCH;
-        pitems[ex][py] = ITEM_TORCH;
-        pitems[px][ey] = ITEM_TORCH;
-        pitems[ex][ey] = ITEM_TORCH;
+        craftax_dungeon_put(pitems, px, py, ITEM_TORCH);
+        craftax_dungeon_put(pitems, ex, py, ITEM_TORCH);
+        craftax_dungeon_put(pitems, px, ey, ITEM_TORCH);
+        craftax_dungeon_put(pitems, ex, ey, ITEM_TORCH);
 
         craftax_split2(room_rng, &room_rng, &sub);
         {
@@ -349,7 +306,7 @@ static inline CRAFTAX_HD void craftax_generate_dungeon(CraftaxKey rng, const Cra
             craftax_split2(sub, &k1, &k2);
             const int32_t cx = craftax_randint_from_keys(k1, k2, 0, 1, room_sizes[r][0] - 1);
             const int32_t cy = craftax_randint_from_keys(k1, k2, 1, 1, room_sizes[r][1] - 1);
-            pmap[px + cx][py + cy] = BLOCK_CHEST;
+            craftax_dungeon_put(pmap, px + cx, py + cy, BLOCK_CHEST);
         }
         {
             CraftaxKey keys[3];
@@ -360,7 +317,7 @@ static inline CRAFTAX_HD void craftax_generate_dungeon(CraftaxKey rng, const Cra
             const int32_t fx = craftax_randint_from_keys(k1, k2, 0, 1, room_sizes[r][0] - 1);
             const int32_t fy = craftax_randint_from_keys(k1, k2, 1, 1, room_sizes[r][1] - 1);
             const int has_fountain = craftax_uniform(keys[2], 0) > 0.5f;
-            if (has_fountain) pmap[px + fx][py + fy] = cfg->fountain_block;
+            if (has_fountain) craftax_dungeon_put(pmap, px + fx, py + fy, cfg->fountain_block);
         }
     }
 
@@ -377,91 +334,72 @@ static inline CRAFTAX_HD void craftax_generate_dungeon(CraftaxKey rng, const Cra
         const int32_t hd = ty - sy, hsign = craftax_sign_i32(hd);
         for (int j = 0; j < P; j++) {
             const int32_t k = (j - sy) * hsign;
-            if (hsign != 0 && k >= 0 && k <= (hd < 0 ? -hd : hd) && pmap[sx][j] == BLOCK_WALL)
-                pmap[sx][j] = BLOCK_PATH;
+            if (hsign != 0 && k >= 0 && k <= (hd < 0 ? -hd : hd) && craftax_dungeon_is_wall(pmap, sx, j))
+                craftax_dungeon_put(pmap, sx, j, BLOCK_PATH);
         }
         const int32_t vd = tx - sx, vsign = craftax_sign_i32(vd);
         for (int i = 0; i < P; i++) {
             const int32_t k = (i - sx) * vsign;
-            if (vsign != 0 && k >= 0 && k <= (vd < 0 ? -vd : vd) && pmap[i][ty] == BLOCK_WALL)
-                pmap[i][ty] = BLOCK_PATH;
+            if (vsign != 0 && k >= 0 && k <= (vd < 0 ? -vd : vd) && craftax_dungeon_is_wall(pmap, i, ty))
+                craftax_dungeon_put(pmap, i, ty, BLOCK_PATH);
         }
         /* Quirk: the carry becomes the second half of this split. */
         craftax_split2(path_rng, &sub2, &path_rng);
         included[r] = 1.0f;
     }
 
-    pmap[room_pos[0][0] + 2][room_pos[0][1] + 2] = cfg->special_block;
+    craftax_dungeon_put(pmap, room_pos[0][0] + 2, room_pos[0][1] + 2, cfg->special_block);
     } /* lane 0 */
-    craftax_lanes_sync(lanes);
-
-    uint8_t(*map)[CRAFTAX_N] = s->map[level];
-    uint8_t(*item_map)[CRAFTAX_N] = s->item_map[level];
-    CRAFTAX_FOR_CELLS(i, j, lane, lanes) {
-        {
-            map[i][j] = pmap[i + pad][j + pad];
-            item_map[i][j] = pitems[i + pad][j + pad];
-        }
-    }
     craftax_lanes_sync(lanes);
 
     /* Walls next to a corridor or room (plus-shaped neighbourhood) stay walls, sometimes
      * mossy; walls with no open neighbour become darkness; one path in ten without an
      * item becomes the floor's rare block. */
-    uint8_t *adjacent = w->mask_a;
-    CRAFTAX_FOR_CELLS(i, j, lane, lanes) {
-        {
-            int open = map[i][j] != BLOCK_WALL;
-            if (i > 0) open |= map[i - 1][j] != BLOCK_WALL;
-            if (i < CRAFTAX_N - 1) open |= map[i + 1][j] != BLOCK_WALL;
-            if (j > 0) open |= map[i][j - 1] != BLOCK_WALL;
-            if (j < CRAFTAX_N - 1) open |= map[i][j + 1] != BLOCK_WALL;
-            adjacent[i * CRAFTAX_N + j] = (uint8_t)open;
-        }
-    }
-    craftax_lanes_sync(lanes);
+    uint8_t(*map)[CRAFTAX_N] = s->map[level];
+    uint8_t(*item_map)[CRAFTAX_N] = s->item_map[level];
+    float(*light_map)[CRAFTAX_N] = s->light_map[level];
     craftax_split2(rng, &rng, &sub);
     {
         const float rare_cumsum[2] = {0.9f, 0.9f + 0.1f};
         CRAFTAX_FOR_CELLS(i, j, lane, lanes) {
-            {
-                /* The draw is made only where it can matter (see the tree field above). */
-                const uint32_t cell = (uint32_t)(i * CRAFTAX_N + j);
-                const uint8_t block = map[i][j];
-                uint8_t out;
-                if (!adjacent[cell])
-                    out = BLOCK_DARKNESS;
-                else if (block == BLOCK_WALL)
-                    out = craftax_choice_from_cumsum(sub, cell, rare_cumsum, 2) == 1 ? BLOCK_WALL_MOSS : BLOCK_WALL;
-                else if (block == BLOCK_PATH && item_map[i][j] == ITEM_NONE &&
-                         craftax_choice_from_cumsum(sub, cell, rare_cumsum, 2) == 1)
-                    out = cfg->rare_path_replacement_block;
-                else
-                    out = block;
-                map[i][j] = out;
-            }
+            /* The draw is made only where it can matter (see the tree field of the smooth floors). */
+            const uint32_t cell = (uint32_t)(i * CRAFTAX_N + j);
+            const uint8_t block = pmap[i][j];
+            int open = block != BLOCK_WALL;
+            if (i > 0) open |= pmap[i - 1][j] != BLOCK_WALL;
+            if (i < CRAFTAX_N - 1) open |= pmap[i + 1][j] != BLOCK_WALL;
+            if (j > 0) open |= pmap[i][j - 1] != BLOCK_WALL;
+            if (j < CRAFTAX_N - 1) open |= pmap[i][j + 1] != BLOCK_WALL;
+            uint8_t out;
+            if (!open)
+                out = BLOCK_DARKNESS;
+            else if (block == BLOCK_WALL)
+                out = craftax_choice_from_cumsum(sub, cell, rare_cumsum, 2) == 1 ? BLOCK_WALL_MOSS : BLOCK_WALL;
+            else if (block == BLOCK_PATH && pitems[i][j] == ITEM_NONE &&
+                     craftax_choice_from_cumsum(sub, cell, rare_cumsum, 2) == 1)
+                out = cfg->rare_path_replacement_block;
+            else
+                out = block;
+            map[i][j] = out;
+            item_map[i][j] = pitems[i][j];
+            light_map[i][j] = 1.0f;
+            craftax_cell_rows_mark(w->choice.rows, (int)cell, out == BLOCK_PATH, lane, lanes);
         }
     }
+    craftax_lanes_sync(lanes);
 
-    float(*light_map)[CRAFTAX_N] = s->light_map[level];
-    CRAFTAX_FOR_CELLS(i, j, lane, lanes) {
-        light_map[i][j] = 1.0f;
-    }
-
-    uint8_t *path_mask = w->mask_b;
-    CRAFTAX_FOR_LANE(c, CRAFTAX_CELLS, lane, lanes) path_mask[c] = (&map[0][0])[c] == BLOCK_PATH;
+    int32_t down[2], up[2];
     craftax_split2(rng, &rng, &sub);
-    const int32_t down = craftax_choice_normalised_mask_lanes(sub, path_mask, CRAFTAX_CELLS, w->p, w->cumsum,
-                                                              w->block_prefix, lane, lanes);
-    item_map[down / CRAFTAX_N][down % CRAFTAX_N] = ITEM_LADDER_DOWN;
+    craftax_cell_choice_normalised(sub, &w->choice, craftax_cell_choice_count(&w->choice), lane, lanes, down);
+    if (lane == 0) item_map[down[0]][down[1]] = ITEM_LADDER_DOWN;
     craftax_split2(rng, &rng, &sub);
-    const int32_t up = craftax_choice_mask_lanes(sub, path_mask, CRAFTAX_CELLS, w->cumsum, lane, lanes);
-    item_map[up / CRAFTAX_N][up % CRAFTAX_N] = ITEM_LADDER_UP;
+    craftax_cell_choice_counts(sub, &w->choice, lane, lanes, up);
+    if (lane == 0) item_map[up[0]][up[1]] = ITEM_LADDER_UP;
 
-    s->down_ladders[level][0] = down / CRAFTAX_N;
-    s->down_ladders[level][1] = down % CRAFTAX_N;
-    s->up_ladders[level][0] = up / CRAFTAX_N;
-    s->up_ladders[level][1] = up % CRAFTAX_N;
+    s->down_ladders[level][0] = down[0];
+    s->down_ladders[level][1] = down[1];
+    s->up_ladders[level][0] = up[0];
+    s->up_ladders[level][1] = up[1];
 }
 
 static inline CRAFTAX_HD void craftax_clear_mobs3(CraftaxMobs3 *m) {
