@@ -84,6 +84,8 @@ void craftax_test_cumsum(const float *x, int32_t n, float *out);
 void craftax_test_permutation(const uint32_t *key, int32_t n, int32_t *out);
 void craftax_test_sincosf(const float *x, int64_t num, float *sin_out, float *cos_out);
 float craftax_test_light_level(int32_t timestep, int32_t day_length);
+/* generate_fractal_noise_2d(key, (48, 48), (res0, res1), octaves=1) as world generation
+ * evaluates it; res0, res1 in {3, 6, 12, 24} (CRAFTAX_ERR_ARGUMENT otherwise). */
 int craftax_test_fractal_noise(const uint32_t *key, int32_t res0, int32_t res1, const float *angles, float *out);
 
 #ifdef __cplusplus

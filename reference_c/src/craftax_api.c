@@ -247,8 +247,7 @@ float craftax_test_light_level(int32_t timestep, int32_t day_length) {
 }
 
 int craftax_test_fractal_noise(const uint32_t *key, int32_t res0, int32_t res1, const float *angles, float *out) {
-    if (res0 <= 0 || res1 <= 0 || res0 > 24 || res1 > 24 || CRAFTAX_MAP_SIZE % res0 || CRAFTAX_MAP_SIZE % res1)
-        return CRAFTAX_ERR_ARGUMENT;
+    if (!craftax_noise_res_ok(res0) || !craftax_noise_res_ok(res1)) return CRAFTAX_ERR_ARGUMENT;
     craftax_fractal_noise(key_of(key), res0, res1, angles, (float(*)[CRAFTAX_MAP_SIZE])out);
     return 0;
 }

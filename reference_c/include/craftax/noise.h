@@ -53,19 +53,34 @@ static inline CRAFTAX_HD float craftax_noise_blend_glow(float n00, float n10, fl
  * the draw), blended over each gradient cell of 48/res0 x 48/res1 map cells, times sqrt(2),
  * then rescaled to [0, 1]. Every value of a cell is a pure function of the grid and (i, j),
  * so world generation evaluates it where it needs it instead of storing 48 x 48 fields.
- * 48/res is a power of two for every resolution used (3, 6, 12, 24: cells of 16, 8, 4, 2). */
+ * 48/res is a power of two for every resolution used (3, 6, 12, 24: cells of 16, 8, 4, 2), so
+ * a cell's gradient cell is a shift away and its fraction k / (48/res) = k * (res/48) exactly. */
 #define CRAFTAX_NOISE_GRADS (25 * 25) /* (res0+1) x (res1+1), res <= 24 */
 typedef struct {
     int res0, res1;
+    int shift0, shift1;           /* log2(48 / res) */
+    float inv_d0, inv_d1;         /* res / 48 */
     const float *grad_x, *grad_y; /* (res0+1) x (res1+1), row-major */
     float min, inv_range;         /* of sqrt(2) * blend over the field (craftax_noise_min_max) */
 } CraftaxNoiseGrid;
 
+/* Whether res divides the 48 map cells into gradient cells of a power-of-two size. */
+static inline CRAFTAX_HD int craftax_noise_res_ok(int res) {
+    if (res <= 0 || res > 24 || CRAFTAX_NOISE_N % res) return 0;
+    const int d = CRAFTAX_NOISE_N / res;
+    return (d & (d - 1)) == 0;
+}
+static inline CRAFTAX_HD int craftax_noise_shift(int res) {
+    int shift = 0;
+    while ((1 << shift) < CRAFTAX_NOISE_N / res) shift++;
+    return shift;
+}
+
 /* The grid's gradients from the fractal call's key (its split, then generate_perlin_noise_2d's
  * split, then the uniform draw). grad_x, grad_y: shared by the lanes (common.h). Ends synced. */
-static inline CRAFTAX_HD CraftaxNoiseGrid craftax_noise_grid_lanes(CraftaxKey key, int res0, int res1,
-                                                                  const float *angles01, float *grad_x,
-                                                                  float *grad_y, int lane, int lanes) {
+static CRAFTAX_GPU_NOINLINE CRAFTAX_HD CraftaxNoiseGrid craftax_noise_grid_lanes(CraftaxKey key, int res0, int res1,
+                                                                                const float *angles01, float *grad_x,
+                                                                                float *grad_y, int lane, int lanes) {
     CraftaxKey unused, fractal, perlin;
     craftax_split2(key, &unused, &fractal);
     craftax_split2(fractal, &unused, &perlin);
@@ -76,19 +91,29 @@ static inline CRAFTAX_HD CraftaxNoiseGrid craftax_noise_grid_lanes(CraftaxKey ke
         grad_y[i] = craftax_sinf(angle);
     }
     craftax_lanes_sync(lanes);
-    CraftaxNoiseGrid g = {res0, res1, grad_x, grad_y, 0.0f, 0.0f};
+    CraftaxNoiseGrid g;
+    g.res0 = res0;
+    g.res1 = res1;
+    g.shift0 = craftax_noise_shift(res0);
+    g.shift1 = craftax_noise_shift(res1);
+    g.inv_d0 = 1.0f / (float)(1 << g.shift0);
+    g.inv_d1 = 1.0f / (float)(1 << g.shift1);
+    g.grad_x = grad_x;
+    g.grad_y = grad_y;
+    g.min = g.inv_range = 0.0f;
     return g;
 }
 
-/* The four ramps of cell (i, j) and its interpolants (mgrid[0:res:res/48] % 1: i % d0 / d0,
- * exact). */
+/* The four ramps of cell (i, j) and its interpolants (mgrid[0:res:res/48] % 1). */
 typedef struct {
     float n00, n10, n01, n11, t0, t1;
 } CraftaxNoiseCorners;
-static inline CRAFTAX_HD CraftaxNoiseCorners craftax_noise_corners(const CraftaxNoiseGrid *g, int i, int j) {
-    const int d0 = CRAFTAX_NOISE_N / g->res0, d1 = CRAFTAX_NOISE_N / g->res1, cols = g->res1 + 1;
-    const float gx = (float)(i % d0) / (float)d0, gy = (float)(j % d1) / (float)d1;
-    const int a00 = (i / d0) * cols + j / d1, a10 = a00 + cols;
+static CRAFTAX_GPU_NOINLINE CRAFTAX_HD CraftaxNoiseCorners craftax_noise_corners(const CraftaxNoiseGrid *g, int i,
+                                                                                int j) {
+    const int cols = g->res1 + 1;
+    const float gx = (float)(i & ((1 << g->shift0) - 1)) * g->inv_d0;
+    const float gy = (float)(j & ((1 << g->shift1) - 1)) * g->inv_d1;
+    const int a00 = (i >> g->shift0) * cols + (j >> g->shift1), a10 = a00 + cols;
     CraftaxNoiseCorners c;
     c.n00 = craftax_noise_ramp(gx, g->grad_x[a00], gy, g->grad_y[a00]);
     c.n10 = craftax_noise_ramp(gx - 1.0f, g->grad_x[a10], gy, g->grad_y[a10]);

@@ -52,6 +52,12 @@ static inline CRAFTAX_HD float craftax_mountain_field(float blend, const Craftax
     return fmaf(fmaf(blend, CRAFTAX_SQRT2_F, -g->min), g->inv_range, 0.05f) + proximity - 1.0f;
 }
 
+/* Element `index` of uniform(key, (48, 48)): one copy of threefry for the floor's many draw
+ * sites on a GPU (common.h: CRAFTAX_GPU_NOINLINE). */
+static CRAFTAX_GPU_NOINLINE CRAFTAX_HD float craftax_worldgen_uniform(CraftaxKey key, uint32_t index) {
+    return craftax_uniform(key, index);
+}
+
 /* The copy of `rows` (bit y of rows[x]) into the choice's mask. */
 static inline CRAFTAX_HD void craftax_worldgen_load_mask(CraftaxCellChoice *c, const uint64_t *rows, int lane,
                                                          int lanes) {
@@ -149,11 +155,11 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
          * becomes a tree; uniform < 0 never holds, so an ore of chance 0 never lands. */
         const uint32_t cell = (uint32_t)(i * CRAFTAX_N + j);
         if (block == cfg->tree_requirement_block && tree_v > cfg->tree_threshold_perlin &&
-            craftax_uniform(tree_key, cell) > cfg->tree_threshold_uniform)
+            craftax_worldgen_uniform(tree_key, cell) > cfg->tree_threshold_uniform)
             block = cfg->tree;
         for (int ore = 0; ore < 5; ore++)
             if (block == cfg->ore_requirement_blocks[ore] && cfg->ore_chances[ore] > 0.0f &&
-                craftax_uniform(ore_keys[ore], cell) < cfg->ore_chances[ore])
+                craftax_worldgen_uniform(ore_keys[ore], cell) < cfg->ore_chances[ore])
                 block = cfg->ores[ore];
         if (mountain_v > 0.85f && tree_v > 0.7f) block = cfg->lava;
         map[i][j] = block;
@@ -197,7 +203,9 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
     CRAFTAX_FOR_CELLS(i, j, lane, lanes) {
         float light = dl;
         if (i >= x0 && i < x0 + 9 && j >= y0 && j < y0 + 9) light = CRAFTAX_TORCH_LIGHT_MAP[i - x0][j - y0] * (1.0f - dl) + dl;
-        if (glows) {
+        const uint64_t near = (uint64_t)7 << (j > 0 ? j - 1 : 0); /* columns j-1..j+1 */
+        if (glows && ((w->glow_rows[i] | (i > 0 ? w->glow_rows[i - 1] : 0) |
+                       (i < CRAFTAX_N - 1 ? w->glow_rows[i + 1] : 0)) & near)) {
             float glow = 0.0f;
             for (int a = -1; a <= 1; a++)
                 for (int b = -1; b <= 1; b++) {
@@ -370,13 +378,14 @@ static inline CRAFTAX_HD void craftax_generate_dungeon(CraftaxKey rng, const Cra
             if (i < CRAFTAX_N - 1) open |= pmap[i + 1][j] != BLOCK_WALL;
             if (j > 0) open |= pmap[i][j - 1] != BLOCK_WALL;
             if (j < CRAFTAX_N - 1) open |= pmap[i][j + 1] != BLOCK_WALL;
+            const int wall = block == BLOCK_WALL, bare_path = block == BLOCK_PATH && pitems[i][j] == ITEM_NONE;
+            const int rare = open && (wall || bare_path) && craftax_choice_from_cumsum(sub, cell, rare_cumsum, 2) == 1;
             uint8_t out;
             if (!open)
                 out = BLOCK_DARKNESS;
-            else if (block == BLOCK_WALL)
-                out = craftax_choice_from_cumsum(sub, cell, rare_cumsum, 2) == 1 ? BLOCK_WALL_MOSS : BLOCK_WALL;
-            else if (block == BLOCK_PATH && pitems[i][j] == ITEM_NONE &&
-                     craftax_choice_from_cumsum(sub, cell, rare_cumsum, 2) == 1)
+            else if (wall)
+                out = rare ? BLOCK_WALL_MOSS : BLOCK_WALL;
+            else if (bare_path && rare)
                 out = cfg->rare_path_replacement_block;
             else
                 out = block;
