@@ -18,7 +18,11 @@
  * no shared memory (it shrinks L1 and slowed world generation ~2x).
  * v8: world generation a warp per floor (world_floors_kernel, then world_rest_kernel), the
  * world-generation scratch an entry per running warp instead of per env
- * (craftax_cuda_scratch_entries). See cuda/NOTES.md.
+ * (craftax_cuda_scratch_entries).
+ * v14: a floor's working memory shrank from 75 KB (noise fields, p and cumsum arrays) to
+ * 6.6 KB (worldgen.h: noise evaluated per cell, choices over bit masks) and moved into shared
+ * memory; world generation's many inlined noise and threefry sites became one copy each
+ * (CRAFTAX_GPU_NOINLINE: the floor kernel mostly waited for instructions). See cuda/NOTES.md.
  *
  * Build (cuda/Makefile, or cuda/build.sh):
  *   nvcc -O3 -fmad=false -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
@@ -393,12 +397,9 @@ __global__ void generate_worlds_kernel(CraftaxState *worlds, const uint32_t *key
     CraftaxKey step_parent, reset_parent, choice_key;
     craftax_optimistic_keys(load_key(keys, w / num_worlds), &step_parent, &reset_parent, &choice_key);
     const CraftaxKey key = craftax_split_at(reset_parent, (uint32_t)(w % num_worlds));
-#ifdef FLOOR_SHARED
+    (void)scratch; /* a warp's floor scratch is in shared memory (world_floors_kernel) */
     __shared__ CraftaxWorldGenScratch space[THREADS / LANES];
     craftax_reset_env_lanes(key, &params, &worlds[w], &space[threadIdx.x / LANES], lane, LANES);
-#else
-    craftax_reset_env_lanes(key, &params, &worlds[w], &scratch[w].worldgen, lane, LANES);
-#endif
 }
 
 /* ---- worlds on nine warps (a warp per floor), then a warp per world for the rest -------
@@ -464,24 +465,20 @@ struct TakenWorlds { /* the optimistic step: the env at rank r < num_worlds, if 
     __device__ void finish(int64_t, int) const {}
 };
 
-/* 16 blocks of 64 threads an SM: 64 registers, no spills (80 unbounded, 24 warps an SM).
- * The kernel is latency-bound (v12: 31% occupancy, 22% of issue, 10% of DRAM), so more warps
- * hide more of it; world_warps_hardware follows the residency. */
-#ifndef FLOOR_BLOCKS
-#define FLOOR_BLOCKS 16
-#endif
+/* 16 blocks of 64 threads an SM (64 registers; 80 unbounded gave 24 warps an SM): the kernel
+ * is latency-bound, so more warps hide more of it; world_warps_hardware follows the
+ * residency. A warp's floor scratch (6.6 KB since v14) lives in shared memory: 13.3 KB a
+ * block, which 16 blocks fit. The global scratch entries (scratch, bounding `warps`) are
+ * left unused by it and stay allocated by callers until the API drops them. */
 template <class Source>
-__global__ void __launch_bounds__(RESET_THREADS, FLOOR_BLOCKS) world_floors_kernel(Source src, const CraftaxParams params, CraftaxCudaScratch *scratch,
+__global__ void __launch_bounds__(RESET_THREADS, 16) world_floors_kernel(Source src, const CraftaxParams params, CraftaxCudaScratch *scratch,
                                     int64_t warps) {
+    (void)scratch;
+    __shared__ CraftaxWorldGenScratch space[RESET_THREADS / LANES];
     const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / LANES;
     const int lane = (int)(threadIdx.x % LANES);
     if (warp >= warps) return; /* the grid's last block may hold a warp more than there is scratch for */
-#ifdef FLOOR_SHARED
-    __shared__ CraftaxWorldGenScratch space[RESET_THREADS / LANES];
     CraftaxWorldGenScratch *w = &space[threadIdx.x / LANES];
-#else
-    CraftaxWorldGenScratch *w = &scratch[warp].worldgen;
-#endif
     const int64_t items = src.size() * CRAFTAX_WORLD_FLOORS;
     for (int64_t item = warp; item < items; item += warps) {
         const WorldJob job = src.job(item / CRAFTAX_WORLD_FLOORS);
@@ -566,15 +563,15 @@ __global__ void optimistic_take_kernel(CraftaxState *states, const uint64_t *sor
 }
 
 /* ---- host side ------------------------------------------------------------------------- */
-/* World generation runs a warp per floor and a warp keeps its own scratch entry, so a call
- * needs at most as many entries as warps run at once: what the SMs hold of the floor kernel
- * (24 warps an SM at its 80 registers). More warps than that ran as a second wave: the floor
- * kernel hands each warp its floors up front (item = warp + k * warps), so the late warps
- * started their whole share after the first wave's and the kernel took two shares' time (v12
- * profile at 262,144 envs, steady state: 4.0 ms, 1.33 waves, more than the step kernel's
- * 2.5 ms). Auto-reset chunks generate concurrently (on the reset stream while the next chunk
- * steps), so they split those entries. Entries are 75 KB; an entry per env took a third of an
- * env's memory. */
+/* World generation runs a warp per floor, at most as many warps as the SMs hold of the floor
+ * kernel (its residency: 16 blocks of 2 warps an SM). More warps than that ran as a second
+ * wave: the floor kernel hands each warp its floors up front (item = warp + k * warps), so the
+ * late warps started their whole share after the first wave's and the kernel took two shares'
+ * time (v12 profile at 262,144 envs, steady state: 4.0 ms, 1.33 waves). Auto-reset chunks
+ * generate concurrently (on the reset stream while the next chunk steps), so they split the
+ * warps. The global scratch entries (an entry per such warp) date from when a floor's 75 KB
+ * of working memory lived there; since v14 it is 6.6 KB in shared memory and the entries are
+ * unused. */
 static int64_t world_warps_hardware(void) {
     static int64_t warps = 0;
     if (warps <= 0) {
