@@ -390,7 +390,7 @@ static __device__ __forceinline__ CraftaxKey load_key(const uint32_t *keys, int6
  * fresh worlds of num_keys (future) wrapper steps, a warp per world, no obs (a taken world
  * is rendered with the env's obs). */
 __global__ void generate_worlds_kernel(CraftaxState *worlds, const uint32_t *keys, int64_t num_keys,
-                                       int32_t num_worlds, const CraftaxParams params, CraftaxCudaScratch *scratch) {
+                                       int32_t num_worlds, const __grid_constant__ CraftaxParams params, CraftaxCudaScratch *scratch) {
     const int64_t w = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / LANES;
     const int lane = (int)(threadIdx.x % LANES);
     if (w >= num_keys * num_worlds) return;
@@ -471,7 +471,7 @@ struct TakenWorlds { /* the optimistic step: the env at rank r < num_worlds, if 
  * block, which 16 blocks fit. The global scratch entries (scratch, bounding `warps`) are
  * left unused by it and stay allocated by callers until the API drops them. */
 template <class Source>
-__global__ void __launch_bounds__(RESET_THREADS, 16) world_floors_kernel(Source src, const CraftaxParams params, CraftaxCudaScratch *scratch,
+__global__ void __launch_bounds__(RESET_THREADS, 16) world_floors_kernel(Source src, const __grid_constant__ CraftaxParams params, CraftaxCudaScratch *scratch,
                                     int64_t warps) {
     (void)scratch;
     __shared__ CraftaxWorldGenScratch space[RESET_THREADS / LANES];

@@ -21,8 +21,10 @@
  * 70 KB in global memory). Callers pass it in. */
 typedef struct {
     union {
-        struct {
+        struct { /* shared by the lanes, read at every cell */
             float grad_x[CRAFTAX_SMOOTH_GRADS], grad_y[CRAFTAX_SMOOTH_GRADS];
+            CraftaxNoiseGrid grids[4]; /* water, mountain, path, tree */
+            CraftaxKey ore_keys[5];
         } smooth;
         struct { /* the rooms and corridors before the per-cell passes */
             uint8_t map[CRAFTAX_N][CRAFTAX_N], items[CRAFTAX_N][CRAFTAX_N];
@@ -86,31 +88,45 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
     craftax_cell_rows_clear(w->choice.rows, lane, lanes);
     craftax_cell_rows_clear(w->ladder_rows, lane, lanes);
     craftax_cell_rows_clear(w->glow_rows, lane, lanes); /* (craftax_noise_grid_lanes syncs) */
-    craftax_split2(rng, &rng, &sub);
-    CraftaxNoiseGrid water = craftax_noise_grid_lanes(sub, 3, 3, params->has_angles[0] ? params->angles_water : 0,
-                                                      gx, gy, lane, lanes);
+    /* The four fields' keys, then their grids and normalisations, kept in the scratch (a
+     * warp's shared memory) for the per-cell passes to read. */
+    CraftaxKey field_keys[4];
+    craftax_split2(rng, &rng, &field_keys[0]);
     craftax_split2(rng, &rng, &sub); /* unused by upstream */
-    craftax_split2(rng, &rng, &sub);
-    CraftaxNoiseGrid mountain = craftax_noise_grid_lanes(
-        sub, 3, 3, params->has_angles[1] ? params->angles_mountain : 0, gx + 16, gy + 16, lane, lanes);
-    craftax_split2(rng, &rng, &sub);
-    CraftaxNoiseGrid path = craftax_noise_grid_lanes(sub, 6, 24, params->has_angles[2] ? params->angles_path : 0,
-                                                     gx + 32, gy + 32, lane, lanes);
+    craftax_split2(rng, &rng, &field_keys[1]);
+    craftax_split2(rng, &rng, &field_keys[2]);
     craftax_split2(rng, &rng, &sub); /* unused by upstream */
-    craftax_split2(rng, &rng, &sub);
-    CraftaxNoiseGrid tree = craftax_noise_grid_lanes(sub, 12, 12, params->has_angles[3] ? params->angles_tree : 0,
-                                                     gx + 32 + 7 * 25, gy + 32 + 7 * 25, lane, lanes);
+    craftax_split2(rng, &rng, &field_keys[3]);
     /* The tree field draws from the carry key itself, which is then split again. */
     const CraftaxKey tree_key = rng;
-    craftax_noise_min_max_lanes(&water, lane, lanes);
-    craftax_noise_min_max_lanes(&mountain, lane, lanes);
-    craftax_noise_min_max_lanes(&path, lane, lanes);
-    craftax_noise_min_max_lanes(&tree, lane, lanes);
+    {
+        const int res[4][2] = {{3, 3}, {3, 3}, {6, 24}, {12, 12}};
+        const int offset[4] = {0, 16, 32, 32 + 7 * 25};
+        const float *angles[4] = {params->has_angles[0] ? params->angles_water : 0,
+                                  params->has_angles[1] ? params->angles_mountain : 0,
+                                  params->has_angles[2] ? params->angles_path : 0,
+                                  params->has_angles[3] ? params->angles_tree : 0};
+        for (int f = 0; f < 4; f++) {
+            CraftaxNoiseGrid g = craftax_noise_grid_lanes(field_keys[f], res[f][0], res[f][1], angles[f],
+                                                          gx + offset[f], gy + offset[f], lane, lanes);
+            craftax_noise_min_max_lanes(&g, lane, lanes);
+            if (lane == 0) w->u.smooth.grids[f] = g;
+        }
+    }
+    const CraftaxNoiseGrid *water = &w->u.smooth.grids[0], *mountain = &w->u.smooth.grids[1];
+    const CraftaxNoiseGrid *path = &w->u.smooth.grids[2], *tree = &w->u.smooth.grids[3];
 
     /* Ores: a scan over five (requirement, ore, chance) triples, keys chained. */
     craftax_split2(rng, &rng, &sub);
-    CraftaxKey ore_carry = sub, ore_keys[5];
-    for (int ore = 0; ore < 5; ore++) craftax_split2(ore_carry, &ore_carry, &ore_keys[ore]);
+    {
+        CraftaxKey ore_carry = sub, ore_key;
+        for (int ore = 0; ore < 5; ore++) {
+            craftax_split2(ore_carry, &ore_carry, &ore_key);
+            if (lane == 0) w->u.smooth.ore_keys[ore] = ore_key;
+        }
+    }
+    const CraftaxKey *ore_keys = w->u.smooth.ore_keys;
+    craftax_lanes_sync(lanes);
 
     /* `proximity / strength` by a config constant: XLA folds the division into a multiply by
      * the float reciprocal (0.2f, 1/17f, 0.1f), which rounds differently near the centre. */
@@ -124,19 +140,19 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
         const float proximity = sqrtf((float)(dx * dx + dy * dy));
         const float prox_water = craftax_clip_f32(proximity * water_inv_strength, 0.0f, cfg->water_max);
         const float prox_mountain = craftax_clip_f32(proximity * mountain_inv_strength, 0.0f, cfg->mountain_max);
-        const float water_v = craftax_water_field(craftax_noise_at(&water, i, j), &water, prox_water);
-        const CraftaxNoiseCorners mc = craftax_noise_corners(&mountain, i, j);
+        const float water_v = craftax_water_field(craftax_noise_at(water, i, j), water, prox_water);
+        const CraftaxNoiseCorners mc = craftax_noise_corners(mountain, i, j);
         const float mountain_v = craftax_mountain_field(
-            craftax_noise_blend(mc.n00, mc.n10, mc.n01, mc.n11, mc.t0, mc.t1), &mountain, prox_mountain);
-        const CraftaxNoiseCorners tc = craftax_noise_corners(&tree, i, j);
+            craftax_noise_blend(mc.n00, mc.n10, mc.n01, mc.n11, mc.t0, mc.t1), mountain, prox_mountain);
+        const CraftaxNoiseCorners tc = craftax_noise_corners(tree, i, j);
         const float tree_v =
-            craftax_noise_normalised(craftax_noise_blend(tc.n00, tc.n10, tc.n01, tc.n11, tc.t0, tc.t1), &tree);
+            craftax_noise_normalised(craftax_noise_blend(tc.n00, tc.n10, tc.n01, tc.n11, tc.t0, tc.t1), tree);
         int glow = 0;
         if (glows) {
             const float mountain_glow = craftax_mountain_field(
-                craftax_noise_blend_glow(mc.n00, mc.n10, mc.n01, mc.n11, mc.t0, mc.t1), &mountain, prox_mountain);
+                craftax_noise_blend_glow(mc.n00, mc.n10, mc.n01, mc.n11, mc.t0, mc.t1), mountain, prox_mountain);
             const float tree_glow = craftax_noise_normalised(
-                craftax_noise_blend_glow(tc.n00, tc.n10, tc.n01, tc.n11, tc.t0, tc.t1), &tree);
+                craftax_noise_blend_glow(tc.n00, tc.n10, tc.n01, tc.n11, tc.t0, tc.t1), tree);
             glow = mountain_glow > 0.85f && tree_glow > 0.7f;
         }
         /* The map kernel (broadcast_select_fusion): one value of each field serves all its tests. */
@@ -144,8 +160,8 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
         if (water_v > cfg->sand_threshold && block != cfg->sea_block) block = cfg->coast_block;
         if (mountain_v > 0.7f) {
             block = cfg->mountain_block;
-            if (craftax_noise_normalised(craftax_noise_at(&path, i, j), &path) > 0.8f ||
-                craftax_noise_normalised(craftax_noise_at(&path, j, i), &path) > 0.8f)
+            if (craftax_noise_normalised(craftax_noise_at(path, i, j), path) > 0.8f ||
+                craftax_noise_normalised(craftax_noise_at(path, j, i), path) > 0.8f)
                 block = cfg->path_block;
         }
         if (mountain_v > 0.85f && water_v > 0.4f) block = cfg->inner_mountain_block;
