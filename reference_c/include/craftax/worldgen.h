@@ -16,9 +16,9 @@
  * gradient cells), packed. */
 #define CRAFTAX_SMOOTH_GRADS (2 * 4 * 4 + 7 * 25 + 13 * 13)
 
-/* Working memory of one floor, small enough (6.6 KB) for a GPU warp to keep in shared memory
- * (v14; it held 48 x 48 float fields, p and cumsum arrays and padded dungeon maps before,
- * 70 KB in global memory). Callers pass it in. */
+/* Working memory of one floor, small enough (6.6 KB in the CUDA build) for a GPU warp to keep
+ * in shared memory (v14; it held 48 x 48 float fields, p and cumsum arrays and padded dungeon
+ * maps before, 70 KB in global memory). Callers pass it in. */
 typedef struct {
     union {
         struct { /* shared by the lanes, read at every cell */
@@ -33,6 +33,11 @@ typedef struct {
     CraftaxCellChoice choice;                /* the mask of the floor's current cell choice */
     uint64_t ladder_rows[CRAFTAX_MAP_SIZE]; /* bit y of [x]: cell (x, y) can hold a ladder */
     uint64_t glow_rows[CRAFTAX_MAP_SIZE];   /* bit y of [x]: cell (x, y) glows as lava */
+#ifndef __CUDACC__
+    /* A CPU draws each ore's whole uniform field in a loop that it vectorises, faster there
+     * than a draw per qualifying cell (which a GPU warp makes). Same bits either way. */
+    float ore_uniform[5][CRAFTAX_CELLS];
+#endif
 } CraftaxWorldGenScratch;
 
 /* Start index of jax.lax.dynamic_(update_)slice along a dimension of `size` for a window
@@ -58,6 +63,15 @@ static inline CRAFTAX_HD float craftax_mountain_field(float blend, const Craftax
  * sites on a GPU (common.h: CRAFTAX_GPU_NOINLINE). */
 static CRAFTAX_GPU_NOINLINE CRAFTAX_HD float craftax_worldgen_uniform(CraftaxKey key, uint32_t index) {
     return craftax_uniform(key, index);
+}
+
+/* Element `cell` of ore `ore`'s uniform field (its key in the scratch). */
+static inline CRAFTAX_HD float craftax_worldgen_ore_uniform(const CraftaxWorldGenScratch *w, int ore, uint32_t cell) {
+#ifdef __CUDACC__
+    return craftax_worldgen_uniform(w->u.smooth.ore_keys[ore], cell);
+#else
+    return w->ore_uniform[ore][cell];
+#endif
 }
 
 /* The copy of `rows` (bit y of rows[x]) into the choice's mask. */
@@ -125,8 +139,11 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
             if (lane == 0) w->u.smooth.ore_keys[ore] = ore_key;
         }
     }
-    const CraftaxKey *ore_keys = w->u.smooth.ore_keys;
     craftax_lanes_sync(lanes);
+#ifndef __CUDACC__
+    for (int ore = 0; ore < 5; ore++)
+        if (cfg->ore_chances[ore] > 0.0f) craftax_uniform_field(w->u.smooth.ore_keys[ore], CRAFTAX_CELLS, w->ore_uniform[ore]);
+#endif
 
     /* `proximity / strength` by a config constant: XLA folds the division into a multiply by
      * the float reciprocal (0.2f, 1/17f, 0.1f), which rounds differently near the centre. */
@@ -175,7 +192,7 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
             block = cfg->tree;
         for (int ore = 0; ore < 5; ore++)
             if (block == cfg->ore_requirement_blocks[ore] && cfg->ore_chances[ore] > 0.0f &&
-                craftax_worldgen_uniform(ore_keys[ore], cell) < cfg->ore_chances[ore])
+                craftax_worldgen_ore_uniform(w, ore, cell) < cfg->ore_chances[ore])
                 block = cfg->ores[ore];
         if (mountain_v > 0.85f && tree_v > 0.7f) block = cfg->lava;
         map[i][j] = block;
