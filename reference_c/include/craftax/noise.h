@@ -155,6 +155,56 @@ static inline CRAFTAX_HD float craftax_noise_normalised(float blend, const Craft
     return fmaf(blend, CRAFTAX_SQRT2_F, -g->min) * g->inv_range;
 }
 
+#ifndef __CUDACC__
+/* A CPU's form of the evaluation: the blends of every cell (and, when out_glow is not NULL,
+ * the glow blends) walked gradient cell by gradient cell, where the four gradients and the
+ * row's interpolant are constants and the inner loop is plain arithmetic that vectorises.
+ * Same operations per cell as craftax_noise_corners, so the same bits. */
+static inline void craftax_noise_fill(const CraftaxNoiseGrid *g, float out[CRAFTAX_NOISE_N][CRAFTAX_NOISE_N],
+                                      float out_glow[CRAFTAX_NOISE_N][CRAFTAX_NOISE_N]) {
+    const int d0 = 1 << g->shift0, d1 = 1 << g->shift1, cols = g->res1 + 1;
+    float t1_of[CRAFTAX_NOISE_N], gy_of[CRAFTAX_NOISE_N];
+    for (int j = 0; j < d1; j++) {
+        gy_of[j] = (float)j * g->inv_d1;
+        t1_of[j] = craftax_noise_interpolant(gy_of[j]);
+    }
+    for (int i = 0; i < CRAFTAX_NOISE_N; i++) {
+        const float gx = (float)(i & (d0 - 1)) * g->inv_d0, t0 = craftax_noise_interpolant(gx);
+        for (int cj = 0; cj < g->res1; cj++) {
+            const int a00 = (i >> g->shift0) * cols + cj, a10 = a00 + cols;
+            const float g00x = g->grad_x[a00], g00y = g->grad_y[a00], g10x = g->grad_x[a10], g10y = g->grad_y[a10];
+            const float g01x = g->grad_x[a00 + 1], g01y = g->grad_y[a00 + 1];
+            const float g11x = g->grad_x[a10 + 1], g11y = g->grad_y[a10 + 1];
+            float *row = &out[i][cj * d1];
+            float *row_glow = out_glow ? &out_glow[i][cj * d1] : 0;
+            for (int j = 0; j < d1; j++) {
+                const float gy = gy_of[j], t1 = t1_of[j];
+                const float n00 = craftax_noise_ramp(gx, g00x, gy, g00y);
+                const float n10 = craftax_noise_ramp(gx - 1.0f, g10x, gy, g10y);
+                const float n01 = craftax_noise_ramp(gx, g01x, gy - 1.0f, g01y);
+                const float n11 = craftax_noise_ramp(gx - 1.0f, g11x, gy - 1.0f, g11y);
+                row[j] = craftax_noise_blend(n00, n10, n01, n11, t0, t1);
+                if (row_glow) row_glow[j] = craftax_noise_blend_glow(n00, n10, n01, n11, t0, t1);
+            }
+        }
+    }
+}
+/* craftax_noise_min_max_lanes over blends already filled in. */
+static inline void craftax_noise_min_max_of(CraftaxNoiseGrid *g, float blend[CRAFTAX_NOISE_N][CRAFTAX_NOISE_N]) {
+    float lo = CRAFTAX_SQRT2_F * blend[0][0], hi = lo;
+    for (int i = 0; i < CRAFTAX_NOISE_N; i++)
+        for (int j = 0; j < CRAFTAX_NOISE_N; j++) {
+            const float v = CRAFTAX_SQRT2_F * blend[i][j];
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+        }
+    lo = lo + 0.0f;
+    hi = hi + 0.0f;
+    g->min = lo;
+    g->inv_range = 1.0f / (hi - lo);
+}
+#endif
+
 /* The whole field as the map's kernels see it (craftax_test_fractal_noise; world generation
  * evaluates cells where it needs them). */
 static inline void craftax_fractal_noise(CraftaxKey key, int res0, int res1, const float *angles01,

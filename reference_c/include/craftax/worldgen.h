@@ -37,6 +37,10 @@ typedef struct {
     /* A CPU draws each ore's whole uniform field in a loop that it vectorises, faster there
      * than a draw per qualifying cell (which a GPU warp makes). Same bits either way. */
     float ore_uniform[5][CRAFTAX_CELLS];
+    /* ... and the four fields' blends (water, mountain, path, tree) and the two glow blends
+     * (mountain, tree) row by row (noise.h: craftax_noise_fill), instead of per cell. */
+    float blend[4][CRAFTAX_N][CRAFTAX_N];
+    float glow_blend[2][CRAFTAX_N][CRAFTAX_N];
 #endif
 } CraftaxWorldGenScratch;
 
@@ -71,6 +75,20 @@ static inline CRAFTAX_HD float craftax_worldgen_ore_uniform(const CraftaxWorldGe
     return craftax_worldgen_uniform(w->u.smooth.ore_keys[ore], cell);
 #else
     return w->ore_uniform[ore][cell];
+#endif
+}
+
+/* Field f's blend at cell (i, j) (f: 0 water, 1 mountain, 2 path, 3 tree) and, where glow is
+ * not NULL, its glow blend (mountain and tree): evaluated per cell on a GPU, read from the
+ * rows a CPU filled. */
+static inline CRAFTAX_HD float craftax_smooth_blend(const CraftaxWorldGenScratch *w, int f, int i, int j, float *glow) {
+#ifdef __CUDACC__
+    const CraftaxNoiseCorners c = craftax_noise_corners(&w->u.smooth.grids[f], i, j);
+    if (glow) *glow = craftax_noise_blend_glow(c.n00, c.n10, c.n01, c.n11, c.t0, c.t1);
+    return craftax_noise_blend(c.n00, c.n10, c.n01, c.n11, c.t0, c.t1);
+#else
+    if (glow) *glow = w->glow_blend[f == 1 ? 0 : 1][i][j];
+    return w->blend[f][i][j];
 #endif
 }
 
@@ -123,7 +141,13 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
         for (int f = 0; f < 4; f++) {
             CraftaxNoiseGrid g = craftax_noise_grid_lanes(field_keys[f], res[f][0], res[f][1], angles[f],
                                                           gx + offset[f], gy + offset[f], lane, lanes);
+#ifdef __CUDACC__
             craftax_noise_min_max_lanes(&g, lane, lanes);
+#else
+            const int glow_field = cfg->lava == BLOCK_LAVA && (f == 1 || f == 3);
+            craftax_noise_fill(&g, w->blend[f], glow_field ? w->glow_blend[f == 1 ? 0 : 1] : 0);
+            craftax_noise_min_max_of(&g, w->blend[f]);
+#endif
             if (lane == 0) w->u.smooth.grids[f] = g;
         }
     }
@@ -157,19 +181,15 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
         const float proximity = sqrtf((float)(dx * dx + dy * dy));
         const float prox_water = craftax_clip_f32(proximity * water_inv_strength, 0.0f, cfg->water_max);
         const float prox_mountain = craftax_clip_f32(proximity * mountain_inv_strength, 0.0f, cfg->mountain_max);
-        const float water_v = craftax_water_field(craftax_noise_at(water, i, j), water, prox_water);
-        const CraftaxNoiseCorners mc = craftax_noise_corners(mountain, i, j);
+        float mountain_glow_blend = 0.0f, tree_glow_blend = 0.0f;
+        const float water_v = craftax_water_field(craftax_smooth_blend(w, 0, i, j, 0), water, prox_water);
         const float mountain_v = craftax_mountain_field(
-            craftax_noise_blend(mc.n00, mc.n10, mc.n01, mc.n11, mc.t0, mc.t1), mountain, prox_mountain);
-        const CraftaxNoiseCorners tc = craftax_noise_corners(tree, i, j);
-        const float tree_v =
-            craftax_noise_normalised(craftax_noise_blend(tc.n00, tc.n10, tc.n01, tc.n11, tc.t0, tc.t1), tree);
+            craftax_smooth_blend(w, 1, i, j, glows ? &mountain_glow_blend : 0), mountain, prox_mountain);
+        const float tree_v = craftax_noise_normalised(craftax_smooth_blend(w, 3, i, j, glows ? &tree_glow_blend : 0), tree);
         int glow = 0;
         if (glows) {
-            const float mountain_glow = craftax_mountain_field(
-                craftax_noise_blend_glow(mc.n00, mc.n10, mc.n01, mc.n11, mc.t0, mc.t1), mountain, prox_mountain);
-            const float tree_glow = craftax_noise_normalised(
-                craftax_noise_blend_glow(tc.n00, tc.n10, tc.n01, tc.n11, tc.t0, tc.t1), tree);
+            const float mountain_glow = craftax_mountain_field(mountain_glow_blend, mountain, prox_mountain);
+            const float tree_glow = craftax_noise_normalised(tree_glow_blend, tree);
             glow = mountain_glow > 0.85f && tree_glow > 0.7f;
         }
         /* The map kernel (broadcast_select_fusion): one value of each field serves all its tests. */
@@ -177,8 +197,8 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
         if (water_v > cfg->sand_threshold && block != cfg->sea_block) block = cfg->coast_block;
         if (mountain_v > 0.7f) {
             block = cfg->mountain_block;
-            if (craftax_noise_normalised(craftax_noise_at(path, i, j), path) > 0.8f ||
-                craftax_noise_normalised(craftax_noise_at(path, j, i), path) > 0.8f)
+            if (craftax_noise_normalised(craftax_smooth_blend(w, 2, i, j, 0), path) > 0.8f ||
+                craftax_noise_normalised(craftax_smooth_blend(w, 2, j, i, 0), path) > 0.8f)
                 block = cfg->path_block;
         }
         if (mountain_v > 0.85f && water_v > 0.4f) block = cfg->inner_mountain_block;
