@@ -17,6 +17,14 @@
 
 #define CRAFTAX_NOISE_N CRAFTAX_MAP_SIZE
 
+/* How a smooth floor evaluates its noise and ore draws: per cell where it needs them (a GPU
+ * warp, whose working memory must fit in shared memory), or as whole fields into CPU-only
+ * scratch (a CPU, where those loops vectorise). Same bits either way;
+ * conformance/test_worldgen_paths.py builds the C tool both ways and compares. */
+#if defined(__CUDACC__) && !defined(CRAFTAX_WORLDGEN_PER_CELL)
+#define CRAFTAX_WORLDGEN_PER_CELL
+#endif
+
 static inline CRAFTAX_HD float craftax_noise_interpolant(float t) { return t * t * t * (t * (t * 6.0f - 15.0f) + 10.0f); }
 
 /* One ramp, sum(dstack((x, y)) * g, 2), as XLA's multiply_reduce_fusion kernels compute it:
@@ -155,7 +163,7 @@ static inline CRAFTAX_HD float craftax_noise_normalised(float blend, const Craft
     return fmaf(blend, CRAFTAX_SQRT2_F, -g->min) * g->inv_range;
 }
 
-#ifndef __CUDACC__
+#ifndef CRAFTAX_WORLDGEN_PER_CELL
 /* A CPU's form of the evaluation: the blends of every cell (and, when out_glow is not NULL,
  * the glow blends) walked gradient cell by gradient cell, where the four gradients and the
  * row's interpolant are constants and the inner loop is plain arithmetic that vectorises.

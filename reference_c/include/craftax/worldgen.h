@@ -33,7 +33,7 @@ typedef struct {
     CraftaxCellChoice choice;                /* the mask of the floor's current cell choice */
     uint64_t ladder_rows[CRAFTAX_MAP_SIZE]; /* bit y of [x]: cell (x, y) can hold a ladder */
     uint64_t glow_rows[CRAFTAX_MAP_SIZE];   /* bit y of [x]: cell (x, y) glows as lava */
-#ifndef __CUDACC__
+#ifndef CRAFTAX_WORLDGEN_PER_CELL
     /* A CPU draws each ore's whole uniform field in a loop that it vectorises, faster there
      * than a draw per qualifying cell (which a GPU warp makes). Same bits either way. */
     float ore_uniform[5][CRAFTAX_CELLS];
@@ -71,7 +71,7 @@ static CRAFTAX_GPU_NOINLINE CRAFTAX_HD float craftax_worldgen_uniform(CraftaxKey
 
 /* Element `cell` of ore `ore`'s uniform field (its key in the scratch). */
 static inline CRAFTAX_HD float craftax_worldgen_ore_uniform(const CraftaxWorldGenScratch *w, int ore, uint32_t cell) {
-#ifdef __CUDACC__
+#ifdef CRAFTAX_WORLDGEN_PER_CELL
     return craftax_worldgen_uniform(w->u.smooth.ore_keys[ore], cell);
 #else
     return w->ore_uniform[ore][cell];
@@ -82,7 +82,7 @@ static inline CRAFTAX_HD float craftax_worldgen_ore_uniform(const CraftaxWorldGe
  * not NULL, its glow blend (mountain and tree): evaluated per cell on a GPU, read from the
  * rows a CPU filled. */
 static inline CRAFTAX_HD float craftax_smooth_blend(const CraftaxWorldGenScratch *w, int f, int i, int j, float *glow) {
-#ifdef __CUDACC__
+#ifdef CRAFTAX_WORLDGEN_PER_CELL
     const CraftaxNoiseCorners c = craftax_noise_corners(&w->u.smooth.grids[f], i, j);
     if (glow) *glow = craftax_noise_blend_glow(c.n00, c.n10, c.n01, c.n11, c.t0, c.t1);
     return craftax_noise_blend(c.n00, c.n10, c.n01, c.n11, c.t0, c.t1);
@@ -141,7 +141,7 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
         for (int f = 0; f < 4; f++) {
             CraftaxNoiseGrid g = craftax_noise_grid_lanes(field_keys[f], res[f][0], res[f][1], angles[f],
                                                           gx + offset[f], gy + offset[f], lane, lanes);
-#ifdef __CUDACC__
+#ifdef CRAFTAX_WORLDGEN_PER_CELL
             craftax_noise_min_max_lanes(&g, lane, lanes);
 #else
             const int glow_field = cfg->lava == BLOCK_LAVA && (f == 1 || f == 3);
@@ -164,7 +164,7 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
         }
     }
     craftax_lanes_sync(lanes);
-#ifndef __CUDACC__
+#ifndef CRAFTAX_WORLDGEN_PER_CELL
     for (int ore = 0; ore < 5; ore++)
         if (cfg->ore_chances[ore] > 0.0f) craftax_uniform_field(w->u.smooth.ore_keys[ore], CRAFTAX_CELLS, w->ore_uniform[ore]);
 #endif
