@@ -169,6 +169,16 @@ def c_choice(keys, p_rows):
     return out
 
 
+def c_cell_choice(keys, masks, normalised: bool):
+    """craftax_test_cell_choice for each (key, 2304-cell mask): the draw over bit rows."""
+    out = np.empty(len(keys), dtype=np.int32)
+    for i, key in enumerate(keys):
+        m = np.ascontiguousarray(masks[i], dtype=np.uint8)
+        out[i] = lib.craftax_test_cell_choice(u32p(np.ascontiguousarray(key)),
+                                              ffi.cast("uint8_t *", ffi.from_buffer(m)), int(normalised))
+    return out
+
+
 def check_choice(tag, keys, p_rows, jax_p=None):
     """choice(key, arange(n), p=row) in JAX (p given to JAX as `jax_p`, e.g. bool) vs C."""
     jax_p = p_rows if jax_p is None else jax_p
@@ -212,6 +222,8 @@ def test_choice_mask_over_sum_2304(data, keys):
     empty = ~masks.any(axis=1)
     assert np.all(actual[empty] == 0), "an empty mask (NaN p) must give index 0"
     assert np.all(masks[~empty][np.arange((~empty).sum()), actual[~empty]]), "picked a cell outside the mask"
+    from_bits = c_cell_choice(keys, masks, normalised=True)
+    assert_bitwise(expected.astype(np.int32), from_bits, keys, "cell choice over bits (2304, p=mask/sum)")
 
 
 @given(data=st.data(), keys=raw_key_batches(max_size=32))
@@ -220,6 +232,8 @@ def test_choice_bool_mask_2304(data, keys):
     masks = masks_2304(data, len(keys))
     actual = check_choice("bool_mask", keys, masks.astype(np.float32), jax_p=masks)
     assert np.all(actual[~masks.any(axis=1)] == 0)
+    from_bits = c_cell_choice(keys, masks, normalised=False)
+    assert_bitwise(actual, from_bits, keys, "cell choice over bits (2304, p=bool mask)")
 
 
 @given(data=st.data(), keys=raw_key_batches(max_size=16))

@@ -229,6 +229,20 @@ void craftax_test_choice_p_many(const uint32_t *key, const float *p, int32_t n, 
     free(cumsum);
 }
 
+int32_t craftax_test_cell_choice(const uint32_t *key, const uint8_t *mask, int32_t normalised) {
+    CraftaxCellChoice *c = (CraftaxCellChoice *)malloc(sizeof(CraftaxCellChoice));
+    if (!c) return CRAFTAX_ERR_NO_MEMORY;
+    craftax_cell_rows_clear(c->rows, 0, 1);
+    for (int cell = 0; cell < CRAFTAX_CELLS; cell++) craftax_cell_rows_mark(c->rows, cell, mask[cell] != 0, 0, 1);
+    int32_t out[2];
+    if (normalised)
+        craftax_cell_choice_normalised(key_of(key), c, craftax_cell_choice_count(c), 0, 1, out);
+    else
+        craftax_cell_choice_counts(key_of(key), c, 0, 1, out);
+    free(c);
+    return out[0] * CRAFTAX_MAP_SIZE + out[1];
+}
+
 void craftax_test_cumsum(const float *x, int32_t n, float *out) { craftax_cumsum_f32(x, n, out); }
 
 void craftax_test_permutation(const uint32_t *key, int32_t n, int32_t *out) {
