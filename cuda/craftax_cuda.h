@@ -34,9 +34,11 @@ int craftax_cuda_api_version(void);
 size_t craftax_cuda_state_size(void);
 size_t craftax_cuda_scratch_size(void);
 /* World-generation scratch entries (craftax_cuda_scratch_size() bytes each) that the calls
- * taking `scratch` need for num_envs envs: min(num_envs, 16 x the warps the GPU runs at
- * once), i.e. at most 67,584 on an H200 (5.1 GB) however many envs (API 5; before, an entry
- * per env). craftax_cuda_generate_worlds_stream still takes an entry per world. */
+ * taking `scratch` accept for num_envs envs: min(num_envs, the warps the GPU runs of the floor
+ * kernel at once), at most 4,224 on an H200 (27 MiB) however many envs (API 5; before, an
+ * entry per env); craftax_cuda_generate_worlds_stream takes an entry per world. Since v14
+ * the world kernels keep a floor's working memory in shared memory and leave these entries
+ * unused; the arguments stay until the API drops them. */
 int64_t craftax_cuda_scratch_entries(int64_t num_envs);
 size_t craftax_cuda_params_size(void);
 int craftax_cuda_obs_size(void);
