@@ -506,7 +506,8 @@ class CudaCraftaxEnv:
     @staticmethod
     def scratch_bytes(num_envs: int) -> int:
         """The batch's world-generation scratch: an entry per warp the GPU runs at once
-        (75 KB each, at most 4,224 on an H200), not per env."""
+        (6.6 KB each, at most 4,224 on an H200), not per env; unused by the library since v14
+        (a floor's working memory is in shared memory) but still passed to it."""
         lib = load()
         return int(lib.lib.craftax_cuda_scratch_entries(num_envs)) * int(lib.lib.craftax_cuda_scratch_size())
 
