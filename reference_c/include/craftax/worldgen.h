@@ -99,11 +99,12 @@ static inline CRAFTAX_HD void craftax_worldgen_load_mask(CraftaxCellChoice *c, c
     CRAFTAX_FOR_LANE(x, CRAFTAX_MAP_SIZE, lane, lanes) c->rows[x] = rows[x];
     craftax_lanes_sync(lanes);
 }
+
 /* generate_smoothworld for one config; writes level `level` of the state. Each cell's map
  * block depends only on its own noise values and uniform draws (the map, its trees, the five
- * ores in turn and the lava), so one pass makes it; the noise values are evaluated per cell
- * from the gradient grids (noise.h), the cells that the later choices and the lava glow read
- * go into bit masks. Lanes (common.h): per-cell passes are shared cell by cell (c = lane,
+ * ores in turn and the lava), so one pass makes it; the noise values come from the gradient
+ * grids (craftax_smooth_blend: per cell on a GPU, filled row by row on a CPU), and the cells
+ * that the later choices and the lava glow read go into bit masks. Lanes (common.h): per-cell passes are shared cell by cell (c = lane,
  * lane + lanes, ...); single writes (a chosen cell, the spawn) are made by lane 0 or by every
  * lane with the same value, followed by a sync before anything else reads that cell. */
 static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const CraftaxSmoothGenConfig *cfg,
