@@ -71,25 +71,14 @@ static inline CRAFTAX_HD uint32_t craftax_cell_choice_block_bits(const CraftaxCe
     return (uint32_t)(c->rows[b / 3] >> (16 * (b % 3))) & 0xFFFFu;
 }
 
-/* craftax_choice_from_cumsum / craftax_searchsorted_left (rng.h) over value(j) = the
- * cumulative sum at cell j, given by VALUE_AT(j); the chosen index into out[0..1]. */
+/* craftax_choice_from_cumsum (rng.h) over value(j) = the cumulative sum at cell j, given by
+ * VALUE_AT(j); the chosen cell into out[0..1]. */
 #define CRAFTAX_CELL_SEARCH(key, VALUE_AT, out)                                                 \
     do {                                                                                         \
-        const int n_ = CRAFTAX_CELLS;                                                            \
-        const float r_ = VALUE_AT(n_ - 1) * (1.0f - craftax_uniform((key), 0));                  \
-        uint32_t low_ = 0, high_ = (uint32_t)n_;                                                 \
-        int levels_ = 0;                                                                         \
-        while ((1 << levels_) < n_ + 1) levels_++;                                               \
-        const int32_t rq_ = craftax_total_order_key(r_);                                         \
-        for (int it_ = 0; it_ < levels_; it_++) {                                                \
-            const uint32_t mid_ = low_ + (high_ - low_) / 2;                                     \
-            const uint32_t read_ = mid_ < (uint32_t)n_ ? mid_ : (uint32_t)n_ - 1;                \
-            if (rq_ <= craftax_total_order_key(VALUE_AT((int)read_)))                           \
-                high_ = mid_;                                                                    \
-            else                                                                                 \
-                low_ = mid_;                                                                     \
-        }                                                                                        \
-        const int32_t idx_ = (int32_t)high_ < n_ ? (int32_t)high_ : n_ - 1;                      \
+        const float r_ = VALUE_AT(CRAFTAX_CELLS - 1) * (1.0f - craftax_uniform((key), 0));      \
+        uint32_t high_;                                                                          \
+        CRAFTAX_SEARCHSORTED_LEFT(CRAFTAX_CELLS, r_, VALUE_AT, high_);                           \
+        const int32_t idx_ = (int32_t)high_ < CRAFTAX_CELLS ? (int32_t)high_ : CRAFTAX_CELLS - 1; \
         (out)[0] = idx_ / CRAFTAX_MAP_SIZE;                                                      \
         (out)[1] = idx_ % CRAFTAX_MAP_SIZE;                                                      \
     } while (0)

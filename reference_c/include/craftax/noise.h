@@ -143,6 +143,13 @@ static inline CRAFTAX_HD float craftax_noise_at(const CraftaxNoiseGrid *g, int i
  * fma(L, sqrt2, -min), then multiplies by 1 / (max - min) (craftax_noise_normalised). Lanes
  * take cells; min and max are exact in any order. Sets g->min, g->inv_range in every lane. */
 #define CRAFTAX_SQRT2_F 1.41421354f
+/* The field's min and inverse range from min and max of sqrt(2) * L. */
+static inline CRAFTAX_HD void craftax_noise_set_range(CraftaxNoiseGrid *g, float lo, float hi) {
+    lo = lo + 0.0f; /* `noise = zeros + 1 * perlin` turns -0 into +0 */
+    hi = hi + 0.0f;
+    g->min = lo;
+    g->inv_range = 1.0f / (hi - lo);
+}
 static inline CRAFTAX_HD void craftax_noise_min_max_lanes(CraftaxNoiseGrid *g, int lane, int lanes) {
     float lo = CRAFTAX_SQRT2_F * craftax_noise_at(g, 0, 0), hi = lo;
     CRAFTAX_FOR_CELLS(i, j, lane, lanes) {
@@ -150,12 +157,7 @@ static inline CRAFTAX_HD void craftax_noise_min_max_lanes(CraftaxNoiseGrid *g, i
         lo = v < lo ? v : lo;
         hi = v > hi ? v : hi;
     }
-    lo = craftax_lanes_min_f32(lo, lanes);
-    hi = craftax_lanes_max_f32(hi, lanes);
-    lo = lo + 0.0f; /* `noise = zeros + 1 * perlin` turns -0 into +0 */
-    hi = hi + 0.0f;
-    g->min = lo;
-    g->inv_range = 1.0f / (hi - lo);
+    craftax_noise_set_range(g, craftax_lanes_min_f32(lo, lanes), craftax_lanes_max_f32(hi, lanes));
 }
 
 /* (noise - min) / (max - min) of one blend value, as XLA computes it (see above). */
@@ -206,10 +208,7 @@ static inline void craftax_noise_min_max_of(CraftaxNoiseGrid *g, float blend[CRA
             lo = v < lo ? v : lo;
             hi = v > hi ? v : hi;
         }
-    lo = lo + 0.0f;
-    hi = hi + 0.0f;
-    g->min = lo;
-    g->inv_range = 1.0f / (hi - lo);
+    craftax_noise_set_range(g, lo, hi);
 }
 #endif
 

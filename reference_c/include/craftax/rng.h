@@ -163,21 +163,31 @@ static inline CRAFTAX_HD int32_t craftax_total_order_key(float x) {
     return i ^ (int32_t)((uint32_t)(i >> 31) >> 1);
 }
 
-/* jnp.searchsorted(sorted, query, side='left', method='scan'). */
+/* jnp.searchsorted(values, query, side='left', method='scan') over n values that
+ * VALUE_AT(j) gives (an array, or a sum computed where the search looks): upstream's probe
+ * sequence, comparisons in the total order; the insertion index into `high`. */
+#define CRAFTAX_SEARCHSORTED_LEFT(n, query, VALUE_AT, high)                                    \
+    do {                                                                                        \
+        const int n_ = (n);                                                                     \
+        uint32_t low_ = 0;                                                                      \
+        (high) = (uint32_t)n_;                                                                  \
+        int levels_ = 0;                                                                        \
+        while ((1 << levels_) < n_ + 1) levels_++;                                              \
+        const int32_t q_ = craftax_total_order_key(query);                                      \
+        for (int it_ = 0; it_ < levels_; it_++) {                                               \
+            const uint32_t mid_ = low_ + ((high) - low_) / 2;                                   \
+            const uint32_t read_ = mid_ < (uint32_t)n_ ? mid_ : (uint32_t)n_ - 1;               \
+            if (q_ <= craftax_total_order_key(VALUE_AT((int)read_)))                           \
+                (high) = mid_;                                                                  \
+            else                                                                                \
+                low_ = mid_;                                                                    \
+        }                                                                                       \
+    } while (0)
 static inline CRAFTAX_HD int32_t craftax_searchsorted_left(const float *sorted, int n, float query) {
-    uint32_t low = 0, high = (uint32_t)n;
-    int levels = 0;
-    while ((1 << levels) < n + 1) levels++;
-    const int32_t q = craftax_total_order_key(query);
-    for (int it = 0; it < levels; it++) {
-        uint32_t mid = low + (high - low) / 2;
-        uint32_t read = mid < (uint32_t)n ? mid : (uint32_t)n - 1;
-        int go_left = q <= craftax_total_order_key(sorted[read]);
-        if (go_left)
-            high = mid;
-        else
-            low = mid;
-    }
+    uint32_t high;
+#define CRAFTAX_ARRAY_AT(j) sorted[j]
+    CRAFTAX_SEARCHSORTED_LEFT(n, query, CRAFTAX_ARRAY_AT, high);
+#undef CRAFTAX_ARRAY_AT
     return (int32_t)high;
 }
 

@@ -424,7 +424,7 @@ static inline CRAFTAX_HD int32_t craftax_sw_spawn_candidates(const CraftaxState 
     const float despawn = (float)params->mob_despawn_distance;
     const int32_t px = s->player_position[0], py = s->player_position[1];
     const int32_t r = craftax_min_i32(craftax_max_i32(params->mob_despawn_distance, 0), CRAFTAX_MAP_SIZE);
-    CRAFTAX_FOR_LANE(x, CRAFTAX_MAP_SIZE, lane, lanes) c->rows[x] = 0;
+    craftax_cell_rows_clear(c->rows, lane, lanes);
     craftax_lanes_sync(lanes);
     int32_t total = 0;
     const int32_t x_lo = craftax_max_i32(px - r + 1, 0), x_hi = craftax_min_i32(px + r - 1, CRAFTAX_MAP_SIZE - 1);
