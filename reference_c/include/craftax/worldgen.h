@@ -208,14 +208,17 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
          * threshold is positive, so a cell below the perlin threshold (value 0) never
          * becomes a tree; uniform < 0 never holds, so an ore of chance 0 never lands. */
         const uint32_t cell = (uint32_t)(i * CRAFTAX_N + j);
-        if (block == cfg->tree_requirement_block && tree_v > cfg->tree_threshold_perlin &&
-            craftax_worldgen_uniform(tree_key, cell) > cfg->tree_threshold_uniform)
-            block = cfg->tree;
-        for (int ore = 0; ore < 5; ore++)
-            if (block == cfg->ore_requirement_blocks[ore] && cfg->ore_chances[ore] > 0.0f &&
-                craftax_worldgen_ore_uniform(w, ore, cell) < cfg->ore_chances[ore])
-                block = cfg->ores[ore];
-        if (mountain_v > 0.85f && tree_v > 0.7f) block = cfg->lava;
+        if (mountain_v > 0.85f && tree_v > 0.7f) {
+            block = cfg->lava; /* over whatever the trees and ores made: their draws are left out */
+        } else {
+            if (block == cfg->tree_requirement_block && tree_v > cfg->tree_threshold_perlin &&
+                craftax_worldgen_uniform(tree_key, cell) > cfg->tree_threshold_uniform)
+                block = cfg->tree;
+            for (int ore = 0; ore < 5; ore++)
+                if (block == cfg->ore_requirement_blocks[ore] && cfg->ore_chances[ore] > 0.0f &&
+                    craftax_worldgen_ore_uniform(w, ore, cell) < cfg->ore_chances[ore])
+                    block = cfg->ores[ore];
+        }
         map[i][j] = block;
         craftax_cell_rows_mark(w->choice.rows, (int)cell, block == BLOCK_STONE, lane, lanes);
         /* the ladders' mask, patched below for the diamond and the spawn */
