@@ -50,6 +50,15 @@ def c_digests(state: dict[str, np.ndarray]) -> np.ndarray:
     return np.stack([ref.digest_np(state[name]) for name in ref.leaf_names()], axis=1)
 
 
+def assert_masked_mobs_alive(state: dict[str, np.ndarray], where: str) -> None:
+    """The step updates only the attacked mob's mask (CONFORMANCE.md quirk 7), which is exact
+    while every masked mob has health > 0. Called on states whose digests equal upstream's,
+    so this checks that upstream's own trajectories keep it."""
+    for cls in ("melee_mobs", "passive_mobs", "ranged_mobs"):
+        dead = state[cls + ".mask"] & ~(state[cls + ".health"] > 0)
+        assert not dead.any(), f"{where}: masked {cls} entry {np.argwhere(dead)[0].tolist()} has health <= 0"
+
+
 def run_lockstep(reset_seed: int, stream_seed: int, num_envs: int, num_steps: int, inject: bool = False):
     """Step C and upstream in lockstep from reset states (or, with inject, from mutated
     reset states, conformance.step_reference.mutate); returns the number of episodes that
@@ -78,6 +87,7 @@ def run_lockstep(reset_seed: int, stream_seed: int, num_envs: int, num_steps: in
         bad_done = c_done != done[t]
         if bad_leaf.any() or bad_obs.any() or bad_rew.any() or bad_done.any():
             report(init, keys, actions, t, state, obs, reward, c_done, reset_seed, stream_seed)
+        assert_masked_mobs_alive(state, f"reset seed {reset_seed}, stream seed {stream_seed}, step {t}")
         episodes += int(np.sum(c_done & ~np.asarray(done[t - 1] if t else np.zeros(num_envs, bool))))
     del names
     return episodes

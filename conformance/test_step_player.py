@@ -214,13 +214,16 @@ def make_batch(seed: int, n: int = BATCH, actions_pool=None):
         fr_hp = rng.random((n, 9, nslots)) < 0.4
         hp[fr_hp] = (rng.random(fr_hp.sum()) * 10).astype(np.float32)
         neg = rng.random((n, 9, nslots)) < 0.03
-        hp[neg] = -1.0  # masked mobs with no health elsewhere: attack_mob_class clears them
+        hp[neg] = -1.0
         s[cls + ".health"] = hp
         s[cls + ".position"] = rng.integers(0, 48, (n, 9, nslots, 2)).astype(np.int32)
         at = rng.random(n) < 0.25
         slot = rng.integers(0, nslots, n)
         s[cls + ".position"][ar[at], level[at], slot[at]] = fc[at]
         s[cls + ".mask"][ar[at], level[at], slot[at]] = rng.random(at.sum()) < 0.85
+        # as in every reachable state (set_state admits no other): a masked mob has health > 0;
+        # the -1 entries stay as unmasked slots
+        s[cls + ".mask"] &= s[cls + ".health"] > 0
         s["mob_map"][ar[at], level[at], fr[at, 0], fr[at, 1]] = True
     pm = rng.random((n, 9, 3)) < 0.5
     s["player_projectiles.mask"] = pm

@@ -116,7 +116,25 @@ def validate_state(state: dict, num_envs: int) -> dict[str, np.ndarray]:
                     f"[{leaf.min_value}, {leaf.max_value}]"
                 )
         converted[leaf.name] = value.astype(leaf.storage, copy=False)
+    _check_masked_mobs_alive(converted)
     return converted
+
+
+# Mob classes whose masked entries always have health > 0 in reachable states; the step's
+# attack_mob_class relies on it (CONFORMANCE.md, quirk 7).
+LIVING_MOB_CLASSES = ("melee_mobs", "passive_mobs", "ranged_mobs")
+
+
+def _check_masked_mobs_alive(converted: dict[str, np.ndarray]) -> None:
+    for cls in LIVING_MOB_CLASSES:
+        dead = converted[cls + ".mask"].astype(bool) & ~(converted[cls + ".health"] > 0)
+        if np.any(dead):
+            bad = tuple(int(i) for i in np.argwhere(dead)[0])
+            raise ValueError(
+                f"state[{cls + '.health'!r}] is {converted[cls + '.health'][bad]} at index {bad} where "
+                f"{cls + '.mask'!r} is set: no state reachable from reset has a masked mob with "
+                "health <= 0 (clear the mask or give it health > 0)"
+            )
 
 
 def write_state(states: np.ndarray, converted: dict[str, np.ndarray]) -> None:

@@ -298,6 +298,14 @@ def test_set_state_round_trip(env):
     np.testing.assert_array_equal(other.observe(), obs)
 
 
+def test_set_state_admits_dead_health_in_unmasked_slots(env):
+    state = env.get_state()
+    health, mask = state["melee_mobs.health"].copy(), state["melee_mobs.mask"].copy()
+    mask[0, 2, 0], health[0, 2, 0] = False, -3.0
+    env.set_state(dict(state, **{"melee_mobs.health": health, "melee_mobs.mask": mask}))
+    assert env.get_state()["melee_mobs.health"][0, 2, 0] == -3.0
+
+
 def test_set_state_changes_the_env(env):
     state = env.get_state()
     state["player_health"][:] = 3.5
@@ -342,6 +350,11 @@ def _bad_states(state):
     inf = state["player_health"].copy()
     inf[2] = np.inf
     cases.append(("inf", dict(state, player_health=inf), ValueError))
+    # a masked mob without health: unreachable from reset, and the step relies on it
+    dead_mask, dead_health = state["ranged_mobs.mask"].copy(), state["ranged_mobs.health"].copy()
+    dead_mask[1, 4, 1], dead_health[1, 4, 1] = True, 0.0
+    cases.append(("dead-mob", dict(state, **{"ranged_mobs.mask": dead_mask, "ranged_mobs.health": dead_health}),
+                  ValueError))
     cases.append(("not-a-dict", list(state.items()), TypeError))
     return cases
 

@@ -62,7 +62,7 @@ int craftax_test_attack_mob(void *states, const int32_t *positions, const float 
     CraftaxState *s = (CraftaxState *)states;
     for (int64_t i = 0; i < num_envs; i++) {
         int a, k;
-        craftax_attack_mob(&s[i], positions + 2 * i, damage_vectors + 3 * i, can_eat[i], 1, &a, &k); /* one call: all levels */
+        craftax_attack_mob(&s[i], positions + 2 * i, damage_vectors + 3 * i, can_eat[i], &a, &k);
         did_attack[i] = a;
         did_kill[i] = k;
     }

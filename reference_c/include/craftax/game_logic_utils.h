@@ -193,19 +193,16 @@ static inline CRAFTAX_HD int craftax_is_near_block(const CraftaxState *state, in
  * can_get_achievement, mob_class_index): updates that class's mobs and the achievements
  * of `state` in place (upstream's callers store both back).
  *
- * Upstream sets mask = health > 0 & mask on all nine levels at every call. Within a step
- * nothing else touches another level's mobs (the player's level is fixed once change_floor
- * has run, and only its mobs move, fight and spawn), and that update is idempotent, so on
- * the other levels only a step's first effective call changes anything. all_levels says
- * whether this call may be that first one (craftax_attack_mob's callers: do_action, and the
- * first call of the player-projectile scan, which every step makes); the other calls update
- * the player's level only. Same state; the projectile scan makes 18 of these calls a step,
- * and on a GPU their nine-level loops were the step kernel's largest source of memory
- * traffic (NOTES v8 profile, v9). */
+ * Upstream then sets mask = health > 0 & mask for every mob of the class on all nine levels.
+ * Only the attacked entry can change: every state reachable from reset has health > 0 at
+ * every masked mob (world generation and spawns give masked mobs positive health, and this
+ * function is the only place health falls, where it clears the mask at once), and
+ * set_state admits no other (pycraftax/_state.py). The nine-level update made the projectile
+ * scan's 18 calls a step the largest stall source of the step kernel (v17 profile: 15% of
+ * its samples even after v9 limited it to a step's first call). */
 static inline CRAFTAX_HD void craftax_attack_mob_class(CraftaxState *state, const int32_t position[2],
                                                        const float damage_vector[3], int can_get_achievement,
-                                                       int mob_class_index, int all_levels, int *did_kill_mob,
-                                                       int *is_attacking_mob) {
+                                                       int mob_class_index, int *did_kill_mob, int *is_attacking_mob) {
     const int l = state->player_level;
     CraftaxMobsRef m = craftax_mobs_ref(state, mob_class_index, l);
     int target = -1;
@@ -223,16 +220,7 @@ static inline CRAFTAX_HD void craftax_attack_mob_class(CraftaxState *state, cons
     const float damage = craftax_get_damage(damage_vector, CRAFTAX_MOB_TYPE_DEFENSE_MAPPING[type][mob_class_index]);
     m.health[t] = m.health[t] + (-damage * (attacking ? 1.0f : 0.0f));
     const int old_mask = m.mask[t];
-    /* mask = health > 0 & mask, on the levels all_levels says (above). The update_mobs
-     * projectile scan calls this 18 times a step, and on the GPU these strided byte stores and
-     * float loads were half of the step kernel's excess memory sectors (NOTES v8 profile): so
-     * health is read only where the mask is set and only entries whose value changes are
-     * written (same values, 0/1 normalised as upstream's bool). */
-    for (int level = all_levels ? 0 : l; level < (all_levels ? CRAFTAX_NUM_LEVELS : l + 1); level++) {
-        const CraftaxMobsRef r = craftax_mobs_ref(state, mob_class_index, level);
-        for (int k = 0; k < r.n; k++)
-            if (r.mask[k]) craftax_store_u8(&r.mask[k], (uint8_t)(r.health[k] > 0.0f));
-    }
+    if (old_mask) craftax_store_u8(&m.mask[t], (uint8_t)(m.health[t] > 0.0f)); /* 0/1 as upstream's bool */
     const int killed = old_mask && !m.mask[t];
     const int32_t ach = CRAFTAX_MOB_ACHIEVEMENT_MAP[mob_class_index][craftax_jread(m.type_id[t], 8)];
     craftax_store_u8(&state->achievements[ach], (uint8_t)(state->achievements[ach] || (killed && can_get_achievement)));
@@ -240,20 +228,19 @@ static inline CRAFTAX_HD void craftax_attack_mob_class(CraftaxState *state, cons
     *is_attacking_mob = attacking;
 }
 
-/* attack_mob(state, position, damage_vector, can_eat) -> (state, did_attack_mob, did_kill_mob).
- * all_levels: see craftax_attack_mob_class. */
+/* attack_mob(state, position, damage_vector, can_eat) -> (state, did_attack_mob, did_kill_mob). */
 static inline CRAFTAX_HD void craftax_attack_mob(CraftaxState *state, const int32_t position[2],
-                                                 const float damage_vector[3], int can_eat, int all_levels,
+                                                 const float damage_vector[3], int can_eat,
                                                  int *did_attack_mob, int *did_kill_mob) {
     int kill_melee, att_melee, kill_passive, att_passive, kill_ranged, att_ranged;
-    craftax_attack_mob_class(state, position, damage_vector, 1, MOB_CLASS_MELEE, all_levels, &kill_melee, &att_melee);
-    craftax_attack_mob_class(state, position, damage_vector, can_eat, MOB_CLASS_PASSIVE, all_levels, &kill_passive,
+    craftax_attack_mob_class(state, position, damage_vector, 1, MOB_CLASS_MELEE, &kill_melee, &att_melee);
+    craftax_attack_mob_class(state, position, damage_vector, can_eat, MOB_CLASS_PASSIVE, &kill_passive,
                              &att_passive);
     if (kill_passive && can_eat) {
         state->player_food = craftax_min_i32(craftax_get_max_food(state), state->player_food + 6);
         state->player_hunger = 0.0f;
     }
-    craftax_attack_mob_class(state, position, damage_vector, 1, MOB_CLASS_RANGED, all_levels, &kill_ranged,
+    craftax_attack_mob_class(state, position, damage_vector, 1, MOB_CLASS_RANGED, &kill_ranged,
                              &att_ranged);
     const int attacked = att_melee || att_passive || att_ranged;
     const int killed_monster = kill_melee || kill_ranged;

@@ -202,7 +202,7 @@ static inline CRAFTAX_HD void craftax_do_action(CraftaxState *state, CraftaxKey 
     float damage[3];
     craftax_get_player_damage_vector(state, damage);
     int did_attack_mob, did_kill_mob;
-    craftax_attack_mob(state, bp, damage, 1, 1, &did_attack_mob, &did_kill_mob);
+    craftax_attack_mob(state, bp, damage, 1, &did_attack_mob, &did_kill_mob);
 
     const int l = state->player_level;
     const uint8_t b = craftax_read_level_map(&state->map[l][0][0], bp);

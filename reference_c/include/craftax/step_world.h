@@ -52,12 +52,11 @@ static inline CRAFTAX_HD int32_t craftax_sw_sign(int32_t x) { return (x > 0) - (
 
 /* ---- adapters over game_logic_utils.h ---------------------------------------------- */
 
-/* attack_mob(state, position, damage_vector, can_eat) -> did_attack_mob (all_levels: see
- * craftax_attack_mob_class). */
+/* attack_mob(state, position, damage_vector, can_eat) -> did_attack_mob. */
 static inline CRAFTAX_HD int craftax_sw_attack_mob(CraftaxState *s, const int32_t pos[2], const float dmg[3],
-                                                   int can_eat, int all_levels) {
+                                                   int can_eat) {
     int did_attack, did_kill;
-    craftax_attack_mob(s, pos, dmg, can_eat, all_levels, &did_attack, &did_kill);
+    craftax_attack_mob(s, pos, dmg, can_eat, &did_attack, &did_kill);
     return did_attack;
 }
 
@@ -318,12 +317,11 @@ static inline CRAFTAX_HD void craftax_sw_move_player_projectile(CraftaxState *s,
 
     /* An inactive projectile (mask 0) attacks with zero damage: health + -0 keeps every finite
      * health's bits (set_state admits only finite ones), so no kill, achievement or count
-     * changes, and its own mask stays 0 whatever `did` says. Its calls only redo the mask
-     * update, which slot 0's first call (always made: the step's first effective one, on all
-     * levels) has already done; so the others are left out. */
-    int did0 = mask || i == 0 ? craftax_sw_attack_mob(s, pos, dmg, 0, i == 0) : 0;
+     * changes, and its own mask stays 0 whatever `did` says; the mask update its calls would
+     * redo changes nothing (craftax_attack_mob_class). So they are left out. */
+    int did0 = mask ? craftax_sw_attack_mob(s, pos, dmg, 0) : 0;
     for (int c = 0; c < 3; c++) dmg[c] = dmg[c] * (float)(1 - did0);
-    int did1 = mask ? craftax_sw_attack_mob(s, prop, dmg, 0, 0) : 0;
+    int did1 = mask ? craftax_sw_attack_mob(s, prop, dmg, 0) : 0;
     const int did = did0 || did1;
     const int cont = inb && !in_wall && !did;
     s->mobs[L].player_projectiles.position[i][0] = prop[0];
