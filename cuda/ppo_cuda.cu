@@ -329,9 +329,7 @@ static __device__ void log_softmax_row(const float *l, int A, float *m_out, floa
 
 static __device__ CraftaxKey policy_key(uint64_t seed, int64_t iteration) {
     const CraftaxKey base = {{(uint32_t)seed ^ 0x5050u, (uint32_t)(seed >> 32) ^ 0x4F52u}};
-    CraftaxKey k;
-    craftax_threefry2x32(base, (uint32_t)((uint64_t)iteration >> 32), (uint32_t)iteration, k.k);
-    return k;
+    return craftax_threefry2x32(base, (uint32_t)((uint64_t)iteration >> 32), (uint32_t)iteration);
 }
 
 /* Categorical sample by inverse CDF in double (numpy_ppo.sample_actions), uniform from
@@ -344,9 +342,8 @@ __global__ void sample_kernel(const float *logits, int N, int A, int t, uint64_t
     const float *l = logits + i * A;
     float m, lse;
     log_softmax_row(l, A, &m, &lse);
-    uint32_t bits[2];
-    craftax_threefry2x32(policy_key(seed, sc->counters[0]), (uint32_t)t, (uint32_t)i, bits);
-    const double u01 = ((double)(bits[0] >> 5) * 67108864.0 + (double)(bits[1] >> 6)) * (1.0 / 9007199254740992.0);
+    const CraftaxKey bits = craftax_threefry2x32(policy_key(seed, sc->counters[0]), (uint32_t)t, (uint32_t)i);
+    const double u01 = ((double)(bits.k[0] >> 5) * 67108864.0 + (double)(bits.k[1] >> 6)) * (1.0 / 9007199254740992.0);
     double total = 0.0;
     for (int a = 0; a < A; a++) total += exp((double)((l[a] - m) - lse));
     const double u = u01 * total;
@@ -427,9 +424,8 @@ __global__ void gae_kernel(const float *rewards, const float *values, const uint
 __global__ void perm_keys_kernel(uint64_t seed, const Scalars *sc, int hi, int N, uint64_t *keys) {
     const int64_t i = gtid();
     if (i >= N) return;
-    uint32_t bits[2];
-    craftax_threefry2x32(policy_key(seed, sc->counters[0]), (uint32_t)hi, (uint32_t)i, bits);
-    keys[i] = ((uint64_t)(bits[0] ^ bits[1]) << 32) | (uint32_t)i;
+    const CraftaxKey bits = craftax_threefry2x32(policy_key(seed, sc->counters[0]), (uint32_t)hi, (uint32_t)i);
+    keys[i] = ((uint64_t)(bits.k[0] ^ bits.k[1]) << 32) | (uint32_t)i;
 }
 
 __global__ void perm_from_keys_kernel(const uint64_t *keys, int N, int32_t *perm) {

@@ -31,9 +31,11 @@ static inline CRAFTAX_HD uint32_t craftax_rotl32(uint32_t x, int r) { return (x 
     x1 ^= x0;
 #define CRAFTAX_TF_GROUP_A CRAFTAX_TF_ROUND(13) CRAFTAX_TF_ROUND(15) CRAFTAX_TF_ROUND(26) CRAFTAX_TF_ROUND(6)
 #define CRAFTAX_TF_GROUP_B CRAFTAX_TF_ROUND(17) CRAFTAX_TF_ROUND(29) CRAFTAX_TF_ROUND(16) CRAFTAX_TF_ROUND(24)
-/* One GPU copy for all call sites (v16: 54.1 -> 62.6 M env steps/s at 962,560 envs; inlined
- * at every split and draw it pushed the kernels out of the instruction cache). */
-static CRAFTAX_GPU_NOINLINE CRAFTAX_HD void craftax_threefry2x32(CraftaxKey key, uint32_t x0, uint32_t x1, uint32_t out[2]) {
+/* threefry2x32 of the counter (x0, x1): its two output words (a key where split uses them).
+ * One GPU copy for all call sites (v16: 54.1 -> 62.6 M env steps/s at 962,560 envs; inlined
+ * at every split and draw it pushed the kernels out of the instruction cache). The words come
+ * back by value: through an out pointer each call stored and reloaded them in local memory. */
+static CRAFTAX_GPU_NOINLINE CRAFTAX_HD CraftaxKey craftax_threefry2x32(CraftaxKey key, uint32_t x0, uint32_t x1) {
     const uint32_t k0 = key.k[0], k1 = key.k[1], k2 = key.k[0] ^ key.k[1] ^ 0x1BD11BDAu;
     x0 += k0;
     x1 += k1;
@@ -42,8 +44,8 @@ static CRAFTAX_GPU_NOINLINE CRAFTAX_HD void craftax_threefry2x32(CraftaxKey key,
     CRAFTAX_TF_GROUP_A x0 += k0; x1 += k1 + 3u;
     CRAFTAX_TF_GROUP_B x0 += k1; x1 += k2 + 4u;
     CRAFTAX_TF_GROUP_A x0 += k2; x1 += k0 + 5u;
-    out[0] = x0;
-    out[1] = x1;
+    const CraftaxKey out = {{x0, x1}};
+    return out;
 }
 #undef CRAFTAX_TF_ROUND
 #undef CRAFTAX_TF_GROUP_A
@@ -51,9 +53,7 @@ static CRAFTAX_GPU_NOINLINE CRAFTAX_HD void craftax_threefry2x32(CraftaxKey key,
 
 /* jax.random.split(key, n)[index]. */
 static inline CRAFTAX_HD CraftaxKey craftax_split_at(CraftaxKey key, uint32_t index) {
-    CraftaxKey out;
-    craftax_threefry2x32(key, 0u, index, out.k);
-    return out;
+    return craftax_threefry2x32(key, 0u, index);
 }
 
 /* `a, b = jax.random.split(key)` */
@@ -65,9 +65,8 @@ static inline CRAFTAX_HD void craftax_split2(CraftaxKey key, CraftaxKey *first, 
 
 /* Element `index` of jax.random.bits(key, shape) (32-bit). */
 static inline CRAFTAX_HD uint32_t craftax_random_bits(CraftaxKey key, uint32_t index) {
-    uint32_t y[2];
-    craftax_threefry2x32(key, 0u, index, y);
-    return y[0] ^ y[1];
+    const CraftaxKey y = craftax_threefry2x32(key, 0u, index);
+    return y.k[0] ^ y.k[1];
 }
 
 static inline CRAFTAX_HD float craftax_bits_to_unit_float(uint32_t bits) {
