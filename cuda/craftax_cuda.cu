@@ -456,11 +456,11 @@ struct TakenWorlds { /* the optimistic step: the env at rank r < num_worlds, if 
     __device__ int64_t size() const { return num_worlds; }
     __device__ WorldJob job(int64_t rank) const {
         const uint64_t entry = sorted[rank];
+        if (entry & CRAFTAX_OPTIMISTIC_NOT_DONE) return {NULL, {{0u, 0u}}, 0}; /* the world floors scan these */
         CraftaxKey step_parent, reset_parent, choice_key;
         craftax_optimistic_keys(load_key(key, 0), &step_parent, &reset_parent, &choice_key);
         /* the ended envs sort first: the first rank that did not end has none after it */
-        return {&states[(uint32_t)(entry & 0xFFFFFFFFu)], craftax_split_at(reset_parent, (uint32_t)rank),
-                !(entry & CRAFTAX_OPTIMISTIC_NOT_DONE)};
+        return {&states[(uint32_t)(entry & 0xFFFFFFFFu)], craftax_split_at(reset_parent, (uint32_t)rank), 1};
     }
     __device__ void finish(int64_t, int) const {}
 };
@@ -479,13 +479,16 @@ __global__ void __launch_bounds__(RESET_THREADS, 16) world_floors_kernel(Source 
     const int lane = (int)(threadIdx.x % LANES);
     if (warp >= warps) return; /* the grid's last block may hold a warp more than there is scratch for */
     CraftaxWorldGenScratch *w = &space[threadIdx.x / LANES];
-    const int64_t items = src.size() * CRAFTAX_WORLD_FLOORS;
+    /* Floor-major: item = floor * worlds + world, so the warps resident at a time mostly run
+     * one floor's code (smooth floors 0-5 first, then the dungeons): world-major, every SM ran
+     * all nine at once and a third of the kernel's stall samples waited for instructions (v18). */
+    const int64_t worlds = src.size(), items = worlds * CRAFTAX_WORLD_FLOORS;
     for (int64_t item = warp; item < items; item += warps) {
-        const WorldJob job = src.job(item / CRAFTAX_WORLD_FLOORS);
-        if (!job.active) break; /* worlds are taken in rank order: none later in this warp's items */
+        const WorldJob job = src.job(item % worlds);
+        if (!job.active) continue;
         CraftaxKey floors[CRAFTAX_WORLD_FLOORS], rest;
         craftax_world_floor_keys(craftax_reset_world_key(job.reset_key), floors, &rest);
-        const int f = (int)(item % CRAFTAX_WORLD_FLOORS);
+        const int f = (int)(item / worlds);
         craftax_generate_world_floor_lanes(floors[f], f, &params, job.state, w, lane, LANES);
         craftax_lanes_sync(LANES);
     }
