@@ -100,35 +100,44 @@ static inline CRAFTAX_HD int32_t craftax_sw_manhattan_to_player(const CraftaxSta
     return craftax_sw_abs(pos[0] - s->player_position[0]) + craftax_sw_abs(pos[1] - s->player_position[1]);
 }
 
+/* `rng, _rng = jax.random.split(rng)` where _rng may go unread: advances *rng (the first
+ * half) and returns the parent, whose second half craftax_split_at(parent, 1) is _rng, made
+ * only where it is read (a threefry call saved for every draw the step does not select). */
+static inline CRAFTAX_HD CraftaxKey craftax_sw_split_lazily(CraftaxKey *rng) {
+    const CraftaxKey parent = *rng;
+    *rng = craftax_split_at(parent, 0);
+    return parent;
+}
+
 /* One iteration of update_mobs._move_melee_mob. Returns the carry key. */
 static inline CRAFTAX_HD CraftaxKey craftax_sw_move_melee_mob(CraftaxState *s, CraftaxKey rng, int i,
                                                               const CraftaxParams *params) {
     const int32_t L = s->player_level;
-    CraftaxKey k;
     int32_t pos[2] = {s->mobs[L].melee_mobs.position[i][0], s->mobs[L].melee_mobs.position[i][1]};
     const uint8_t mask = s->mobs[L].melee_mobs.mask[i];
     const int32_t cooldown = s->mobs[L].melee_mobs.attack_cooldown[i];
     const int32_t type = s->mobs[L].melee_mobs.type_id[i];
 
-    craftax_split2(rng, &rng, &k);
-    int32_t r = craftax_randint(k, 0, 0, 4);
-    int32_t random_prop[2] = {pos[0] + CRAFTAX_DIRECTIONS[1 + r][0], pos[1] + CRAFTAX_DIRECTIONS[1 + r][1]};
-
-    craftax_split2(rng, &rng, &k);
-    int32_t toward[2];
-    craftax_sw_toward_player(s, pos, k, toward);
-    int32_t toward_prop[2] = {pos[0] + toward[0], pos[1] + toward[1]};
+    /* Upstream draws the random move, the move toward the player and the chase test, then
+     * selects: each draw is made only where the selection reads it. */
+    const CraftaxKey random_parent = craftax_sw_split_lazily(&rng);
+    const CraftaxKey toward_parent = craftax_sw_split_lazily(&rng);
+    const CraftaxKey chase_parent = craftax_sw_split_lazily(&rng);
 
     const int32_t dist = craftax_sw_manhattan_to_player(s, pos);
     int close = dist < 10 || craftax_is_fighting_boss(s);
-    craftax_split2(rng, &rng, &k);
-    close = close && craftax_uniform(k, 0) < 0.75f;
-    int32_t prop[2] = {close ? toward_prop[0] : random_prop[0], close ? toward_prop[1] : random_prop[1]};
-
+    close = close && craftax_uniform(craftax_split_at(chase_parent, 1), 0) < 0.75f;
     const int attacking = dist == 1 && cooldown <= 0 && mask;
-    if (attacking) {
-        prop[0] = pos[0];
-        prop[1] = pos[1];
+    int32_t prop[2] = {pos[0], pos[1]};
+    if (!attacking && close) {
+        int32_t toward[2];
+        craftax_sw_toward_player(s, pos, craftax_split_at(toward_parent, 1), toward);
+        prop[0] += toward[0];
+        prop[1] += toward[1];
+    } else if (!attacking) {
+        const int32_t r = craftax_randint(craftax_split_at(random_parent, 1), 0, 0, 4);
+        prop[0] += CRAFTAX_DIRECTIONS[1 + r][0];
+        prop[1] += CRAFTAX_DIRECTIONS[1 + r][1];
     }
     const int32_t tr = craftax_sw_read_idx(type, CRAFTAX_NUM_MOB_TYPES);
     const float sleep_mult = 1.0f + 2.5f * (float)s->is_sleeping;
@@ -147,8 +156,7 @@ static inline CRAFTAX_HD CraftaxKey craftax_sw_move_melee_mob(CraftaxState *s, C
     int32_t new_pos[2] = {valid ? prop[0] : pos[0], valid ? prop[1] : pos[1]};
     const int keep = dist < params->mob_despawn_distance || craftax_is_fighting_boss(s);
 
-    CraftaxKey carry;
-    craftax_split2(rng, &rng, &carry); /* the scan carries the second half (UPSTREAM_NOTES 6.5) */
+    const CraftaxKey carry = craftax_split_at(rng, 1); /* the scan carries the second half (UPSTREAM_NOTES 6.5) */
 
     const uint8_t new_mask = mask && keep;
     craftax_sw_move_mob_map(s, pos, mask, new_pos, new_mask);
@@ -187,31 +195,29 @@ static inline CRAFTAX_HD CraftaxKey craftax_sw_move_passive_mob(CraftaxState *s,
 static inline CRAFTAX_HD CraftaxKey craftax_sw_move_ranged_mob(CraftaxState *s, CraftaxKey rng, int i,
                                                                const CraftaxParams *params) {
     const int32_t L = s->player_level;
-    CraftaxKey k;
     int32_t pos[2] = {s->mobs[L].ranged_mobs.position[i][0], s->mobs[L].ranged_mobs.position[i][1]};
     const uint8_t mask = s->mobs[L].ranged_mobs.mask[i];
     const int32_t cooldown = s->mobs[L].ranged_mobs.attack_cooldown[i];
     const int32_t tr = craftax_sw_read_idx(s->mobs[L].ranged_mobs.type_id[i], CRAFTAX_NUM_MOB_TYPES);
 
-    craftax_split2(rng, &rng, &k);
-    int32_t r = craftax_randint(k, 0, 0, 4);
-    int32_t random_prop[2] = {pos[0] + CRAFTAX_DIRECTIONS[1 + r][0], pos[1] + CRAFTAX_DIRECTIONS[1 + r][1]};
+    /* As the melee move: the move toward the player is drawn only where the selection or the
+     * projectile reads it. */
+    const CraftaxKey random_parent = craftax_sw_split_lazily(&rng);
+    const CraftaxKey toward_parent = craftax_sw_split_lazily(&rng);
+    const CraftaxKey pick_parent = craftax_sw_split_lazily(&rng);
 
-    craftax_split2(rng, &rng, &k);
-    int32_t toward[2];
-    craftax_sw_toward_player(s, pos, k, toward);
-
+    const int32_t r = craftax_randint(craftax_split_at(random_parent, 1), 0, 0, 4);
+    const int32_t random_prop[2] = {pos[0] + CRAFTAX_DIRECTIONS[1 + r][0], pos[1] + CRAFTAX_DIRECTIONS[1 + r][1]};
     const int32_t dist = craftax_sw_manhattan_to_player(s, pos);
     const int far = dist >= 6, too_close = dist <= 3;
-    int32_t prop[2];
-    for (int c = 0; c < 2; c++) {
-        prop[c] = far ? pos[c] + toward[c] : random_prop[c];
-        prop[c] = too_close ? pos[c] - toward[c] : prop[c];
-    }
-    craftax_split2(rng, &rng, &k);
-    if (!(craftax_uniform(k, 0) > 0.85f)) {
-        prop[0] = random_prop[0];
-        prop[1] = random_prop[1];
+    const int random_move = !(craftax_uniform(craftax_split_at(pick_parent, 1), 0) > 0.85f);
+    int32_t toward[2] = {0, 0};
+    int have_toward = 0;
+    int32_t prop[2] = {random_prop[0], random_prop[1]};
+    if (!random_move && (far || too_close)) {
+        craftax_sw_toward_player(s, pos, craftax_split_at(toward_parent, 1), toward);
+        have_toward = 1;
+        for (int c = 0; c < 2; c++) prop[c] = far ? pos[c] + toward[c] : pos[c] - toward[c];
     }
 
     const int32_t *coll = CRAFTAX_MOB_TYPE_COLLISION_MAPPING[tr][MOB_CLASS_RANGED];
@@ -222,6 +228,7 @@ static inline CRAFTAX_HD CraftaxKey craftax_sw_move_ranged_mob(CraftaxState *s, 
     int32_t live_projectiles = 0;
     for (int j = 0; j < CRAFTAX_MAX_MOB_PROJECTILES; j++) live_projectiles += s->mobs[L].mob_projectiles.mask[j] ? 1 : 0;
     const int spawning = attacking && live_projectiles < CRAFTAX_MAX_MOB_PROJECTILES;
+    if (spawning && !have_toward) craftax_sw_toward_player(s, pos, craftax_split_at(toward_parent, 1), toward);
     craftax_sw_spawn_mob_projectile(s, pos, spawning, toward,
                                     CRAFTAX_RANGED_MOB_TYPE_TO_PROJECTILE_TYPE_MAPPING[tr]);
 
@@ -333,16 +340,15 @@ static inline CRAFTAX_HD void craftax_sw_move_player_projectile(CraftaxState *s,
  * first half of a split of the previous carry; the melee scan carries the second half of
  * each iteration's last split. */
 static inline CRAFTAX_HD void craftax_update_mobs(CraftaxState *state, CraftaxKey rng, const CraftaxParams *params) {
-    CraftaxKey unused;
-    craftax_split2(rng, &rng, &unused);
+    /* each `rng, _rng = split(rng)` here leaves _rng unused: only the first halves are made */
+    rng = craftax_split_at(rng, 0);
     for (int i = 0; i < CRAFTAX_MAX_MELEE_MOBS; i++) rng = craftax_sw_move_melee_mob(state, rng, i, params);
-    craftax_split2(rng, &rng, &unused);
+    rng = craftax_split_at(rng, 0);
     for (int i = 0; i < CRAFTAX_MAX_PASSIVE_MOBS; i++) rng = craftax_sw_move_passive_mob(state, rng, i, params);
-    craftax_split2(rng, &rng, &unused);
+    rng = craftax_split_at(rng, 0);
     for (int i = 0; i < CRAFTAX_MAX_RANGED_MOBS; i++) rng = craftax_sw_move_ranged_mob(state, rng, i, params);
-    craftax_split2(rng, &rng, &unused);
+    /* the projectile scans draw nothing: their splits are left out */
     for (int i = 0; i < CRAFTAX_MAX_MOB_PROJECTILES; i++) craftax_sw_move_mob_projectile(state, i);
-    craftax_split2(rng, &rng, &unused);
     for (int i = 0; i < CRAFTAX_MAX_PLAYER_PROJECTILES; i++) craftax_sw_move_player_projectile(state, i);
 }
 
@@ -532,10 +538,13 @@ static inline CRAFTAX_HD void craftax_spawn_mobs_lanes(CraftaxState *s, CraftaxK
     count = 0;
     for (int j = 0; j < CRAFTAX_MAX_PASSIVE_MOBS; j++) count += s->mobs[L].passive_mobs.mask[j];
     int can = count < CRAFTAX_MAX_PASSIVE_MOBS;
-    craftax_split2(rng, &rng, &k);
-    can = can && craftax_uniform(k, 0) < CRAFTAX_FLOOR_MOB_SPAWN_CHANCE[L][0];
+    /* each class's chance draw is made only where its count allows a spawn, and its cell
+     * choice's key only where the chance passes (craftax_sw_split_lazily) */
+    k = craftax_sw_split_lazily(&rng);
+    can = can && craftax_uniform(craftax_split_at(k, 1), 0) < CRAFTAX_FLOOR_MOB_SPAWN_CHANCE[L][0];
     can = can && !boss;
-    craftax_split2(rng, &rng, &k);
+    k = craftax_sw_split_lazily(&rng);
+    if (can) k = craftax_split_at(k, 1);
     total = craftax_sw_class_spawn_cell(s, params, can, boss, 0, 0, k, cell, lane, lanes, share_scans);
     can = can && total > 0;
     if (lane == 0) {
@@ -552,9 +561,10 @@ static inline CRAFTAX_HD void craftax_spawn_mobs_lanes(CraftaxState *s, CraftaxK
     const int32_t melee_type = boss ? CRAFTAX_FLOOR_MOB_MAPPING[craftax_sw_read_idx(s->boss_progress, CRAFTAX_NUM_LEVELS)]
                                                                [MOB_CLASS_MELEE]
                                     : CRAFTAX_FLOOR_MOB_MAPPING[L][MOB_CLASS_MELEE];
-    craftax_split2(rng, &rng, &k);
-    can = can && craftax_uniform(k, 0) < craftax_sw_melee_spawn_chance(L, s->light_level) * (float)coeff;
-    craftax_split2(rng, &rng, &k);
+    k = craftax_sw_split_lazily(&rng);
+    can = can && craftax_uniform(craftax_split_at(k, 1), 0) < craftax_sw_melee_spawn_chance(L, s->light_level) * (float)coeff;
+    k = craftax_sw_split_lazily(&rng);
+    if (can) k = craftax_split_at(k, 1);
     total = craftax_sw_class_spawn_cell(s, params, can, boss, 1, 0, k, cell, lane, lanes, share_scans); /* after the passive spawn */
     can = can && total > 0;
     if (lane == 0)
@@ -569,9 +579,10 @@ static inline CRAFTAX_HD void craftax_spawn_mobs_lanes(CraftaxState *s, CraftaxK
     const int32_t ranged_type = boss ? CRAFTAX_FLOOR_MOB_MAPPING[craftax_sw_read_idx(s->boss_progress, CRAFTAX_NUM_LEVELS)]
                                                                 [MOB_CLASS_RANGED]
                                      : CRAFTAX_FLOOR_MOB_MAPPING[L][MOB_CLASS_RANGED];
-    craftax_split2(rng, &rng, &k);
-    can = can && craftax_uniform(k, 0) < CRAFTAX_FLOOR_MOB_SPAWN_CHANCE[L][2] * (float)coeff;
-    craftax_split2(rng, &rng, &k);
+    k = craftax_sw_split_lazily(&rng);
+    can = can && craftax_uniform(craftax_split_at(k, 1), 0) < CRAFTAX_FLOOR_MOB_SPAWN_CHANCE[L][2] * (float)coeff;
+    k = rng; /* the last split: its first half is never read */
+    if (can) k = craftax_split_at(k, 1);
     total = craftax_sw_class_spawn_cell(s, params, can, boss, 2, ranged_type, k, cell, lane, lanes, share_scans);
     can = can && total > 0;
     if (lane == 0)
