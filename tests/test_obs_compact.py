@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pycraftax
-from pycraftax import _state, obs_compact
+from pycraftax import obs_compact
 from test_robustness import NUM_ENVS as STATE_ENVS
-from test_robustness import leaf_values
+from test_robustness import accepted_state
 
 NUM_ENVS = 24
 
@@ -44,8 +44,7 @@ def test_played_trajectories_expand_exactly():
 def test_arbitrary_states_expand_exactly(seed):
     env = pycraftax.make("Craftax-Symbolic-v1", num_envs=STATE_ENVS, backend="c", seed=0)
     env.reset(seed=0)
-    state = {leaf.name: leaf_values(leaf, seed + i) for i, leaf in enumerate(_state.LEAVES)}
-    env.set_state(state)
+    env.set_state(accepted_state(seed))
     assert_expands_to_obs(env, f"state seed {seed}")
 
 
