@@ -237,7 +237,9 @@ class CraftaxEnv:
         return _state.get_state(self._states)
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
-        """Replace every env's state. Validates all leaves first; on error nothing changes."""
+        """Replace every env's state. Validates all leaves first (dtypes, shapes, value domains,
+        and health > 0 at every masked melee, passive and ranged mob, as in every state
+        reachable from reset); on error nothing changes."""
         self._check_open()
         converted = _state.validate_state(state, self.num_envs)
         _state.write_state(self._states, converted)
