@@ -37,6 +37,7 @@ typedef struct {
     /* A CPU draws each ore's whole uniform field in a loop that it vectorises, faster there
      * than a draw per qualifying cell (which a GPU warp makes). Same bits either way. */
     float ore_uniform[5][CRAFTAX_CELLS];
+    float tree_uniform[CRAFTAX_CELLS]; /* the tree draws, the same way */
     /* ... and the four fields' blends (water, mountain, path, tree) and the two glow blends
      * (mountain, tree) row by row (noise.h: craftax_noise_fill), instead of per cell. */
     float blend[4][CRAFTAX_N][CRAFTAX_N];
@@ -67,6 +68,18 @@ static inline CRAFTAX_HD float craftax_mountain_field(float blend, const Craftax
  * sites on a GPU (common.h: CRAFTAX_GPU_NOINLINE). */
 static CRAFTAX_GPU_NOINLINE CRAFTAX_HD float craftax_worldgen_uniform(CraftaxKey key, uint32_t index) {
     return craftax_uniform(key, index);
+}
+
+/* Element `cell` of the tree field's uniform draw (key: the floor's tree key). */
+static inline CRAFTAX_HD float craftax_worldgen_tree_uniform(const CraftaxWorldGenScratch *w, CraftaxKey tree_key,
+                                                             uint32_t cell) {
+#ifdef CRAFTAX_WORLDGEN_PER_CELL
+    (void)w;
+    return craftax_worldgen_uniform(tree_key, cell);
+#else
+    (void)tree_key;
+    return w->tree_uniform[cell];
+#endif
 }
 
 /* Element `cell` of ore `ore`'s uniform field (its key in the scratch). */
@@ -168,6 +181,7 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
 #ifndef CRAFTAX_WORLDGEN_PER_CELL
     for (int ore = 0; ore < 5; ore++)
         if (cfg->ore_chances[ore] > 0.0f) craftax_uniform_field(w->u.smooth.ore_keys[ore], CRAFTAX_CELLS, w->ore_uniform[ore]);
+    craftax_uniform_field(tree_key, CRAFTAX_CELLS, w->tree_uniform);
 #endif
 
     /* `proximity / strength` by a config constant: XLA folds the division into a multiply by
@@ -212,7 +226,7 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
             block = cfg->lava; /* over whatever the trees and ores made: their draws are left out */
         } else {
             if (block == cfg->tree_requirement_block && tree_v > cfg->tree_threshold_perlin &&
-                craftax_worldgen_uniform(tree_key, cell) > cfg->tree_threshold_uniform)
+                craftax_worldgen_tree_uniform(w, tree_key, cell) > cfg->tree_threshold_uniform)
                 block = cfg->tree;
             for (int ore = 0; ore < 5; ore++)
                 if (block == cfg->ore_requirement_blocks[ore] && cfg->ore_chances[ore] > 0.0f &&
