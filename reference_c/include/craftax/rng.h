@@ -63,6 +63,23 @@ static inline CRAFTAX_HD void craftax_split2(CraftaxKey key, CraftaxKey *first, 
     *second = b;
 }
 
+/* `rng, _rng = jax.random.split(rng)`: advances *rng, returns _rng. */
+static inline CRAFTAX_HD CraftaxKey craftax_split_next(CraftaxKey *rng) {
+    CraftaxKey first, second;
+    craftax_split2(*rng, &first, &second);
+    *rng = first;
+    return second;
+}
+
+/* The same where _rng may go unread: advances *rng (the first half) and returns the parent,
+ * whose second half craftax_split_at(parent, 1) is _rng, made only where it is read (a
+ * threefry call saved for every draw a step does not select). */
+static inline CRAFTAX_HD CraftaxKey craftax_split_lazily(CraftaxKey *rng) {
+    const CraftaxKey parent = *rng;
+    *rng = craftax_split_at(parent, 0);
+    return parent;
+}
+
 /* Element `index` of jax.random.bits(key, shape) (32-bit). */
 static inline CRAFTAX_HD uint32_t craftax_random_bits(CraftaxKey key, uint32_t index) {
     const CraftaxKey y = craftax_threefry2x32(key, 0u, index);

@@ -21,14 +21,6 @@
 #include "step_world.h"
 #include "worldgen.h"
 
-/* `rng, _rng = jax.random.split(rng)`: advances *rng, returns _rng. */
-static inline CRAFTAX_HD CraftaxKey craftax_step_split(CraftaxKey *rng) {
-    CraftaxKey first, second;
-    craftax_split2(*rng, &first, &second);
-    *rng = first;
-    return second;
-}
-
 /* reward = sum((ach_after - ach_before) * ACHIEVEMENT_REWARD_MAP) + (h_after - h_before) * 0.1
  * (int32 sum, float32 health term, fused). */
 static inline CRAFTAX_HD float craftax_step_reward(const uint8_t init_achievements[CRAFTAX_NUM_ACHIEVEMENTS],
@@ -62,19 +54,19 @@ static inline CRAFTAX_HD CraftaxKey craftax_step_before_spawn(CraftaxState *stat
 
     craftax_change_floor(state, action, params);
     craftax_do_crafting(state, action);
-    craftax_do_action(state, craftax_step_split(&rng), action, params);
+    craftax_do_action(state, craftax_split_next(&rng), action, params);
     craftax_place_block(state, action, params);
     craftax_shoot_projectile(state, action, params);
     craftax_cast_spell(state, action, params);
     craftax_drink_potion(state, action);
-    craftax_read_book(state, craftax_step_split(&rng), action);
-    craftax_enchant(state, craftax_step_split(&rng), action);
+    craftax_read_book(state, craftax_split_next(&rng), action);
+    craftax_enchant(state, craftax_split_next(&rng), action);
     craftax_boss_logic(state, params);
     craftax_level_up_attributes(state, action, params);
     craftax_move_player(state, action, params);
 
-    craftax_update_mobs(state, craftax_step_split(&rng), params);
-    const CraftaxKey spawn_key = craftax_step_split(&rng);
+    craftax_update_mobs(state, craftax_split_next(&rng), params);
+    const CraftaxKey spawn_key = craftax_split_next(&rng);
     c->action = action;
     c->rng = rng;
     return spawn_key;
@@ -90,7 +82,7 @@ static inline CRAFTAX_HD float craftax_step_after_spawn(CraftaxState *state, con
 
     const float reward = craftax_step_reward(c->init_achievements, c->init_health, state);
 
-    const CraftaxKey state_rng = craftax_step_split(&c->rng);
+    const CraftaxKey state_rng = craftax_split_next(&c->rng);
     state->timestep = state->timestep + 1;
     state->light_level = craftax_light_level(state->timestep, params->day_length);
     state->state_rng[0] = state_rng.k[0];

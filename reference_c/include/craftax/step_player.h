@@ -17,14 +17,6 @@
 #include "game_logic_utils.h"
 #include "rng.h"
 
-/* `rng, _rng = jax.random.split(rng)`: returns _rng and advances *rng. */
-static inline CRAFTAX_HD CraftaxKey craftax_split_next(CraftaxKey *rng) {
-    CraftaxKey a, b;
-    craftax_split2(*rng, &a, &b);
-    *rng = a;
-    return b;
-}
-
 static inline CRAFTAX_HD void craftax_facing(const CraftaxState *state, int32_t out[2]) {
     const int32_t d = craftax_jread(state->player_direction, 16);
     out[0] = state->player_position[0] + CRAFTAX_DIRECTIONS[d][0];

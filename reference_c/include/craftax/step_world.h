@@ -100,15 +100,6 @@ static inline CRAFTAX_HD int32_t craftax_sw_manhattan_to_player(const CraftaxSta
     return craftax_sw_abs(pos[0] - s->player_position[0]) + craftax_sw_abs(pos[1] - s->player_position[1]);
 }
 
-/* `rng, _rng = jax.random.split(rng)` where _rng may go unread: advances *rng (the first
- * half) and returns the parent, whose second half craftax_split_at(parent, 1) is _rng, made
- * only where it is read (a threefry call saved for every draw the step does not select). */
-static inline CRAFTAX_HD CraftaxKey craftax_sw_split_lazily(CraftaxKey *rng) {
-    const CraftaxKey parent = *rng;
-    *rng = craftax_split_at(parent, 0);
-    return parent;
-}
-
 /* One iteration of update_mobs._move_melee_mob. Returns the carry key. */
 static inline CRAFTAX_HD CraftaxKey craftax_sw_move_melee_mob(CraftaxState *s, CraftaxKey rng, int i,
                                                               const CraftaxParams *params) {
@@ -120,9 +111,9 @@ static inline CRAFTAX_HD CraftaxKey craftax_sw_move_melee_mob(CraftaxState *s, C
 
     /* Upstream draws the random move, the move toward the player and the chase test, then
      * selects: each draw is made only where the selection reads it. */
-    const CraftaxKey random_parent = craftax_sw_split_lazily(&rng);
-    const CraftaxKey toward_parent = craftax_sw_split_lazily(&rng);
-    const CraftaxKey chase_parent = craftax_sw_split_lazily(&rng);
+    const CraftaxKey random_parent = craftax_split_lazily(&rng);
+    const CraftaxKey toward_parent = craftax_split_lazily(&rng);
+    const CraftaxKey chase_parent = craftax_split_lazily(&rng);
 
     const int32_t dist = craftax_sw_manhattan_to_player(s, pos);
     int close = dist < 10 || craftax_is_fighting_boss(s);
@@ -202,9 +193,9 @@ static inline CRAFTAX_HD CraftaxKey craftax_sw_move_ranged_mob(CraftaxState *s, 
 
     /* As the melee move: the move toward the player is drawn only where the selection or the
      * projectile reads it. */
-    const CraftaxKey random_parent = craftax_sw_split_lazily(&rng);
-    const CraftaxKey toward_parent = craftax_sw_split_lazily(&rng);
-    const CraftaxKey pick_parent = craftax_sw_split_lazily(&rng);
+    const CraftaxKey random_parent = craftax_split_lazily(&rng);
+    const CraftaxKey toward_parent = craftax_split_lazily(&rng);
+    const CraftaxKey pick_parent = craftax_split_lazily(&rng);
 
     const int32_t r = craftax_randint(craftax_split_at(random_parent, 1), 0, 0, 4);
     const int32_t random_prop[2] = {pos[0] + CRAFTAX_DIRECTIONS[1 + r][0], pos[1] + CRAFTAX_DIRECTIONS[1 + r][1]};
@@ -539,11 +530,11 @@ static inline CRAFTAX_HD void craftax_spawn_mobs_lanes(CraftaxState *s, CraftaxK
     for (int j = 0; j < CRAFTAX_MAX_PASSIVE_MOBS; j++) count += s->mobs[L].passive_mobs.mask[j];
     int can = count < CRAFTAX_MAX_PASSIVE_MOBS;
     /* each class's chance draw is made only where its count allows a spawn, and its cell
-     * choice's key only where the chance passes (craftax_sw_split_lazily) */
-    k = craftax_sw_split_lazily(&rng);
+     * choice's key only where the chance passes (craftax_split_lazily) */
+    k = craftax_split_lazily(&rng);
     can = can && craftax_uniform(craftax_split_at(k, 1), 0) < CRAFTAX_FLOOR_MOB_SPAWN_CHANCE[L][0];
     can = can && !boss;
-    k = craftax_sw_split_lazily(&rng);
+    k = craftax_split_lazily(&rng);
     if (can) k = craftax_split_at(k, 1);
     total = craftax_sw_class_spawn_cell(s, params, can, boss, 0, 0, k, cell, lane, lanes, share_scans);
     can = can && total > 0;
@@ -561,9 +552,9 @@ static inline CRAFTAX_HD void craftax_spawn_mobs_lanes(CraftaxState *s, CraftaxK
     const int32_t melee_type = boss ? CRAFTAX_FLOOR_MOB_MAPPING[craftax_sw_read_idx(s->boss_progress, CRAFTAX_NUM_LEVELS)]
                                                                [MOB_CLASS_MELEE]
                                     : CRAFTAX_FLOOR_MOB_MAPPING[L][MOB_CLASS_MELEE];
-    k = craftax_sw_split_lazily(&rng);
+    k = craftax_split_lazily(&rng);
     can = can && craftax_uniform(craftax_split_at(k, 1), 0) < craftax_sw_melee_spawn_chance(L, s->light_level) * (float)coeff;
-    k = craftax_sw_split_lazily(&rng);
+    k = craftax_split_lazily(&rng);
     if (can) k = craftax_split_at(k, 1);
     total = craftax_sw_class_spawn_cell(s, params, can, boss, 1, 0, k, cell, lane, lanes, share_scans); /* after the passive spawn */
     can = can && total > 0;
@@ -579,7 +570,7 @@ static inline CRAFTAX_HD void craftax_spawn_mobs_lanes(CraftaxState *s, CraftaxK
     const int32_t ranged_type = boss ? CRAFTAX_FLOOR_MOB_MAPPING[craftax_sw_read_idx(s->boss_progress, CRAFTAX_NUM_LEVELS)]
                                                                 [MOB_CLASS_RANGED]
                                      : CRAFTAX_FLOOR_MOB_MAPPING[L][MOB_CLASS_RANGED];
-    k = craftax_sw_split_lazily(&rng);
+    k = craftax_split_lazily(&rng);
     can = can && craftax_uniform(craftax_split_at(k, 1), 0) < CRAFTAX_FLOOR_MOB_SPAWN_CHANCE[L][2] * (float)coeff;
     k = rng; /* the last split: its first half is never read */
     if (can) k = craftax_split_at(k, 1);

@@ -117,8 +117,8 @@ static inline CRAFTAX_HD void craftax_worldgen_load_mask(CraftaxCellChoice *c, c
  * block depends only on its own noise values and uniform draws (the map, its trees, the five
  * ores in turn and the lava), so one pass makes it; the noise values come from the gradient
  * grids (craftax_smooth_blend: per cell on a GPU, filled row by row on a CPU), and the cells
- * that the later choices and the lava glow read go into bit masks. Lanes (common.h): per-cell passes are shared cell by cell (c = lane,
- * lane + lanes, ...); single writes (a chosen cell, the spawn) are made by lane 0 or by every
+ * that the later choices and the lava glow read go into bit masks. Lanes (common.h): per-cell
+ * passes are shared cell by cell (c = lane, lane + lanes, ...); single writes (a chosen cell, the spawn) are made by lane 0 or by every
  * lane with the same value, followed by a sync before anything else reads that cell. */
 static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const CraftaxSmoothGenConfig *cfg,
                                                            const CraftaxParams *params, CraftaxState *s, int level,
@@ -218,7 +218,8 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
         }
         if (mountain_v > 0.85f && water_v > 0.4f) block = cfg->inner_mountain_block;
         /* Each uniform element is a pure function of (key, index) under partitionable
-         * threefry, so it is drawn only for cells whose outcome depends on it. Every
+         * threefry, so a GPU draws it only for cells whose outcome depends on it (a CPU reads
+         * the fields it drew whole: craftax_worldgen_tree_uniform, _ore_uniform). Every
          * threshold is positive, so a cell below the perlin threshold (value 0) never
          * becomes a tree; uniform < 0 never holds, so an ore of chance 0 never lands. */
         const uint32_t cell = (uint32_t)(i * CRAFTAX_N + j);
