@@ -22,7 +22,9 @@
  * v14: a floor's working memory shrank from 75 KB (noise fields, p and cumsum arrays) to
  * 6.6 KB (worldgen.h: noise evaluated per cell, choices over bit masks) and moved into shared
  * memory; world generation's many inlined noise and threefry sites became one copy each
- * (CRAFTAX_GPU_NOINLINE: the floor kernel mostly waited for instructions). See cuda/NOTES.md.
+ * (CRAFTAX_GPU_NOINLINE: the floor kernel mostly waited for instructions).
+ * v24: the global scratch entries keep a floor's noise blends (36 KB) from its min/max pass
+ * for its map pass, which evaluated them a second time before. See cuda/NOTES.md.
  *
  * Build (cuda/Makefile, or cuda/build.sh):
  *   nvcc -O3 -fmad=false -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
@@ -56,12 +58,11 @@
 #define RESET_THREADS 64
 #define MAX_CHUNKS 16
 
-/* World-generation scratch, an entry per running warp (craftax_cuda_scratch_entries);
- * spawn_mobs' part is unused since v3 and kept so that the entry size stays the one callers
- * allocate by (craftax_cuda_scratch_size). */
-typedef union {
-    CraftaxWorldGenScratch worldgen;
-    CraftaxSpawnScratch spawn;
+/* World-generation scratch, an entry per running warp (craftax_cuda_scratch_entries): the
+ * floor's noise blends, kept between its min/max and map passes (worldgen.h). The rest of a
+ * warp's working memory is in shared memory. */
+typedef struct {
+    CraftaxWorldGenBlends worldgen;
 } CraftaxCudaScratch;
 
 /* ---- errors -------------------------------------------------------------------------- */
@@ -397,9 +398,11 @@ __global__ void generate_worlds_kernel(CraftaxState *worlds, const uint32_t *key
     CraftaxKey step_parent, reset_parent, choice_key;
     craftax_optimistic_keys(load_key(keys, w / num_worlds), &step_parent, &reset_parent, &choice_key);
     const CraftaxKey key = craftax_split_at(reset_parent, (uint32_t)(w % num_worlds));
-    (void)scratch; /* a warp's floor scratch is in shared memory (world_floors_kernel) */
     __shared__ CraftaxWorldGenScratch space[THREADS / LANES];
-    craftax_reset_env_lanes(key, &params, &worlds[w], &space[threadIdx.x / LANES], lane, LANES);
+    CraftaxWorldGenScratch *ws = &space[threadIdx.x / LANES];
+    if (lane == 0) ws->blend = scratch[w].worldgen.blend;
+    craftax_lanes_sync(LANES);
+    craftax_reset_env_lanes(key, &params, &worlds[w], ws, lane, LANES);
 }
 
 /* ---- worlds on nine warps (a warp per floor), then a warp per world for the rest -------
@@ -468,17 +471,18 @@ struct TakenWorlds { /* the optimistic step: the env at rank r < num_worlds, if 
 /* 16 blocks of 64 threads an SM (64 registers; 80 unbounded gave 24 warps an SM): the kernel
  * is latency-bound, so more warps hide more of it; world_warps_hardware follows the
  * residency. A warp's floor scratch (6.6 KB since v14) lives in shared memory: 13.3 KB a
- * block, which 16 blocks fit. The global scratch entries (scratch, bounding `warps`) are
- * left unused by it and stay allocated by callers until the API drops them. */
+ * block, which 16 blocks fit; its noise blends (36 KB) in its global scratch entry
+ * (scratch[warp], which bounds `warps`). */
 template <class Source>
 __global__ void __launch_bounds__(RESET_THREADS, 16) world_floors_kernel(Source src, const __grid_constant__ CraftaxParams params, CraftaxCudaScratch *scratch,
                                     int64_t warps) {
-    (void)scratch;
     __shared__ CraftaxWorldGenScratch space[RESET_THREADS / LANES];
     const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / LANES;
     const int lane = (int)(threadIdx.x % LANES);
     if (warp >= warps) return; /* the grid's last block may hold a warp more than there is scratch for */
     CraftaxWorldGenScratch *w = &space[threadIdx.x / LANES];
+    if (lane == 0) w->blend = scratch[warp].worldgen.blend;
+    craftax_lanes_sync(LANES);
     /* Floor-major: item = floor * worlds + world, so the warps resident at a time mostly run
      * one floor's code (smooth floors 0-5 first, then the dungeons): world-major, every SM ran
      * all nine at once and a third of the kernel's stall samples waited for instructions (v18). */
@@ -572,9 +576,7 @@ __global__ void optimistic_take_kernel(CraftaxState *states, const uint64_t *sor
  * late warps started their whole share after the first wave's and the kernel took two shares'
  * time (v12 profile at 262,144 envs, steady state: 4.0 ms, 1.33 waves). Auto-reset chunks
  * generate concurrently (on the reset stream while the next chunk steps), so they split the
- * warps. The global scratch entries (an entry per such warp) date from when a floor's 75 KB
- * of working memory lived there; since v14 it is 6.6 KB in shared memory and the entries are
- * unused. */
+ * warps. Each such warp has a global scratch entry: its floor's noise blends (worldgen.h). */
 static int64_t world_warps_hardware(void) {
     static int64_t warps = 0;
     if (warps <= 0) {

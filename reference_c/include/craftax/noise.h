@@ -150,10 +150,16 @@ static inline CRAFTAX_HD void craftax_noise_set_range(CraftaxNoiseGrid *g, float
     g->min = lo;
     g->inv_range = 1.0f / (hi - lo);
 }
-static inline CRAFTAX_HD void craftax_noise_min_max_lanes(CraftaxNoiseGrid *g, int lane, int lanes) {
-    float lo = CRAFTAX_SQRT2_F * craftax_noise_at(g, 0, 0), hi = lo;
+/* The blends of every cell into `out` (global memory on a GPU), with the field's min and max:
+ * the per-cell form of craftax_noise_fill and craftax_noise_min_max_of. */
+static inline CRAFTAX_HD void craftax_noise_fill_min_max_lanes(CraftaxNoiseGrid *g,
+                                                               float out[CRAFTAX_NOISE_N][CRAFTAX_NOISE_N], int lane,
+                                                               int lanes) {
+    float lo = INFINITY, hi = -INFINITY; /* every lane has cells */
     CRAFTAX_FOR_CELLS(i, j, lane, lanes) {
-        const float v = CRAFTAX_SQRT2_F * craftax_noise_at(g, i, j);
+        const float blend = craftax_noise_at(g, i, j);
+        out[i][j] = blend;
+        const float v = CRAFTAX_SQRT2_F * blend;
         lo = v < lo ? v : lo;
         hi = v > hi ? v : hi;
     }
@@ -199,7 +205,7 @@ static inline void craftax_noise_fill(const CraftaxNoiseGrid *g, float out[CRAFT
         }
     }
 }
-/* craftax_noise_min_max_lanes over blends already filled in. */
+/* craftax_noise_fill_min_max_lanes' min and max, over blends already filled in. */
 static inline void craftax_noise_min_max_of(CraftaxNoiseGrid *g, float blend[CRAFTAX_NOISE_N][CRAFTAX_NOISE_N]) {
     float lo = CRAFTAX_SQRT2_F * blend[0][0], hi = lo;
     for (int i = 0; i < CRAFTAX_NOISE_N; i++)
@@ -218,9 +224,9 @@ static inline void craftax_fractal_noise(CraftaxKey key, int res0, int res1, con
                                          float out[CRAFTAX_NOISE_N][CRAFTAX_NOISE_N]) {
     float grad_x[CRAFTAX_NOISE_GRADS], grad_y[CRAFTAX_NOISE_GRADS];
     CraftaxNoiseGrid g = craftax_noise_grid_lanes(key, res0, res1, angles01, grad_x, grad_y, 0, 1);
-    craftax_noise_min_max_lanes(&g, 0, 1);
+    craftax_noise_fill_min_max_lanes(&g, out, 0, 1);
     for (int i = 0; i < CRAFTAX_NOISE_N; i++)
-        for (int j = 0; j < CRAFTAX_NOISE_N; j++) out[i][j] = craftax_noise_normalised(craftax_noise_at(&g, i, j), &g);
+        for (int j = 0; j < CRAFTAX_NOISE_N; j++) out[i][j] = craftax_noise_normalised(out[i][j], &g);
 }
 
 #endif

@@ -33,17 +33,30 @@ typedef struct {
     CraftaxCellChoice choice;                /* the mask of the floor's current cell choice */
     uint64_t ladder_rows[CRAFTAX_MAP_SIZE]; /* bit y of [x]: cell (x, y) can hold a ladder */
     uint64_t glow_rows[CRAFTAX_MAP_SIZE];   /* bit y of [x]: cell (x, y) glows as lava */
+    /* The four fields' blends (water, mountain, path, tree), kept from the min/max pass for the
+     * map pass, which evaluated every field a second time per cell before (a sixth of the GPU floor
+     * kernel's instructions). 36 KB: a GPU keeps them in global memory (the kernel points this at
+     * its warp's CraftaxWorldGenBlends), not in the warp's shared memory. */
+#ifdef __CUDACC__
+    float (*blend)[CRAFTAX_N][CRAFTAX_N];
+#else
+    float blend[4][CRAFTAX_N][CRAFTAX_N];
+#endif
 #ifndef CRAFTAX_WORLDGEN_PER_CELL
     /* A CPU draws each ore's whole uniform field in a loop that it vectorises, faster there
      * than a draw per qualifying cell (which a GPU warp makes). Same bits either way. */
     float ore_uniform[5][CRAFTAX_CELLS];
     float tree_uniform[CRAFTAX_CELLS]; /* the tree draws, the same way */
-    /* ... and the four fields' blends (water, mountain, path, tree) and the two glow blends
-     * (mountain, tree) row by row (noise.h: craftax_noise_fill), instead of per cell. */
-    float blend[4][CRAFTAX_N][CRAFTAX_N];
+    /* ... and fills the blends and the two glow blends (mountain, tree) row by row (noise.h:
+     * craftax_noise_fill), where a GPU evaluates per cell. */
     float glow_blend[2][CRAFTAX_N][CRAFTAX_N];
 #endif
 } CraftaxWorldGenScratch;
+
+/* A GPU warp's global-memory part of the scratch (CraftaxWorldGenScratch.blend). */
+typedef struct {
+    float blend[4][CRAFTAX_N][CRAFTAX_N];
+} CraftaxWorldGenBlends;
 
 /* Start index of jax.lax.dynamic_(update_)slice along a dimension of `size` for a window
  * of `window`: negative starts wrap once, then the start is clamped into [0, size-window]. */
@@ -91,18 +104,26 @@ static inline CRAFTAX_HD float craftax_worldgen_ore_uniform(const CraftaxWorldGe
 #endif
 }
 
-/* Field f's blend at cell (i, j) (f: 0 water, 1 mountain, 2 path, 3 tree) and, where glow is
- * not NULL, its glow blend (mountain and tree): evaluated per cell on a GPU, read from the
- * rows a CPU filled. */
-static inline CRAFTAX_HD float craftax_smooth_blend(const CraftaxWorldGenScratch *w, int f, int i, int j, float *glow) {
+/* Field f's glow blend at cell (i, j) (f: 1 mountain, 3 tree): the field's corners again on a
+ * GPU, which asks for it at the few cells that can glow; filled in with the blends on a CPU. */
+static inline CRAFTAX_HD float craftax_smooth_glow_blend(const CraftaxWorldGenScratch *w, int f, int i, int j) {
 #ifdef CRAFTAX_WORLDGEN_PER_CELL
     const CraftaxNoiseCorners c = craftax_noise_corners(&w->u.smooth.grids[f], i, j);
-    if (glow) *glow = craftax_noise_blend_glow(c.n00, c.n10, c.n01, c.n11, c.t0, c.t1);
-    return craftax_noise_blend(c.n00, c.n10, c.n01, c.n11, c.t0, c.t1);
+    return craftax_noise_blend_glow(c.n00, c.n10, c.n01, c.n11, c.t0, c.t1);
 #else
-    if (glow) *glow = w->glow_blend[f == 1 ? 0 : 1][i][j];
-    return w->blend[f][i][j];
+    return w->glow_blend[f == 1 ? 0 : 1][i][j];
 #endif
+}
+
+/* How far below a glow threshold a field's map value (normalised with inv_range) can lie while
+ * its glow value (the same field blended in the glow kernel's order) passes: the two blends are
+ * the same real number rounded twice each (< 1e-6 apart, |ramps| <= sqrt 2), and the
+ * normalisation scales that by sqrt(2) * inv_range; 1e-4 (1 + inv_range) bounds it 50 times
+ * over. A range too small for that (inv_range not finite, or > 1e4) gives an infinite margin:
+ * every cell then evaluates its glow. */
+static inline CRAFTAX_HD float craftax_glow_margin(const CraftaxNoiseGrid *g) {
+    const float margin = 1e-4f * (1.0f + g->inv_range);
+    return margin < 1.0f ? margin : INFINITY;
 }
 
 /* The copy of `rows` (bit y of rows[x]) into the choice's mask. */
@@ -115,8 +136,8 @@ static inline CRAFTAX_HD void craftax_worldgen_load_mask(CraftaxCellChoice *c, c
 
 /* generate_smoothworld for one config; writes level `level` of the state. Each cell's map
  * block depends only on its own noise values and uniform draws (the map, its trees, the five
- * ores in turn and the lava), so one pass makes it; the noise values come from the gradient
- * grids (craftax_smooth_blend: per cell on a GPU, filled row by row on a CPU), and the cells
+ * ores in turn and the lava), so one pass makes it; the noise values come from the blends that
+ * the min/max pass kept (evaluated per cell on a GPU, filled row by row on a CPU), and the cells
  * that the later choices and the lava glow read go into bit masks. Lanes (common.h): per-cell
  * passes are shared cell by cell (c = lane, lane + lanes, ...); single writes (a chosen cell, the spawn) are made by lane 0 or by every
  * lane with the same value, followed by a sync before anything else reads that cell. */
@@ -157,7 +178,7 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
             CraftaxNoiseGrid g = craftax_noise_grid_lanes(field_keys[f], res[f][0], res[f][1], angles[f],
                                                           gx + offset[f], gy + offset[f], lane, lanes);
 #ifdef CRAFTAX_WORLDGEN_PER_CELL
-            craftax_noise_min_max_lanes(&g, lane, lanes);
+            craftax_noise_fill_min_max_lanes(&g, w->blend[f], lane, lanes);
 #else
             const int glow_field = cfg->lava == BLOCK_LAVA && (f == 1 || f == 3);
             craftax_noise_fill(&g, w->blend[f], glow_field ? w->glow_blend[f == 1 ? 0 : 1] : 0);
@@ -192,20 +213,23 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
     /* The lava glow's kernel blends mountain and tree noise its own way (noise.h:
      * craftax_noise_blend_glow), so its lava mask can differ from the lava tiles. */
     const int glows = cfg->lava == BLOCK_LAVA;
+    const float mountain_margin = craftax_glow_margin(mountain), tree_margin = craftax_glow_margin(tree);
     CRAFTAX_FOR_CELLS(i, j, lane, lanes) {
         const int32_t dx = i - centre, dy = j - centre;
         const float proximity = sqrtf((float)(dx * dx + dy * dy));
         const float prox_water = craftax_clip_f32(proximity * water_inv_strength, 0.0f, cfg->water_max);
         const float prox_mountain = craftax_clip_f32(proximity * mountain_inv_strength, 0.0f, cfg->mountain_max);
-        float mountain_glow_blend = 0.0f, tree_glow_blend = 0.0f;
-        const float water_v = craftax_water_field(craftax_smooth_blend(w, 0, i, j, 0), water, prox_water);
-        const float mountain_v = craftax_mountain_field(
-            craftax_smooth_blend(w, 1, i, j, glows ? &mountain_glow_blend : 0), mountain, prox_mountain);
-        const float tree_v = craftax_noise_normalised(craftax_smooth_blend(w, 3, i, j, glows ? &tree_glow_blend : 0), tree);
+        const float water_v = craftax_water_field(w->blend[0][i][j], water, prox_water);
+        const float mountain_v = craftax_mountain_field(w->blend[1][i][j], mountain, prox_mountain);
+        const float tree_v = craftax_noise_normalised(w->blend[3][i][j], tree);
         int glow = 0;
-        if (glows) {
-            const float mountain_glow = craftax_mountain_field(mountain_glow_blend, mountain, prox_mountain);
-            const float tree_glow = craftax_noise_normalised(tree_glow_blend, tree);
+        /* Only where both map values come within the margins of the glow thresholds can the
+         * glow values pass (craftax_glow_margin); elsewhere a cell does not glow. (`!(v <= t)`:
+         * a NaN value evaluates the glow too.) */
+        if (glows && !(mountain_v <= 0.85f - mountain_margin) && !(tree_v <= 0.7f - tree_margin)) {
+            const float mountain_glow =
+                craftax_mountain_field(craftax_smooth_glow_blend(w, 1, i, j), mountain, prox_mountain);
+            const float tree_glow = craftax_noise_normalised(craftax_smooth_glow_blend(w, 3, i, j), tree);
             glow = mountain_glow > 0.85f && tree_glow > 0.7f;
         }
         /* The map kernel (broadcast_select_fusion): one value of each field serves all its tests. */
@@ -213,8 +237,8 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
         if (water_v > cfg->sand_threshold && block != cfg->sea_block) block = cfg->coast_block;
         if (mountain_v > 0.7f) {
             block = cfg->mountain_block;
-            if (craftax_noise_normalised(craftax_smooth_blend(w, 2, i, j, 0), path) > 0.8f ||
-                craftax_noise_normalised(craftax_smooth_blend(w, 2, j, i, 0), path) > 0.8f)
+            if (craftax_noise_normalised(w->blend[2][i][j], path) > 0.8f ||
+                craftax_noise_normalised(w->blend[2][j][i], path) > 0.8f)
                 block = cfg->path_block;
         }
         if (mountain_v > 0.85f && water_v > 0.4f) block = cfg->inner_mountain_block;
