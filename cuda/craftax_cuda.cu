@@ -24,7 +24,9 @@
  * memory; world generation's many inlined noise and threefry sites became one copy each
  * (CRAFTAX_GPU_NOINLINE: the floor kernel mostly waited for instructions).
  * v24: the global scratch entries keep a floor's noise blends (36 KB) from its min/max pass
- * for its map pass, which evaluated them a second time before. See cuda/NOTES.md.
+ * for its map pass, which evaluated them a second time before.
+ * v25: a smooth floor's tree and ore draws come after its map pass, from lists of the cells
+ * that need them, on full warps. See cuda/NOTES.md.
  *
  * Build (cuda/Makefile, or cuda/build.sh):
  *   nvcc -O3 -fmad=false -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
@@ -59,10 +61,10 @@
 #define MAX_CHUNKS 16
 
 /* World-generation scratch, an entry per running warp (craftax_cuda_scratch_entries): the
- * floor's noise blends, kept between its min/max and map passes (worldgen.h). The rest of a
- * warp's working memory is in shared memory. */
+ * floor's noise blends, kept between its min/max and map passes, and its tree and ore cells
+ * (worldgen.h). The rest of a warp's working memory is in shared memory. */
 typedef struct {
-    CraftaxWorldGenBlends worldgen;
+    CraftaxWorldGenGlobal worldgen;
 } CraftaxCudaScratch;
 
 /* ---- errors -------------------------------------------------------------------------- */
@@ -400,8 +402,7 @@ __global__ void generate_worlds_kernel(CraftaxState *worlds, const uint32_t *key
     const CraftaxKey key = craftax_split_at(reset_parent, (uint32_t)(w % num_worlds));
     __shared__ CraftaxWorldGenScratch space[THREADS / LANES];
     CraftaxWorldGenScratch *ws = &space[threadIdx.x / LANES];
-    if (lane == 0) ws->blend = scratch[w].worldgen.blend;
-    craftax_lanes_sync(LANES);
+    craftax_worldgen_attach(ws, &scratch[w].worldgen, lane, LANES);
     craftax_reset_env_lanes(key, &params, &worlds[w], ws, lane, LANES);
 }
 
@@ -471,7 +472,7 @@ struct TakenWorlds { /* the optimistic step: the env at rank r < num_worlds, if 
 /* 16 blocks of 64 threads an SM (64 registers; 80 unbounded gave 24 warps an SM): the kernel
  * is latency-bound, so more warps hide more of it; world_warps_hardware follows the
  * residency. A warp's floor scratch (6.6 KB since v14) lives in shared memory: 13.3 KB a
- * block, which 16 blocks fit; its noise blends (36 KB) in its global scratch entry
+ * block, which 16 blocks fit; its noise blends and cell lists (45 KB) in its global scratch entry
  * (scratch[warp], which bounds `warps`). */
 template <class Source>
 __global__ void __launch_bounds__(RESET_THREADS, 16) world_floors_kernel(Source src, const __grid_constant__ CraftaxParams params, CraftaxCudaScratch *scratch,
@@ -481,8 +482,7 @@ __global__ void __launch_bounds__(RESET_THREADS, 16) world_floors_kernel(Source 
     const int lane = (int)(threadIdx.x % LANES);
     if (warp >= warps) return; /* the grid's last block may hold a warp more than there is scratch for */
     CraftaxWorldGenScratch *w = &space[threadIdx.x / LANES];
-    if (lane == 0) w->blend = scratch[warp].worldgen.blend;
-    craftax_lanes_sync(LANES);
+    craftax_worldgen_attach(w, &scratch[warp].worldgen, lane, LANES);
     /* Floor-major: item = floor * worlds + world, so the warps resident at a time mostly run
      * one floor's code (smooth floors 0-5 first, then the dungeons): world-major, every SM ran
      * all nine at once and a third of the kernel's stall samples waited for instructions (v18). */

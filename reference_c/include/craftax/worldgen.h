@@ -35,12 +35,18 @@ typedef struct {
     uint64_t glow_rows[CRAFTAX_MAP_SIZE];   /* bit y of [x]: cell (x, y) glows as lava */
     /* The four fields' blends (water, mountain, path, tree), kept from the min/max pass for the
      * map pass, which evaluated every field a second time per cell before (a sixth of the GPU floor
-     * kernel's instructions). 36 KB: a GPU keeps them in global memory (the kernel points this at
-     * its warp's CraftaxWorldGenBlends), not in the warp's shared memory. */
+     * kernel's instructions), and (per cell) the cells that the tree and ore draws are made for
+     * (craftax_smooth_trees_and_ores). 45 KB: a GPU keeps them in global memory (the kernel
+     * points these at its warp's CraftaxWorldGenGlobal: craftax_worldgen_attach), not in the
+     * warp's shared memory. */
 #ifdef __CUDACC__
     float (*blend)[CRAFTAX_N][CRAFTAX_N];
+    uint16_t *tree_cells, *ore_cells;
 #else
     float blend[4][CRAFTAX_N][CRAFTAX_N];
+#ifdef CRAFTAX_WORLDGEN_PER_CELL
+    uint16_t tree_cells[CRAFTAX_CELLS], ore_cells[CRAFTAX_CELLS];
+#endif
 #endif
 #ifndef CRAFTAX_WORLDGEN_PER_CELL
     /* A CPU draws each ore's whole uniform field in a loop that it vectorises, faster there
@@ -53,10 +59,24 @@ typedef struct {
 #endif
 } CraftaxWorldGenScratch;
 
-/* A GPU warp's global-memory part of the scratch (CraftaxWorldGenScratch.blend). */
+#ifdef __CUDACC__
+/* A GPU warp's global-memory part of the scratch. */
 typedef struct {
     float blend[4][CRAFTAX_N][CRAFTAX_N];
-} CraftaxWorldGenBlends;
+    uint16_t tree_cells[CRAFTAX_CELLS], ore_cells[CRAFTAX_CELLS];
+} CraftaxWorldGenGlobal;
+
+/* Points the warp's scratch w at its global part g (lane 0), then syncs the lanes. */
+static inline __device__ void craftax_worldgen_attach(CraftaxWorldGenScratch *w, CraftaxWorldGenGlobal *g, int lane,
+                                                      int lanes) {
+    if (lane == 0) {
+        w->blend = g->blend;
+        w->tree_cells = g->tree_cells;
+        w->ore_cells = g->ore_cells;
+    }
+    craftax_lanes_sync(lanes);
+}
+#endif
 
 /* Start index of jax.lax.dynamic_(update_)slice along a dimension of `size` for a window
  * of `window`: negative starts wrap once, then the start is clamped into [0, size-window]. */
@@ -81,27 +101,6 @@ static inline CRAFTAX_HD float craftax_mountain_field(float blend, const Craftax
  * sites on a GPU (common.h: CRAFTAX_GPU_NOINLINE). */
 static CRAFTAX_GPU_NOINLINE CRAFTAX_HD float craftax_worldgen_uniform(CraftaxKey key, uint32_t index) {
     return craftax_uniform(key, index);
-}
-
-/* Element `cell` of the tree field's uniform draw (key: the floor's tree key). */
-static inline CRAFTAX_HD float craftax_worldgen_tree_uniform(const CraftaxWorldGenScratch *w, CraftaxKey tree_key,
-                                                             uint32_t cell) {
-#ifdef CRAFTAX_WORLDGEN_PER_CELL
-    (void)w;
-    return craftax_worldgen_uniform(tree_key, cell);
-#else
-    (void)tree_key;
-    return w->tree_uniform[cell];
-#endif
-}
-
-/* Element `cell` of ore `ore`'s uniform field (its key in the scratch). */
-static inline CRAFTAX_HD float craftax_worldgen_ore_uniform(const CraftaxWorldGenScratch *w, int ore, uint32_t cell) {
-#ifdef CRAFTAX_WORLDGEN_PER_CELL
-    return craftax_worldgen_uniform(w->u.smooth.ore_keys[ore], cell);
-#else
-    return w->ore_uniform[ore][cell];
-#endif
 }
 
 /* Field f's glow blend at cell (i, j) (f: 1 mountain, 3 tree): the field's corners again on a
@@ -133,6 +132,54 @@ static inline CRAFTAX_HD void craftax_worldgen_load_mask(CraftaxCellChoice *c, c
     CRAFTAX_FOR_LANE(x, CRAFTAX_MAP_SIZE, lane, lanes) c->rows[x] = rows[x];
     craftax_lanes_sync(lanes);
 }
+
+/* A smooth floor's masks of its final block: the stone cells (always_diamond's choice) and
+ * the cells that can hold a ladder (patched later for the diamond and the spawn). */
+static inline CRAFTAX_HD void craftax_smooth_mark_rows(CraftaxWorldGenScratch *w, const CraftaxSmoothGenConfig *cfg,
+                                                       int cell, uint8_t block, int lane, int lanes) {
+    craftax_cell_rows_mark(w->choice.rows, cell, block == BLOCK_STONE, lane, lanes);
+    craftax_cell_rows_mark(w->ladder_rows, cell, block == cfg->valid_ladder, lane, lanes);
+}
+
+#ifdef CRAFTAX_WORLDGEN_PER_CELL
+/* Appends `cell` to list where flag is set; *count (every lane's) grows by the lanes' flags. */
+static inline CRAFTAX_HD void craftax_cell_list_push(uint16_t *list, int32_t *count, uint32_t cell, int flag, int lane,
+                                                     int lanes) {
+    int32_t total;
+    const int32_t rank = craftax_lanes_prefix_count(flag, lane, lanes, &total);
+    if (flag) list[*count + rank - 1] = (uint16_t)cell;
+    *count += total;
+}
+
+/* The trees, then the five ores in turn, over the blocks the map pass wrote: each stage draws
+ * for the listed cells whose block is its requirement, a cell a lane. Drawn inside the map
+ * pass, a warp's 32 cells needed their draws at different points of the rules, and each
+ * threefry call ran for ~5 of 32 lanes (v18 profile). Then the masks of the final blocks. */
+static inline CRAFTAX_HD void craftax_smooth_trees_and_ores(const CraftaxSmoothGenConfig *cfg,
+                                                            uint8_t map[CRAFTAX_N][CRAFTAX_N], CraftaxKey tree_key,
+                                                            CraftaxWorldGenScratch *w, int32_t tree_count,
+                                                            int32_t ore_count, int lane, int lanes) {
+    uint8_t *blocks = &map[0][0];
+    craftax_lanes_sync(lanes); /* the lists and blocks of every lane */
+    for (int32_t m = lane; m < tree_count; m += lanes) {
+        const uint32_t cell = w->tree_cells[m];
+        if (craftax_worldgen_uniform(tree_key, cell) > cfg->tree_threshold_uniform) blocks[cell] = cfg->tree;
+    }
+    for (int ore = 0; ore < 5; ore++) {
+        if (!(cfg->ore_chances[ore] > 0.0f)) continue;
+        craftax_lanes_sync(lanes); /* the previous stage's blocks */
+        const uint8_t requirement = cfg->ore_requirement_blocks[ore];
+        for (int32_t m = lane; m < ore_count; m += lanes) {
+            const uint32_t cell = w->ore_cells[m];
+            if (blocks[cell] == requirement &&
+                craftax_worldgen_uniform(w->u.smooth.ore_keys[ore], cell) < cfg->ore_chances[ore])
+                blocks[cell] = cfg->ores[ore];
+        }
+    }
+    craftax_lanes_sync(lanes);
+    CRAFTAX_FOR_CELLS(i, j, lane, lanes) craftax_smooth_mark_rows(w, cfg, i * CRAFTAX_N + j, map[i][j], lane, lanes);
+}
+#endif
 
 /* generate_smoothworld for one config; writes level `level` of the state. Each cell's map
  * block depends only on its own noise values and uniform draws (the map, its trees, the five
@@ -213,6 +260,9 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
     /* The lava glow's kernel blends mountain and tree noise its own way (noise.h:
      * craftax_noise_blend_glow), so its lava mask can differ from the lava tiles. */
     const int glows = cfg->lava == BLOCK_LAVA;
+#ifdef CRAFTAX_WORLDGEN_PER_CELL
+    int32_t tree_count = 0, ore_count = 0; /* (every lane's) */
+#endif
     const float mountain_margin = craftax_glow_margin(mountain), tree_margin = craftax_glow_margin(tree);
     CRAFTAX_FOR_CELLS(i, j, lane, lanes) {
         const int32_t dx = i - centre, dy = j - centre;
@@ -242,29 +292,45 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
                 block = cfg->path_block;
         }
         if (mountain_v > 0.85f && water_v > 0.4f) block = cfg->inner_mountain_block;
-        /* Each uniform element is a pure function of (key, index) under partitionable
-         * threefry, so a GPU draws it only for cells whose outcome depends on it (a CPU reads
-         * the fields it drew whole: craftax_worldgen_tree_uniform, _ore_uniform). Every
-         * threshold is positive, so a cell below the perlin threshold (value 0) never
-         * becomes a tree; uniform < 0 never holds, so an ore of chance 0 never lands. */
         const uint32_t cell = (uint32_t)(i * CRAFTAX_N + j);
-        if (mountain_v > 0.85f && tree_v > 0.7f) {
+        const int lava = mountain_v > 0.85f && tree_v > 0.7f;
+#ifdef CRAFTAX_WORLDGEN_PER_CELL
+        /* The trees and ores come after this pass (craftax_smooth_trees_and_ores), drawn for
+         * the cells listed here: every threshold is positive, so a cell below the perlin
+         * threshold (value 0) never becomes a tree; lava overwrites whatever the trees and ores
+         * made. A cell joins the ore list where its block is some drawn ore's requirement now
+         * or can become one as a tree (the boss floor's tree, the grave, is one). */
+        if (lava) block = cfg->lava;
+        const int tree_candidate = !lava && block == cfg->tree_requirement_block && tree_v > cfg->tree_threshold_perlin;
+        int ore_candidate = 0;
+        for (int ore = 0; ore < 5; ore++)
+            ore_candidate |= cfg->ore_chances[ore] > 0.0f &&
+                             (block == cfg->ore_requirement_blocks[ore] ||
+                              (tree_candidate && cfg->tree == cfg->ore_requirement_blocks[ore]));
+        craftax_cell_list_push(w->tree_cells, &tree_count, cell, tree_candidate, lane, lanes);
+        craftax_cell_list_push(w->ore_cells, &ore_count, cell, !lava && ore_candidate, lane, lanes);
+        map[i][j] = block;
+#else
+        /* A CPU reads the uniform fields it drew whole (a GPU's form is above). */
+        if (lava) {
             block = cfg->lava; /* over whatever the trees and ores made: their draws are left out */
         } else {
             if (block == cfg->tree_requirement_block && tree_v > cfg->tree_threshold_perlin &&
-                craftax_worldgen_tree_uniform(w, tree_key, cell) > cfg->tree_threshold_uniform)
+                w->tree_uniform[cell] > cfg->tree_threshold_uniform)
                 block = cfg->tree;
             for (int ore = 0; ore < 5; ore++)
                 if (block == cfg->ore_requirement_blocks[ore] && cfg->ore_chances[ore] > 0.0f &&
-                    craftax_worldgen_ore_uniform(w, ore, cell) < cfg->ore_chances[ore])
+                    w->ore_uniform[ore][cell] < cfg->ore_chances[ore])
                     block = cfg->ores[ore];
         }
         map[i][j] = block;
-        craftax_cell_rows_mark(w->choice.rows, (int)cell, block == BLOCK_STONE, lane, lanes);
-        /* the ladders' mask, patched below for the diamond and the spawn */
-        craftax_cell_rows_mark(w->ladder_rows, (int)cell, block == cfg->valid_ladder, lane, lanes);
+        craftax_smooth_mark_rows(w, cfg, (int)cell, block, lane, lanes);
+#endif
         craftax_cell_rows_mark(w->glow_rows, (int)cell, glow, lane, lanes);
     }
+#ifdef CRAFTAX_WORLDGEN_PER_CELL
+    craftax_smooth_trees_and_ores(cfg, map, tree_key, w, tree_count, ore_count, lane, lanes);
+#endif
     craftax_lanes_sync(lanes);
 
     /* always_diamond: one STONE cell (chosen even when the flag is off) becomes DIAMOND. */
