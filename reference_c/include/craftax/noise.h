@@ -116,8 +116,7 @@ static CRAFTAX_GPU_NOINLINE CRAFTAX_HD CraftaxNoiseGrid craftax_noise_grid_lanes
 typedef struct {
     float n00, n10, n01, n11, t0, t1;
 } CraftaxNoiseCorners;
-static CRAFTAX_GPU_NOINLINE CRAFTAX_HD CraftaxNoiseCorners craftax_noise_corners(const CraftaxNoiseGrid *g, int i,
-                                                                                int j) {
+static inline CRAFTAX_HD CraftaxNoiseCorners craftax_noise_corners(const CraftaxNoiseGrid *g, int i, int j) {
     const int cols = g->res1 + 1;
     const float gx = (float)(i & ((1 << g->shift0) - 1)) * g->inv_d0;
     const float gy = (float)(j & ((1 << g->shift1) - 1)) * g->inv_d1;

@@ -151,10 +151,12 @@ static inline CRAFTAX_HD void craftax_cell_list_push(uint16_t *list, int32_t *co
     *count += total;
 }
 
-/* The trees, then the five ores in turn, over the blocks the map pass wrote: each stage draws
- * for the listed cells whose block is its requirement, a cell a lane. Drawn inside the map
- * pass, a warp's 32 cells needed their draws at different points of the rules, and each
- * threefry call ran for ~5 of 32 lanes (v18 profile). Then the masks of the final blocks. */
+/* The trees, then the five ores, over the blocks the map pass wrote, a listed cell a lane:
+ * drawn inside the map pass, a warp's 32 cells needed their draws at different points of the
+ * rules, and each threefry call ran for ~5 of 32 lanes (v18 profile). An ore cell goes through
+ * the five ores in turn in registers (one load and at most one store of its block): cells are
+ * independent, and as an ore seldom lands the lanes draw in step. Then the masks of the final
+ * blocks. */
 static inline CRAFTAX_HD void craftax_smooth_trees_and_ores(const CraftaxSmoothGenConfig *cfg,
                                                             uint8_t map[CRAFTAX_N][CRAFTAX_N], CraftaxKey tree_key,
                                                             CraftaxWorldGenScratch *w, int32_t tree_count,
@@ -165,16 +167,16 @@ static inline CRAFTAX_HD void craftax_smooth_trees_and_ores(const CraftaxSmoothG
         const uint32_t cell = w->tree_cells[m];
         if (craftax_worldgen_uniform(tree_key, cell) > cfg->tree_threshold_uniform) blocks[cell] = cfg->tree;
     }
-    for (int ore = 0; ore < 5; ore++) {
-        if (!(cfg->ore_chances[ore] > 0.0f)) continue;
-        craftax_lanes_sync(lanes); /* the previous stage's blocks */
-        const uint8_t requirement = cfg->ore_requirement_blocks[ore];
-        for (int32_t m = lane; m < ore_count; m += lanes) {
-            const uint32_t cell = w->ore_cells[m];
-            if (blocks[cell] == requirement &&
+    craftax_lanes_sync(lanes); /* the trees (an ore's requirement on the boss floor) */
+    for (int32_t m = lane; m < ore_count; m += lanes) {
+        const uint32_t cell = w->ore_cells[m];
+        const uint8_t before = blocks[cell];
+        uint8_t block = before;
+        for (int ore = 0; ore < 5; ore++)
+            if (block == cfg->ore_requirement_blocks[ore] && cfg->ore_chances[ore] > 0.0f &&
                 craftax_worldgen_uniform(w->u.smooth.ore_keys[ore], cell) < cfg->ore_chances[ore])
-                blocks[cell] = cfg->ores[ore];
-        }
+                block = cfg->ores[ore];
+        if (block != before) blocks[cell] = block;
     }
     craftax_lanes_sync(lanes);
     CRAFTAX_FOR_CELLS(i, j, lane, lanes) craftax_smooth_mark_rows(w, cfg, i * CRAFTAX_N + j, map[i][j], lane, lanes);
