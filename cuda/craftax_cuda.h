@@ -35,7 +35,7 @@ size_t craftax_cuda_state_size(void);
 size_t craftax_cuda_scratch_size(void);
 /* World-generation scratch entries (craftax_cuda_scratch_size() bytes each) that the calls
  * taking `scratch` accept for num_envs envs: min(num_envs, the warps the GPU runs of the floor
- * kernel at once), at most 4,224 on an H200 (36 KB each: a floor's noise blends, 152 MiB)
+ * kernel at once), at most 4,224 on an H200 (45 KB each: a floor's noise blends and cell lists, 186 MiB)
  * however many envs (API 5; before, an entry per env); craftax_cuda_generate_worlds_stream
  * takes an entry per world. */
 int64_t craftax_cuda_scratch_entries(int64_t num_envs);

@@ -506,8 +506,8 @@ class CudaCraftaxEnv:
     @staticmethod
     def scratch_bytes(num_envs: int) -> int:
         """The batch's world-generation scratch: an entry per warp the GPU runs at once
-        (36 KB each: a floor's noise blends between two passes; at most 4,224 entries,
-        152 MiB, on an H200), not per env. The rest of a floor's working memory is in the
+        (45 KB each: a floor's noise blends and cell lists between its passes; at most
+        4,224 entries, 186 MiB, on an H200), not per env. The rest of a floor's working memory is in the
         warp's shared memory."""
         lib = load()
         return int(lib.lib.craftax_cuda_scratch_entries(num_envs)) * int(lib.lib.craftax_cuda_scratch_size())
