@@ -171,12 +171,11 @@ static inline CRAFTAX_HD float craftax_noise_normalised(float blend, const Craft
 }
 
 #ifndef CRAFTAX_WORLDGEN_PER_CELL
-/* A CPU's form of the evaluation: the blends of every cell (and, when out_glow is not NULL,
- * the glow blends) walked gradient cell by gradient cell, where the four gradients and the
- * row's interpolant are constants and the inner loop is plain arithmetic that vectorises.
- * Same operations per cell as craftax_noise_corners, so the same bits. */
-static inline void craftax_noise_fill(const CraftaxNoiseGrid *g, float out[CRAFTAX_NOISE_N][CRAFTAX_NOISE_N],
-                                      float out_glow[CRAFTAX_NOISE_N][CRAFTAX_NOISE_N]) {
+/* A CPU's form of the evaluation: the blends of every cell walked gradient cell by gradient
+ * cell, where the four gradients and the row's interpolant are constants and the inner loop is
+ * plain arithmetic that vectorises. Same operations per cell as craftax_noise_corners, so the
+ * same bits. */
+static inline void craftax_noise_fill(const CraftaxNoiseGrid *g, float out[CRAFTAX_NOISE_N][CRAFTAX_NOISE_N]) {
     const int d0 = 1 << g->shift0, d1 = 1 << g->shift1, cols = g->res1 + 1;
     float t1_of[CRAFTAX_NOISE_N], gy_of[CRAFTAX_NOISE_N];
     for (int j = 0; j < d1; j++) {
@@ -191,7 +190,6 @@ static inline void craftax_noise_fill(const CraftaxNoiseGrid *g, float out[CRAFT
             const float g01x = g->grad_x[a00 + 1], g01y = g->grad_y[a00 + 1];
             const float g11x = g->grad_x[a10 + 1], g11y = g->grad_y[a10 + 1];
             float *row = &out[i][cj * d1];
-            float *row_glow = out_glow ? &out_glow[i][cj * d1] : 0;
             for (int j = 0; j < d1; j++) {
                 const float gy = gy_of[j], t1 = t1_of[j];
                 const float n00 = craftax_noise_ramp(gx, g00x, gy, g00y);
@@ -199,7 +197,6 @@ static inline void craftax_noise_fill(const CraftaxNoiseGrid *g, float out[CRAFT
                 const float n01 = craftax_noise_ramp(gx, g01x, gy - 1.0f, g01y);
                 const float n11 = craftax_noise_ramp(gx - 1.0f, g11x, gy - 1.0f, g11y);
                 row[j] = craftax_noise_blend(n00, n10, n01, n11, t0, t1);
-                if (row_glow) row_glow[j] = craftax_noise_blend_glow(n00, n10, n01, n11, t0, t1);
             }
         }
     }

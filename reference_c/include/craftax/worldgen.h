@@ -53,9 +53,6 @@ typedef struct {
      * than a draw per qualifying cell (which a GPU warp makes). Same bits either way. */
     float ore_uniform[5][CRAFTAX_CELLS];
     float tree_uniform[CRAFTAX_CELLS]; /* the tree draws, the same way */
-    /* ... and fills the blends and the two glow blends (mountain, tree) row by row (noise.h:
-     * craftax_noise_fill), where a GPU evaluates per cell. */
-    float glow_blend[2][CRAFTAX_N][CRAFTAX_N];
 #endif
 } CraftaxWorldGenScratch;
 
@@ -103,15 +100,11 @@ static CRAFTAX_GPU_NOINLINE CRAFTAX_HD float craftax_worldgen_uniform(CraftaxKey
     return craftax_uniform(key, index);
 }
 
-/* Field f's glow blend at cell (i, j) (f: 1 mountain, 3 tree): the field's corners again on a
- * GPU, which asks for it at the few cells that can glow; filled in with the blends on a CPU. */
+/* Field f's glow blend at cell (i, j) (f: 1 mountain, 3 tree), from the field's corners: the
+ * map pass asks for it only at the few cells that can glow (craftax_glow_margin). */
 static inline CRAFTAX_HD float craftax_smooth_glow_blend(const CraftaxWorldGenScratch *w, int f, int i, int j) {
-#ifdef CRAFTAX_WORLDGEN_PER_CELL
     const CraftaxNoiseCorners c = craftax_noise_corners(&w->u.smooth.grids[f], i, j);
     return craftax_noise_blend_glow(c.n00, c.n10, c.n01, c.n11, c.t0, c.t1);
-#else
-    return w->glow_blend[f == 1 ? 0 : 1][i][j];
-#endif
 }
 
 /* How far below a glow threshold a field's map value (normalised with inv_range) can lie while
@@ -229,8 +222,7 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
 #ifdef CRAFTAX_WORLDGEN_PER_CELL
             craftax_noise_fill_min_max_lanes(&g, w->blend[f], lane, lanes);
 #else
-            const int glow_field = cfg->lava == BLOCK_LAVA && (f == 1 || f == 3);
-            craftax_noise_fill(&g, w->blend[f], glow_field ? w->glow_blend[f == 1 ? 0 : 1] : 0);
+            craftax_noise_fill(&g, w->blend[f]);
             craftax_noise_min_max_of(&g, w->blend[f]);
 #endif
             if (lane == 0) w->u.smooth.grids[f] = g;
