@@ -576,7 +576,8 @@ __global__ void optimistic_take_kernel(CraftaxState *states, const uint64_t *sor
  * late warps started their whole share after the first wave's and the kernel took two shares'
  * time (v12 profile at 262,144 envs, steady state: 4.0 ms, 1.33 waves). Auto-reset chunks
  * generate concurrently (on the reset stream while the next chunk steps), so they split the
- * warps. Each such warp has a global scratch entry: its floor's noise blends (worldgen.h). */
+ * warps. Each such warp has a global scratch entry: its floor's noise blends and cell lists
+ * (worldgen.h). */
 static int64_t world_warps_hardware(void) {
     static int64_t warps = 0;
     if (warps <= 0) {

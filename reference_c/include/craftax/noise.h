@@ -150,7 +150,7 @@ static inline CRAFTAX_HD void craftax_noise_set_range(CraftaxNoiseGrid *g, float
     g->inv_range = 1.0f / (hi - lo);
 }
 /* The blends of every cell into `out` (global memory on a GPU), with the field's min and max:
- * the per-cell form of craftax_noise_fill and craftax_noise_min_max_of. */
+ * the per-cell form of craftax_noise_fill_min_max. */
 static inline CRAFTAX_HD void craftax_noise_fill_min_max_lanes(CraftaxNoiseGrid *g,
                                                                float out[CRAFTAX_NOISE_N][CRAFTAX_NOISE_N], int lane,
                                                                int lanes) {
@@ -171,11 +171,11 @@ static inline CRAFTAX_HD float craftax_noise_normalised(float blend, const Craft
 }
 
 #ifndef CRAFTAX_WORLDGEN_PER_CELL
-/* A CPU's form of the evaluation: the blends of every cell walked gradient cell by gradient
- * cell, where the four gradients and the row's interpolant are constants and the inner loop is
- * plain arithmetic that vectorises. Same operations per cell as craftax_noise_corners, so the
- * same bits. */
-static inline void craftax_noise_fill(const CraftaxNoiseGrid *g, float out[CRAFTAX_NOISE_N][CRAFTAX_NOISE_N]) {
+/* A CPU's form of craftax_noise_fill_min_max_lanes: the blends of every cell walked gradient
+ * cell by gradient cell, where the four gradients and the row's interpolant are constants and
+ * the inner loop is plain arithmetic that vectorises (same operations per cell as
+ * craftax_noise_corners, so the same bits), then their min and max. */
+static inline void craftax_noise_fill_min_max(CraftaxNoiseGrid *g, float out[CRAFTAX_NOISE_N][CRAFTAX_NOISE_N]) {
     const int d0 = 1 << g->shift0, d1 = 1 << g->shift1, cols = g->res1 + 1;
     float t1_of[CRAFTAX_NOISE_N], gy_of[CRAFTAX_NOISE_N];
     for (int j = 0; j < d1; j++) {
@@ -200,13 +200,10 @@ static inline void craftax_noise_fill(const CraftaxNoiseGrid *g, float out[CRAFT
             }
         }
     }
-}
-/* craftax_noise_fill_min_max_lanes' min and max, over blends already filled in. */
-static inline void craftax_noise_min_max_of(CraftaxNoiseGrid *g, float blend[CRAFTAX_NOISE_N][CRAFTAX_NOISE_N]) {
-    float lo = CRAFTAX_SQRT2_F * blend[0][0], hi = lo;
+    float lo = CRAFTAX_SQRT2_F * out[0][0], hi = lo;
     for (int i = 0; i < CRAFTAX_NOISE_N; i++)
         for (int j = 0; j < CRAFTAX_NOISE_N; j++) {
-            const float v = CRAFTAX_SQRT2_F * blend[i][j];
+            const float v = CRAFTAX_SQRT2_F * out[i][j];
             lo = v < lo ? v : lo;
             hi = v > hi ? v : hi;
         }

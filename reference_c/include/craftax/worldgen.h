@@ -222,8 +222,7 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
 #ifdef CRAFTAX_WORLDGEN_PER_CELL
             craftax_noise_fill_min_max_lanes(&g, w->blend[f], lane, lanes);
 #else
-            craftax_noise_fill(&g, w->blend[f]);
-            craftax_noise_min_max_of(&g, w->blend[f]);
+            craftax_noise_fill_min_max(&g, w->blend[f]);
 #endif
             if (lane == 0) w->u.smooth.grids[f] = g;
         }
