@@ -257,14 +257,28 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
     int32_t tree_count = 0, ore_count = 0; /* (every lane's) */
 #endif
     const float mountain_margin = craftax_glow_margin(mountain), tree_margin = craftax_glow_margin(tree);
+    /* A lane's next cell's blends are loaded one cell ahead: the loop stores to the map, which
+     * the compiler cannot tell apart from the blends, so it kept each load after the previous
+     * cell's stores, and a GPU warp waited a memory latency per cell (v26 profile). */
+    const float *water_blends = &w->blend[0][0][0], *mountain_blends = &w->blend[1][0][0];
+    const float *tree_blends = &w->blend[3][0][0];
+    float water_next = water_blends[CRAFTAX_LANE_FIRST(lane)], mountain_next = mountain_blends[CRAFTAX_LANE_FIRST(lane)];
+    float tree_next = tree_blends[CRAFTAX_LANE_FIRST(lane)];
     CRAFTAX_FOR_CELLS(i, j, lane, lanes) {
+        const float water_blend = water_next, mountain_blend = mountain_next, tree_blend = tree_next;
+        const int next = i * CRAFTAX_N + j + CRAFTAX_LANE_STRIDE(lanes);
+        if (next < CRAFTAX_CELLS) {
+            water_next = water_blends[next];
+            mountain_next = mountain_blends[next];
+            tree_next = tree_blends[next];
+        }
         const int32_t dx = i - centre, dy = j - centre;
         const float proximity = sqrtf((float)(dx * dx + dy * dy));
         const float prox_water = craftax_clip_f32(proximity * water_inv_strength, 0.0f, cfg->water_max);
         const float prox_mountain = craftax_clip_f32(proximity * mountain_inv_strength, 0.0f, cfg->mountain_max);
-        const float water_v = craftax_water_field(w->blend[0][i][j], water, prox_water);
-        const float mountain_v = craftax_mountain_field(w->blend[1][i][j], mountain, prox_mountain);
-        const float tree_v = craftax_noise_normalised(w->blend[3][i][j], tree);
+        const float water_v = craftax_water_field(water_blend, water, prox_water);
+        const float mountain_v = craftax_mountain_field(mountain_blend, mountain, prox_mountain);
+        const float tree_v = craftax_noise_normalised(tree_blend, tree);
         int glow = 0;
         /* Only where both map values come within the margins of the glow thresholds can the
          * glow values pass (craftax_glow_margin); elsewhere a cell does not glow. (`!(v <= t)`:
