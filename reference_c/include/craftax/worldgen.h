@@ -459,7 +459,12 @@ static inline CRAFTAX_HD void craftax_generate_dungeon(CraftaxKey rng, const Cra
     CraftaxKey room_rng = sub;
     craftax_split2(rng, &rng, &sub); /* (the corridors' key, split here for all lanes) */
     CraftaxKey path_rng = sub;
-    if (lane == 0) { /* rooms and corridors: lane 0 */
+    /* Rooms and corridors: every lane runs the scans (the same keys give every lane the same
+     * rooms and sinks) and the lanes share each room's and each corridor leg's cells (lane 0
+     * drew them all while 31 lanes waited, ~5% of the floor kernel's stall samples, v26).
+     * Rooms go in turn (a later room's cells cover an earlier room's chest or fountain);
+     * corridors only turn walls into paths, a leg's cells are distinct, and the legs go in turn
+     * too (a leg reads the walls the earlier ones left). */
     for (int r = 0; r < NUM_ROOMS; r++) {
         float cumsum[9];
         craftax_split2(room_rng, &room_rng, &sub);
@@ -470,27 +475,26 @@ static inline CRAFTAX_HD void craftax_generate_dungeon(CraftaxKey rng, const Cra
         int32_t py = (chunk / CHUNKS_PER_SIDE) * CHUNK + MAX_ROOM + craftax_randint(sub, 1, 0, CHUNK - MIN_ROOM);
         room_pos[r][0] = px;
         room_pos[r][1] = py;
-        for (int a = 0; a < room_sizes[r][0]; a++)
-            for (int b = 0; b < room_sizes[r][1]; b++) craftax_dungeon_put(pmap, px + a, py + b, BLOCK_PATH);
+        const int32_t width = room_sizes[r][1];
+        craftax_lanes_sync(lanes); /* the previous room's chest and fountain */
+        CRAFTAX_FOR_LANE(c, room_sizes[r][0] * width, lane, lanes)
+            craftax_dungeon_put(pmap, px + c / width, py + c % width, BLOCK_PATH);
+        craftax_lanes_sync(lanes);
         const int32_t ex = px + room_sizes[r][0] - 1, ey = py + room_sizes[r][1] - 1;
-        craftax_dungeon_put(pitems, px, py, ITEM_TORCH);
-        craftax_dungeon_put(pitems, ex, py, ITEM_TORCH);
-        craftax_dungeon_put(pitems, px, ey, ITEM_TORCH);
-        craftax_dungeon_put(pitems, ex, ey, ITEM_TORCH);
-
         craftax_split2(room_rng, &room_rng, &sub);
-        {
+        CraftaxKey keys[3];
+        for (int i = 0; i < 3; i++) keys[i] = craftax_split_at(room_rng, (uint32_t)i);
+        room_rng = keys[0];
+        if (lane == 0) {
+            craftax_dungeon_put(pitems, px, py, ITEM_TORCH);
+            craftax_dungeon_put(pitems, ex, py, ITEM_TORCH);
+            craftax_dungeon_put(pitems, px, ey, ITEM_TORCH);
+            craftax_dungeon_put(pitems, ex, ey, ITEM_TORCH);
             CraftaxKey k1, k2;
             craftax_split2(sub, &k1, &k2);
             const int32_t cx = craftax_randint_from_keys(k1, k2, 0, 1, room_sizes[r][0] - 1);
             const int32_t cy = craftax_randint_from_keys(k1, k2, 1, 1, room_sizes[r][1] - 1);
             craftax_dungeon_put(pmap, px + cx, py + cy, BLOCK_CHEST);
-        }
-        {
-            CraftaxKey keys[3];
-            for (int i = 0; i < 3; i++) keys[i] = craftax_split_at(room_rng, (uint32_t)i);
-            room_rng = keys[0];
-            CraftaxKey k1, k2;
             craftax_split2(keys[1], &k1, &k2);
             const int32_t fx = craftax_randint_from_keys(k1, k2, 0, 1, room_sizes[r][0] - 1);
             const int32_t fy = craftax_randint_from_keys(k1, k2, 1, 1, room_sizes[r][1] - 1);
@@ -510,13 +514,15 @@ static inline CRAFTAX_HD void craftax_generate_dungeon(CraftaxKey rng, const Cra
         const int32_t tx = room_pos[sink][0], ty = room_pos[sink][1];
 
         const int32_t hd = ty - sy, hsign = craftax_sign_i32(hd);
-        for (int j = 0; j < P; j++) {
+        craftax_lanes_sync(lanes); /* the rooms' last single writes, the previous leg */
+        CRAFTAX_FOR_LANE(j, P, lane, lanes) {
             const int32_t k = (j - sy) * hsign;
             if (hsign != 0 && k >= 0 && k <= (hd < 0 ? -hd : hd) && craftax_dungeon_is_wall(pmap, sx, j))
                 craftax_dungeon_put(pmap, sx, j, BLOCK_PATH);
         }
         const int32_t vd = tx - sx, vsign = craftax_sign_i32(vd);
-        for (int i = 0; i < P; i++) {
+        craftax_lanes_sync(lanes);
+        CRAFTAX_FOR_LANE(i, P, lane, lanes) {
             const int32_t k = (i - sx) * vsign;
             if (vsign != 0 && k >= 0 && k <= (vd < 0 ? -vd : vd) && craftax_dungeon_is_wall(pmap, i, ty))
                 craftax_dungeon_put(pmap, i, ty, BLOCK_PATH);
@@ -526,8 +532,8 @@ static inline CRAFTAX_HD void craftax_generate_dungeon(CraftaxKey rng, const Cra
         included[r] = 1.0f;
     }
 
-    craftax_dungeon_put(pmap, room_pos[0][0] + 2, room_pos[0][1] + 2, cfg->special_block);
-    } /* lane 0 */
+    craftax_lanes_sync(lanes);
+    if (lane == 0) craftax_dungeon_put(pmap, room_pos[0][0] + 2, room_pos[0][1] + 2, cfg->special_block);
     craftax_lanes_sync(lanes);
 
     /* Walls next to a corridor or room (plus-shaped neighbourhood) stay walls, sometimes
