@@ -53,7 +53,8 @@
 #include "craftax/worldgen.h"
 #include "craftax_cuda.h"
 
-#define API_VERSION 5 /* 5: world-generation scratch by warp (craftax_cuda_scratch_entries) */
+#define API_VERSION 6 /* 5: world-generation scratch by warp (craftax_cuda_scratch_entries); 6: lazy floors
+                          (craftax_cuda_complete_floors before reading states back) */
 #define THREADS 128
 /* Auto-reset: the reset kernel's blocks are small so that a few hundred resets spread
  * over many SMs (one warp per SM) instead of filling a few. */
@@ -476,7 +477,7 @@ struct TakenWorlds { /* the optimistic step: the env at rank r < num_worlds, if 
  * (scratch[warp], which bounds `warps`). */
 template <class Source>
 __global__ void __launch_bounds__(RESET_THREADS, 16) world_floors_kernel(Source src, const __grid_constant__ CraftaxParams params, CraftaxCudaScratch *scratch,
-                                    int64_t warps) {
+                                    int64_t warps, int generated_floors) {
     __shared__ CraftaxWorldGenScratch space[RESET_THREADS / LANES];
     const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / LANES;
     const int lane = (int)(threadIdx.x % LANES);
@@ -486,7 +487,7 @@ __global__ void __launch_bounds__(RESET_THREADS, 16) world_floors_kernel(Source 
     /* Floor-major: item = floor * worlds + world, so the warps resident at a time mostly run
      * one floor's code (smooth floors 0-5 first, then the dungeons): world-major, every SM ran
      * all nine at once and a third of the kernel's stall samples waited for instructions (v18). */
-    const int64_t worlds = src.size(), items = worlds * CRAFTAX_WORLD_FLOORS;
+    const int64_t worlds = src.size(), items = worlds * generated_floors;
     for (int64_t item = warp; item < items; item += warps) {
         const WorldJob job = src.job(item % worlds);
         if (!job.active) continue;
@@ -498,7 +499,7 @@ __global__ void __launch_bounds__(RESET_THREADS, 16) world_floors_kernel(Source 
     }
 }
 template <class Source>
-__global__ void world_rest_kernel(Source src, const CraftaxParams params) {
+__global__ void world_rest_kernel(Source src, const CraftaxParams params, int generated_floors) {
     const int64_t warps = (int64_t)gridDim.x * blockDim.x / LANES;
     const int lane = (int)(threadIdx.x % LANES);
     const int64_t n = src.size();
@@ -508,8 +509,84 @@ __global__ void world_rest_kernel(Source src, const CraftaxParams params) {
         CraftaxKey floors[CRAFTAX_WORLD_FLOORS], rest;
         craftax_world_floor_keys(craftax_reset_world_key(job.reset_key), floors, &rest);
         craftax_generate_world_rest_lanes(rest, &params, job.state, lane, LANES);
+        if (lane == 0 && generated_floors < CRAFTAX_WORLD_FLOORS) { /* the others wait: pending_floors_kernel */
+            const CraftaxKey world_key = craftax_reset_world_key(job.reset_key);
+            uint32_t pending = (1u << CRAFTAX_NUM_LEVELS) - 1u;
+            for (int f = 0; f < generated_floors; f++) pending &= ~(1u << craftax_world_floor_level(f));
+            job.state->floors_pending = pending;
+            job.state->floors_world_key[0] = world_key.k[0];
+            job.state->floors_world_key[1] = world_key.k[1];
+        }
         craftax_lanes_sync(LANES);
         src.finish(j, lane);
+    }
+}
+
+/* ---- lazy floors ---------------------------------------------------------------------
+ * A reset generates level 0 (generation floor 0) and the world's rest; levels 1-8 stay pending in
+ * state->floors_pending (bit l: level l, which generation floor craftax_world_level_floor(l)
+ * makes from floors_world_key) until something can read them.
+ * A step reads the player's level only (the v18 attack_mob_class quirk took the last other
+ * level's read out), and the player reaches level L + 1 only by a descent from level L, so
+ * before each step this kernel generates level L + 1 of every env whose action is DESCEND
+ * on a down ladder (or in god mode): a superset of upstream change_floor's descents (it
+ * ignores sleeping and the monsters-killed gate). Ascents go to levels already visited.
+ * Generation is a pure function of the world key, so an early level equals the one an eager
+ * reset would have made. With actions NULL it completes every pending level (get_state and
+ * the other host reads). Warps take 32 candidates at a time: each lane tests one (coalesced
+ * action loads; the state is read only behind a DESCEND), then the warp generates the hits
+ * one after another, as world_floors_kernel does a floor. */
+static __device__ __forceinline__ int level_due_before_step(const CraftaxState *s, int32_t action,
+                                                            const CraftaxParams &params) {
+    if (action != ACTION_DESCEND) return -1;
+    const uint32_t pending = s->floors_pending;
+    if (!pending) return -1;
+    const int32_t level = s->player_level;
+    if (level < 0 || level >= CRAFTAX_NUM_LEVELS - 1 || !((pending >> (level + 1)) & 1u)) return -1;
+    const int on_down = craftax_read_level_map(&s->item_map[level][0][0], s->player_position) == ITEM_LADDER_DOWN;
+    return params.god_mode || on_down ? level + 1 : -1;
+}
+__global__ void __launch_bounds__(RESET_THREADS, 16) pending_floors_kernel(CraftaxState *states, const int32_t *actions, int64_t n,
+                                      const __grid_constant__ CraftaxParams params, CraftaxCudaScratch *scratch,
+                                      int64_t warps) {
+    __shared__ CraftaxWorldGenScratch space[RESET_THREADS / LANES];
+    const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / LANES;
+    const int lane = (int)(threadIdx.x % LANES);
+    if (warp >= warps) return;
+    CraftaxWorldGenScratch *w = &space[threadIdx.x / LANES];
+    craftax_worldgen_attach(w, &scratch[warp].worldgen, lane, LANES);
+    /* completing: item = (level - 1) * n + env, level-major (warps at a time mostly run one floor's code) */
+    const int64_t items = actions ? n : n * (CRAFTAX_NUM_LEVELS - 1);
+    for (int64_t first = warp * LANES; first < items; first += warps * LANES) {
+        const int64_t item = first + lane;
+        int64_t env = -1;
+        int level = -1; /* the level this lane's candidate needs generated */
+        if (item < items) {
+            if (actions) {
+                env = item;
+                level = level_due_before_step(&states[env], actions[env], params);
+            } else {
+                env = item % n;
+                const int candidate = 1 + (int)(item / n);
+                level = (states[env].floors_pending >> candidate) & 1u ? candidate : -1;
+            }
+        }
+        uint32_t hits = __ballot_sync(0xffffffffu, level >= 0);
+        while (hits) {
+            const int owner = __ffs(hits) - 1;
+            hits &= hits - 1;
+            const int64_t e = __shfl_sync(0xffffffffu, (long long)env, owner);
+            const int hit_level = __shfl_sync(0xffffffffu, level, owner);
+            const int f = craftax_world_level_floor(hit_level);
+            CraftaxState *s = &states[e];
+            const CraftaxKey world_key = {{s->floors_world_key[0], s->floors_world_key[1]}};
+            CraftaxKey floor_keys[CRAFTAX_WORLD_FLOORS], rest;
+            craftax_world_floor_keys(world_key, floor_keys, &rest);
+            craftax_generate_world_floor_lanes(floor_keys[f], f, &params, s, w, lane, LANES);
+            craftax_lanes_sync(LANES);
+            /* other warps may be completing this env's other levels */
+            if (lane == 0) atomicAnd(&s->floors_pending, ~(1u << hit_level));
+        }
     }
 }
 
@@ -717,21 +794,45 @@ static void measure_warp_step_wave(void) { /* at init: no occupancy query inside
 }
 /* Up to max_worlds worlds of `src` (the device may know fewer: a done count); `scratch` has
  * scratch_entries entries, which bounds the floor kernel's warps. */
+/* The floors a reset generates: 1 (floor 0; the rest wait for pending_floors_kernel), or all
+ * nine with PYCRAFTAX_CUDA_EAGER_FLOORS=1 (read at each call: benchmarks and tests compare). */
+static int reset_floors(void) {
+    const char *e = getenv("PYCRAFTAX_CUDA_EAGER_FLOORS");
+    return e && atoi(e) ? CRAFTAX_WORLD_FLOORS : 1;
+}
 template <class Source>
 static int launch_worlds(const Source &src, int64_t max_worlds, const CraftaxParams &params,
                          CraftaxCudaScratch *scratch, int64_t scratch_entries, cudaStream_t stream, const char *what) {
     if (max_worlds <= 0 || scratch_entries <= 0) return 0;
     const int64_t cap = world_warps();
-    int64_t warps = max_worlds * CRAFTAX_WORLD_FLOORS;
+    const int floors = reset_floors();
+    int64_t warps = max_worlds * floors;
     if (warps > scratch_entries) warps = scratch_entries;
     if (warps > cap) warps = cap;
     const int warps_per_block = RESET_THREADS / LANES;
     world_floors_kernel<Source><<<(unsigned)((warps + warps_per_block - 1) / warps_per_block), RESET_THREADS, 0,
-                                  stream>>>(src, params, scratch, warps);
+                                  stream>>>(src, params, scratch, warps, floors);
     CUDA_TRY(cudaGetLastError(), what);
     warps = max_worlds < cap ? max_worlds : cap;
     world_rest_kernel<Source><<<(unsigned)((warps + warps_per_block - 1) / warps_per_block), RESET_THREADS, 0,
-                                stream>>>(src, params);
+                                stream>>>(src, params, floors);
+    CUDA_TRY(cudaGetLastError(), what);
+    return 0;
+}
+
+/* pending_floors_kernel over envs [0, n) of `states`: before a step (actions given), the
+ * floors its descents reach; with actions NULL, every pending floor. */
+static int launch_pending_floors(CraftaxState *states, const int32_t *actions, int64_t n, const CraftaxParams &params,
+                                 CraftaxCudaScratch *scratch, int64_t scratch_entries, cudaStream_t stream,
+                                 const char *what) {
+    if (n <= 0 || scratch_entries <= 0) return 0;
+    const int64_t items = actions ? n : n * (CRAFTAX_NUM_LEVELS - 1);
+    int64_t warps = (items + LANES - 1) / LANES;
+    if (warps > scratch_entries) warps = scratch_entries;
+    if (warps > world_warps()) warps = world_warps();
+    const int warps_per_block = RESET_THREADS / LANES;
+    pending_floors_kernel<<<(unsigned)((warps + warps_per_block - 1) / warps_per_block), RESET_THREADS, 0, stream>>>(
+        states, actions, n, params, scratch, warps);
     CUDA_TRY(cudaGetLastError(), what);
     return 0;
 }
@@ -767,11 +868,12 @@ int craftax_cuda_init(int device) {
     memset(&params, 0, sizeof(params));
     params.day_length = 1;
     const KeyedWorlds no_worlds = {NULL, NULL, 0, NULL, NULL};
-    world_floors_kernel<KeyedWorlds><<<1, RESET_THREADS>>>(no_worlds, params, NULL, 0);
-    world_rest_kernel<KeyedWorlds><<<1, RESET_THREADS>>>(no_worlds, params);
+    world_floors_kernel<KeyedWorlds><<<1, RESET_THREADS>>>(no_worlds, params, NULL, 0, 1);
+    world_rest_kernel<KeyedWorlds><<<1, RESET_THREADS>>>(no_worlds, params, 1);
     const TakenWorlds no_taken = {NULL, NULL, NULL, 0};
-    world_floors_kernel<TakenWorlds><<<1, RESET_THREADS>>>(no_taken, params, NULL, 0);
-    world_rest_kernel<TakenWorlds><<<1, RESET_THREADS>>>(no_taken, params);
+    world_floors_kernel<TakenWorlds><<<1, RESET_THREADS>>>(no_taken, params, NULL, 0, 1);
+    world_rest_kernel<TakenWorlds><<<1, RESET_THREADS>>>(no_taken, params, 1);
+    pending_floors_kernel<<<1, RESET_THREADS>>>(NULL, NULL, 0, params, NULL, 0);
     step_kernel<<<1, THREADS>>>(NULL, NULL, NULL, 0, params, NULL, NULL, NULL, NULL);
     autoreset_step_kernel<1><<<1, THREADS>>>(NULL, NULL, NULL, 0, 0, params, NULL, NULL, NULL, NULL, NULL, NULL,
                                              NULL, NULL);
@@ -784,8 +886,8 @@ int craftax_cuda_init(int device) {
         CUDA_TRY(cudaMalloc(&d_count, sizeof(int)), "cudaMalloc(warm-up)");
         CUDA_TRY(cudaMemcpy(d_count, &zero_count, sizeof(int), cudaMemcpyHostToDevice), "cudaMemcpy(warm-up)");
         const DoneListWorlds no_done = {NULL, NULL, NULL, 0, d_count, NULL, NULL};
-        world_floors_kernel<DoneListWorlds><<<1, RESET_THREADS>>>(no_done, params, NULL, 0);
-        world_rest_kernel<DoneListWorlds><<<1, RESET_THREADS>>>(no_done, params);
+        world_floors_kernel<DoneListWorlds><<<1, RESET_THREADS>>>(no_done, params, NULL, 0, 1);
+        world_rest_kernel<DoneListWorlds><<<1, RESET_THREADS>>>(no_done, params, 1);
         cudaError_t err2 = cudaStreamSynchronize(0);
         cudaFree(d_count);
         if (err2 != cudaSuccess) return record(err2, "kernel warm-up");
@@ -956,6 +1058,16 @@ int craftax_cuda_observe_ex(const void *states, int64_t num_envs, float *obs, ui
     return finish_launch("observe");
 }
 
+int craftax_cuda_complete_floors(void *states, int64_t num_envs, const CraftaxParams *params, void *scratch) {
+    if (!states || !params || !scratch) return CRAFTAX_ERR_NULL;
+    if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
+    if (num_envs == 0) return 0;
+    const int rc = launch_pending_floors((CraftaxState *)states, NULL, num_envs, *params, (CraftaxCudaScratch *)scratch,
+                                         craftax_cuda_scratch_entries(num_envs), 0, "complete_floors");
+    if (rc) return rc;
+    return finish_launch("complete_floors");
+}
+
 int craftax_cuda_observe(const void *states, int64_t num_envs, float *obs) {
     if (!obs) return CRAFTAX_ERR_NULL;
     return craftax_cuda_observe_ex(states, num_envs, obs, NULL);
@@ -981,6 +1093,9 @@ int craftax_cuda_step_with_keys_ex(void *states, const int32_t *actions, const u
     if (params->day_length <= 0) return CRAFTAX_ERR_ARGUMENT;
     if (num_envs == 0) return 0;
     int rc = check_actions_device(actions, num_envs);
+    if (rc) return rc;
+    rc = launch_pending_floors((CraftaxState *)states, actions, num_envs, *params, (CraftaxCudaScratch *)scratch,
+                               craftax_cuda_scratch_entries(num_envs), 0, "step_with_keys (floors)");
     if (rc) return rc;
     step_kernel<<<grid_for(num_envs), THREADS>>>((CraftaxState *)states, actions, keys, num_envs, *params, obs,
                                                  rewards, dones, (CraftaxCudaScratch *)scratch);
@@ -1030,6 +1145,10 @@ static int launch_autoreset_chunk(CraftaxState *states, const int32_t *actions, 
                                   cudaStream_t step_stream, cudaStream_t reset_stream, cudaEvent_t a_done,
                                   const cudaEvent_t *prof = NULL) {
     if (prof) CUDA_TRY(cudaEventRecord(prof[0], step_stream), "cudaEventRecord(profile)");
+    /* the chunk's own scratch entries: its world generation (reset_stream) comes after A */
+    const int frc = launch_pending_floors(states + base, actions + base, n, params, scr, scr_entries, step_stream,
+                                          "step_autoreset (floors)");
+    if (frc) return frc;
     if (step_lanes_for(n) == LANES)
         autoreset_step_kernel<LANES><<<grid_for_warps(n), THREADS, 0, step_stream>>>(
             states, actions, keys, base, n, params, rewards, dones, terminated, truncated, final_achievements,
@@ -1213,6 +1332,9 @@ int craftax_cuda_step_optimistic_stream(void *states, const int32_t *actions, co
     uint64_t *sorted = order + num_envs;
     void *sort_temp = sorted + num_envs;
     size_t sort_bytes = optimistic_sort_bytes(num_envs);
+    const int frc = launch_pending_floors(st, actions, num_envs, *params, scr, craftax_cuda_scratch_entries(num_envs), s,
+                                          "step_optimistic (floors)");
+    if (frc) return frc;
     if (step_lanes_for(num_envs) == LANES)
         optimistic_step_kernel<LANES><<<grid_for_warps(num_envs), THREADS, 0, s>>>(
             st, actions, key, num_envs, *params, rewards, dones, terminated, truncated, final_achievements, order);

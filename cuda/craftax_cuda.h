@@ -118,6 +118,13 @@ int craftax_cuda_step_autoreset_ex(void *states, const int32_t *actions, const u
                                    uint8_t *final_achievements, void *scratch);
 int craftax_cuda_expand_obs(const uint8_t *obs_compact, int64_t num_envs, float *obs);
 
+/* Resets generate level 0 of a world and leave levels 1-8 pending (CraftaxState's
+ * floors_pending; PYCRAFTAX_CUDA_EAGER_FLOORS=1 generates all nine); each step generates the
+ * floors its descents reach first, so the calls above see the full game. Before reading states
+ * back (get_state, a host copy of map, item_map, mob_map, light_map or the ladders), generate
+ * every pending floor with this call: the states then equal eagerly reset ones byte for byte. */
+int craftax_cuda_complete_floors(void *states, int64_t num_envs, const CraftaxParams *params, void *scratch);
+
 /* The auto-reset step enqueued on `stream` (a cudaStream_t) without synchronising, action
  * check or chunking, for callers that launch it inside their own stream work or CUDA graph
  * (the trainer, cuda/ppo_cuda.cu): actions must be valid; done_list is caller-owned device

@@ -70,6 +70,8 @@ def _load_leaves() -> tuple[Leaf, ...]:
 LEAVES: tuple[Leaf, ...] = _load_leaves()
 LEAF_BY_NAME = {leaf.name: leaf for leaf in LEAVES}
 STATE_SIZE = int(lib.craftax_state_size())
+# not a leaf: the CUDA build's pending levels (uint32 bit mask per env, state.h)
+FLOORS_PENDING_OFFSET = int(lib.craftax_state_floors_pending_offset())
 
 
 def get_state(states: np.ndarray) -> dict[str, np.ndarray]:

@@ -94,7 +94,7 @@ def bind(path: Path):
     return ffi, ffi.dlopen(str(path))
 
 
-API_VERSION = 5  # cuda/craftax_cuda.cu: 4 added optimistic resets, 5 world-gen scratch by warp
+API_VERSION = 6  # cuda/craftax_cuda.cu: 4 added optimistic resets, 5 world-gen scratch by warp, 6 lazy floors
 
 
 def _row_bytes(dtype, shape: tuple) -> int:
@@ -388,6 +388,10 @@ class CudaArray:
 
     def __repr__(self) -> str:
         return f"CudaArray(shape={self.shape}, dtype={self.dtype}, device=cuda:{self.device_id})"
+
+
+# The leaves a floor's generation writes: a host read of them completes the pending floors.
+_FLOOR_LEAVES = frozenset({"map", "item_map", "mob_map", "light_map", "down_ladders", "up_ladders"})
 
 
 def _contiguous_strides(shape, itemsize: int) -> tuple[int, ...]:
@@ -700,8 +704,27 @@ class CudaCraftaxEnv:
         return self._views["obs"]
 
     # -- parity hooks -----------------------------------------------------------------
+    def _complete_floors(self) -> None:
+        """Generate the floors that resets left pending (craftax_cuda_complete_floors), so that
+        the device states equal eagerly generated ones before any host read."""
+        self._lib.check(self._lib.lib.craftax_cuda_complete_floors(self._p("states"), self.num_envs, self._params,
+                                                                   self._p("scratch")), "complete floors")
+
+    def pending_levels(self) -> np.ndarray:
+        """uint32 [N]: bit l set where env i's level l is not generated yet (lazy levels: a
+        reset makes level 0, a descent the next; PYCRAFTAX_CUDA_EAGER_FLOORS=1 makes all nine).
+        Reading it generates nothing, unlike get_state."""
+        self._check_open()
+        lib = self._lib
+        out = np.empty(self.num_envs, dtype=np.uint32)
+        src = lib.ffi.cast("char *", self._buffers["states"].ptr) + _state.FLOORS_PENDING_OFFSET
+        lib.check(lib.lib.craftax_cuda_memcpy2d_dtoh(lib.ffi.from_buffer(out), 4, src, _state.STATE_SIZE, 4,
+                                                     self.num_envs), "copy pending levels to host")
+        return out
+
     def _host_states(self) -> np.ndarray:
         lib = self._lib
+        self._complete_floors()
         host = np.empty((self.num_envs, _state.STATE_SIZE), dtype=np.uint8)
         lib.check(lib.lib.craftax_cuda_memcpy_dtoh(lib.ffi.from_buffer(host), self._p("states"), host.nbytes),
                   "copy states to host")
@@ -710,6 +733,8 @@ class CudaCraftaxEnv:
     def _read_leaf(self, name: str) -> np.ndarray:
         """One leaf of every env, copied from the device with one strided copy."""
         leaf, lib = _state.LEAF_BY_NAME[name], self._lib
+        if name in _FLOOR_LEAVES:
+            self._complete_floors()
         if leaf.level_stride:  # spread over the per-level mob records: not one run per env
             return leaf.view(self._host_states()).copy()
         out = np.empty((self.num_envs,) + leaf.shape, dtype=leaf.storage)

@@ -47,6 +47,8 @@ typedef struct {
 
 int craftax_api_version(void);
 size_t craftax_state_size(void);
+/* Byte offset of CraftaxState.floors_pending (uint32; the CUDA build's lazy levels, always 0 here). */
+size_t craftax_state_floors_pending_offset(void);
 int craftax_num_leaves(void);
 const CraftaxLeaf *craftax_leaf(int index);
 void craftax_default_params(CraftaxParams *params);

@@ -18,6 +18,7 @@
 
 int craftax_api_version(void) { return API_VERSION; }
 size_t craftax_state_size(void) { return sizeof(CraftaxState); }
+size_t craftax_state_floors_pending_offset(void) { return offsetof(CraftaxState, floors_pending); }
 int craftax_obs_size(void) { return CRAFTAX_OBS_SIZE; }
 
 #define U8 CRAFTAX_DTYPE_UINT8

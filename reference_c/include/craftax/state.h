@@ -92,6 +92,14 @@ typedef struct {
     uint32_t state_rng[2];
 
     int32_t timestep;
+
+    /* Not an EnvState leaf: the CUDA build's lazy floors. Bit l set: level l of this world is
+     * still to be generated (generation floor craftax_world_level_floor(l), from
+     * floors_world_key through craftax_world_floor_keys) before anything reads it: only a
+     * descent does, a step reads the player's level alone. Always 0 on a CPU and in every
+     * state the API hands out; world generation zeroes both. */
+    uint32_t floors_pending;
+    uint32_t floors_world_key[2];
 } CraftaxState;
 
 #include "params.h"

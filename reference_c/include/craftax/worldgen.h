@@ -613,6 +613,15 @@ static inline CRAFTAX_HD void craftax_world_floor_keys(CraftaxKey rng, CraftaxKe
     for (int k = 0; k < 3; k++) floors[6 + k] = keys[k + 1];
     *rest = keys[0];
 }
+/* The level that generation floor `floor` (0-8, the order above) makes, and back. */
+static inline CRAFTAX_HD int32_t craftax_world_floor_level(int floor) {
+    return floor < 6 ? CRAFTAX_SMOOTH_LEVEL[floor] : CRAFTAX_DUNGEON_LEVEL[floor - 6];
+}
+static inline CRAFTAX_HD int craftax_world_level_floor(int32_t level) {
+    for (int floor = 0; floor < CRAFTAX_WORLD_FLOORS; floor++)
+        if (craftax_world_floor_level(floor) == level) return floor;
+    return -1;
+}
 static inline CRAFTAX_HD void craftax_generate_world_floor_lanes(CraftaxKey key, int floor, const CraftaxParams *params,
                                                                  CraftaxState *s, CraftaxWorldGenScratch *w, int lane,
                                                                  int lanes) {
@@ -686,6 +695,8 @@ static inline CRAFTAX_HD void craftax_generate_world_rest_lanes(CraftaxKey rng, 
     s->state_rng[0] = sub.k[0];
     s->state_rng[1] = sub.k[1];
     s->timestep = 0;
+    s->floors_pending = 0; /* every floor generated (the CUDA build's lazy resets set it after) */
+    s->floors_world_key[0] = s->floors_world_key[1] = 0;
 }
 
 static inline CRAFTAX_HD void craftax_generate_world_lanes(CraftaxKey rng, const CraftaxParams *params,
