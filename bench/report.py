@@ -105,6 +105,18 @@ UPSTREAM_MODES = (("auto", "official env.step"), ("optimistic", "optimistic rese
                   ("no_reset", "step_env, no resets"))
 
 
+def _levels_note(d: dict) -> list[str]:
+    """Which levels a reset generated (v31: level 0, the rest at the first descent to each)."""
+    if d.get("settings", {}).get("PYCRAFTAX_CUDA_EAGER_FLOORS", "0") not in ("", "0"):
+        return ["Eager levels (PYCRAFTAX_CUDA_EAGER_FLOORS=1): every reset generated all nine.", ""]
+    generated = [r["levels_generated_per_env_at_end"] for r in _cuda_rows(d) if "levels_generated_per_env_at_end" in r]
+    if not generated:
+        return []
+    return [f"Lazy levels: a reset generated level 0, a descent the level it reached; at the end the envs had "
+            f"generated {min(generated):.4f}-{max(generated):.4f} levels each on average (random play seldom "
+            "descends).", ""]
+
+
 def cuda_section(path: Path, d: dict, upstream_files: list[Path] = ()) -> list[str]:
     paired = _same_run_upstream(d, list(upstream_files))
     best = {}
@@ -124,6 +136,7 @@ def cuda_section(path: Path, d: dict, upstream_files: list[Path] = ()) -> list[s
     out = [f"### CUDA env ({path.name}; {_machine(d)})", ""]
     if d.get("note"):
         out += [d["note"], ""]
+    out += _levels_note(d)
     if paired:
         measured = ", ".join(f"{label} {_fmt(best[m])} steps/s" for m, label in modes)
         out += [f"Upstream on the same GPU in the same session ({paired[0].name}): {measured}; "
