@@ -53,8 +53,8 @@
 #include "craftax/worldgen.h"
 #include "craftax_cuda.h"
 
-#define API_VERSION 6 /* 5: world-generation scratch by warp (craftax_cuda_scratch_entries); 6: lazy floors
-                          (craftax_cuda_complete_floors before reading states back) */
+#define API_VERSION 7 /* 5: world-generation scratch by warp (craftax_cuda_scratch_entries); 6: lazy floors
+                          (craftax_cuda_complete_floors before reading states back); 7: craftax_cuda_env_step */
 #define THREADS 128
 /* Auto-reset: the reset kernel's blocks are small so that a few hundred resets spread
  * over many SMs (one warp per SM) instead of filling a few. */
@@ -325,10 +325,11 @@ __global__ void STEP_BOUNDS autoreset_step_kernel(CraftaxState *states, const in
                                       int64_t base, int64_t n, const CraftaxParams params, float *rewards,
                                       uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
                                       uint8_t *final_achievements, int32_t *done_list, int32_t *done_count,
-                                      uint8_t *done_flags) {
+                                      uint8_t *done_flags, const int *bad_actions) {
     int lane;
     const int64_t j = env_of_thread<LPE>(&lane);
     if (j >= n) return; /* whole warps when LPE = LANES */
+    if (bad_actions && *bad_actions) return; /* the call fails; no state changes (launch_action_check) */
     const int64_t i = base + j;
     const CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
     uint8_t done = 0, term = 0;
@@ -367,8 +368,10 @@ __global__ void autoreset_observe_kernel(CraftaxState *states, int64_t base, int
  * 262,144 envs (Nsight Compute, v10), ~15x the block's write time when coalesced. */
 __global__ void track_episodes_kernel(const float *rewards, const uint8_t *dones, const uint8_t *final_achievements,
                                       int64_t num_envs, float *ret_acc, int32_t *len_acc, float *ep_return,
-                                      int32_t *ep_length, float *discount, float *achievements_scaled) {
+                                      int32_t *ep_length, float *discount, float *achievements_scaled,
+                                      const int *bad_actions) {
     const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (bad_actions && *bad_actions) return;
     if (achievements_scaled && t < num_envs * CRAFTAX_NUM_ACHIEVEMENTS) {
         const int done = dones[t / CRAFTAX_NUM_ACHIEVEMENTS] != 0;
         achievements_scaled[t] = (float)final_achievements[t] * (float)done * 100.0f;
@@ -876,9 +879,9 @@ int craftax_cuda_init(int device) {
     pending_floors_kernel<<<1, RESET_THREADS>>>(NULL, NULL, 0, params, NULL, 0);
     step_kernel<<<1, THREADS>>>(NULL, NULL, NULL, 0, params, NULL, NULL, NULL, NULL);
     autoreset_step_kernel<1><<<1, THREADS>>>(NULL, NULL, NULL, 0, 0, params, NULL, NULL, NULL, NULL, NULL, NULL,
-                                             NULL, NULL);
+                                             NULL, NULL, NULL);
     autoreset_step_kernel<LANES><<<1, THREADS>>>(NULL, NULL, NULL, 0, 0, params, NULL, NULL, NULL, NULL, NULL, NULL,
-                                                 NULL, NULL);
+                                                 NULL, NULL, NULL);
     autoreset_observe_kernel<<<1, THREADS>>>(NULL, 0, 0, params, NULL, NULL, NULL);
     measure_warp_step_wave();
     {
@@ -1143,7 +1146,7 @@ static int launch_autoreset_chunk(CraftaxState *states, const int32_t *actions, 
                                   CraftaxCudaScratch *scr, int64_t scr_entries, int32_t *done_list, int32_t *count,
                                   uint8_t *done_flags,
                                   cudaStream_t step_stream, cudaStream_t reset_stream, cudaEvent_t a_done,
-                                  const cudaEvent_t *prof = NULL) {
+                                  const cudaEvent_t *prof = NULL, const int *bad_actions = NULL) {
     if (prof) CUDA_TRY(cudaEventRecord(prof[0], step_stream), "cudaEventRecord(profile)");
     /* the chunk's own scratch entries: its world generation (reset_stream) comes after A */
     const int frc = launch_pending_floors(states + base, actions + base, n, params, scr, scr_entries, step_stream,
@@ -1152,11 +1155,11 @@ static int launch_autoreset_chunk(CraftaxState *states, const int32_t *actions, 
     if (step_lanes_for(n) == LANES)
         autoreset_step_kernel<LANES><<<grid_for_warps(n), THREADS, 0, step_stream>>>(
             states, actions, keys, base, n, params, rewards, dones, terminated, truncated, final_achievements,
-            done_list, count, done_flags);
+            done_list, count, done_flags, bad_actions);
     else
         autoreset_step_kernel<1><<<grid_for(n), THREADS, 0, step_stream>>>(
             states, actions, keys, base, n, params, rewards, dones, terminated, truncated, final_achievements,
-            done_list, count, done_flags);
+            done_list, count, done_flags, bad_actions);
     CUDA_TRY(cudaGetLastError(), "step_autoreset (step part)");
     if (prof) CUDA_TRY(cudaEventRecord(prof[1], step_stream), "cudaEventRecord(profile)");
     if (reset_stream != step_stream) {
@@ -1178,19 +1181,38 @@ static int launch_autoreset_chunk(CraftaxState *states, const int32_t *actions, 
     return 0;
 }
 
-int craftax_cuda_step_autoreset_ex(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
-                                   const CraftaxParams *params, float *obs, uint8_t *obs_compact, float *rewards,
-                                   uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
-                                   uint8_t *final_achievements, void *scratch) {
-    if (!states || !actions || !keys || !params || !scratch) return CRAFTAX_ERR_NULL;
-    if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
-    if (params->day_length <= 0) return CRAFTAX_ERR_ARGUMENT;
-    if (num_envs == 0) return 0;
-    int rc = check_actions_device(actions, num_envs);
-    if (rc) return rc;
+/* craftax_cuda_track_episodes' outputs, when a step call runs it (NULL: the caller does). */
+typedef struct {
+    float *ret_acc;
+    int32_t *len_acc;
+    float *ep_return;
+    int32_t *ep_length;
+    float *discount;
+    float *achievements_scaled;
+} EpisodeTrack;
+
+static cudaEvent_t g_reset_done = NULL;
+
+/* The whole auto-reset step on the legacy stream with a single wait at the end: the optional
+ * key split (split_from: env.step's key), the action check (its flag read back after the
+ * wait; the step and bookkeeping kernels skip all work when it is set, so a rejected call
+ * changes no state), the chunks, the reset stream joined by an event, the optional episode
+ * bookkeeping. Each wait costs the GPU the host's time to the next launch: v31 waited five
+ * times a step (0.5 ms of 8.7 at 962,560 envs). */
+static int step_autoreset_sync(CraftaxState *states, const int32_t *actions, uint32_t *keys, int64_t num_envs,
+                               const CraftaxParams *params, float *obs, uint8_t *obs_compact, float *rewards,
+                               uint8_t *dones, uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements,
+                               void *scratch, const CraftaxKey *split_from, const EpisodeTrack *track) {
     std::lock_guard<std::mutex> lock(g_autoreset_mutex);
-    rc = ensure_autoreset_locked(num_envs);
+    int rc = ensure_autoreset_locked(num_envs);
     if (rc) return rc;
+    if (!g_reset_done) CUDA_TRY(cudaEventCreateWithFlags(&g_reset_done, cudaEventDisableTiming), "cudaEventCreate");
+    std::lock_guard<std::mutex> check_lock(g_check_mutex);
+    if (!g_bad_action) CUDA_TRY(cudaMalloc(&g_bad_action, sizeof(int)), "cudaMalloc(action check)");
+    if (split_from) key_split_kernel<<<grid_for(num_envs), THREADS>>>(*split_from, num_envs, keys);
+    CUDA_TRY(cudaMemsetAsync(g_bad_action, 0, sizeof(int), 0), "cudaMemsetAsync(action check)");
+    check_actions_kernel<<<grid_for(num_envs), THREADS>>>(actions, num_envs, g_bad_action);
+    CUDA_TRY(cudaGetLastError(), "action check");
     /* Chunks: kernel A of chunk c+1 (legacy stream) overlaps kernel B of chunk c (the
      * high-priority reset stream), so world generation hides behind stepping. */
     int64_t chunks = (num_envs + g_min_chunk_envs - 1) / g_min_chunk_envs;
@@ -1205,18 +1227,31 @@ int craftax_cuda_step_autoreset_ex(void *states, const int32_t *actions, const u
         const int64_t base = c * per_chunk;
         if (base >= num_envs) break;
         const int64_t n = num_envs - base < per_chunk ? num_envs - base : per_chunk;
-        rc = launch_autoreset_chunk((CraftaxState *)states, actions, keys, base, n, *params, obs, obs_compact,
-                                    rewards, dones,
+        rc = launch_autoreset_chunk(states, actions, keys, base, n, *params, obs, obs_compact, rewards, dones,
                                     terminated, truncated, final_achievements, scr + c * chunk_entries,
                                     n < chunk_entries ? n : chunk_entries, g_done_list, counts + c,
                                     g_done_flags, 0, g_reset_stream, g_chunk_events[c],
-                                    g_profile && chunks == 1 ? g_prof_events : NULL);
+                                    g_profile && chunks == 1 ? g_prof_events : NULL, g_bad_action);
         if (rc) return rc;
     }
-    cudaError_t err = cudaStreamSynchronize(g_reset_stream);
-    if (err != cudaSuccess) return record(err, "step_autoreset (reset part)");
+    CUDA_TRY(cudaEventRecord(g_reset_done, g_reset_stream), "cudaEventRecord(reset done)");
+    CUDA_TRY(cudaStreamWaitEvent(0, g_reset_done, 0), "cudaStreamWaitEvent(reset done)");
+    if (track) {
+        const int64_t threads = track->achievements_scaled ? num_envs * CRAFTAX_NUM_ACHIEVEMENTS : num_envs;
+        track_episodes_kernel<<<grid_for(threads), THREADS>>>(rewards, dones, final_achievements, num_envs,
+                                                               track->ret_acc, track->len_acc, track->ep_return,
+                                                               track->ep_length, track->discount,
+                                                               track->achievements_scaled, g_bad_action);
+    }
     rc = finish_launch("step_autoreset");
-    if (rc == 0 && g_profile && chunks == 1) {
+    if (rc) return rc;
+    int bad = 0;
+    CUDA_TRY(cudaMemcpy(&bad, g_bad_action, sizeof(int), cudaMemcpyDeviceToHost), "action check");
+    if (bad) {
+        snprintf(g_last_error, sizeof(g_last_error), "actions: a value outside [0, %d)", CRAFTAX_NUM_ACTIONS);
+        return CRAFTAX_ERR_ARGUMENT;
+    }
+    if (g_profile && chunks == 1) {
         float t[5] = {0, 0, 0, 0, 0};
         for (int e = 1; e < 5; e++) CUDA_TRY(cudaEventElapsedTime(&t[e], g_prof_events[0], g_prof_events[e]), "profile");
         g_prof_ms[0] = t[1];                              /* kernel A: step logic of all envs */
@@ -1224,7 +1259,36 @@ int craftax_cuda_step_autoreset_ex(void *states, const int32_t *actions, const u
         g_prof_ms[2] = t[4] - t[3];                       /* kernel B: world gen + obs of the done envs */
         g_prof_ms[3] = t[2] > t[4] ? t[2] : t[4];         /* A start to the later of O and B */
     }
-    return rc;
+    return 0;
+}
+
+int craftax_cuda_step_autoreset_ex(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
+                                   const CraftaxParams *params, float *obs, uint8_t *obs_compact, float *rewards,
+                                   uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
+                                   uint8_t *final_achievements, void *scratch) {
+    if (!states || !actions || !keys || !params || !scratch) return CRAFTAX_ERR_NULL;
+    if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
+    if (params->day_length <= 0) return CRAFTAX_ERR_ARGUMENT;
+    if (num_envs == 0) return 0;
+    return step_autoreset_sync((CraftaxState *)states, actions, (uint32_t *)keys, num_envs, params, obs, obs_compact,
+                               rewards, dones, terminated, truncated, final_achievements, scratch, NULL, NULL);
+}
+
+int craftax_cuda_env_step(void *states, const int32_t *actions, const uint32_t *key, uint32_t *keys,
+                          int64_t num_envs, const CraftaxParams *params, float *obs, uint8_t *obs_compact,
+                          float *rewards, uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
+                          uint8_t *final_achievements, float *ret_acc, int32_t *len_acc, float *ep_return,
+                          int32_t *ep_length, float *discount, float *achievements_scaled, void *scratch) {
+    if (!states || !actions || !key || !keys || !params || !scratch || !rewards || !dones || !ret_acc || !len_acc)
+        return CRAFTAX_ERR_NULL;
+    if (achievements_scaled && !final_achievements) return CRAFTAX_ERR_NULL;
+    if (num_envs < 0 || num_envs > (int64_t)UINT32_MAX) return CRAFTAX_ERR_NUM_ENVS;
+    if (params->day_length <= 0) return CRAFTAX_ERR_ARGUMENT;
+    if (num_envs == 0) return 0;
+    const CraftaxKey k = {{key[0], key[1]}};
+    const EpisodeTrack track = {ret_acc, len_acc, ep_return, ep_length, discount, achievements_scaled};
+    return step_autoreset_sync((CraftaxState *)states, actions, keys, num_envs, params, obs, obs_compact, rewards,
+                               dones, terminated, truncated, final_achievements, scratch, &k, &track);
 }
 
 int craftax_cuda_set_profiling(int on) {
@@ -1393,7 +1457,7 @@ int craftax_cuda_track_episodes(const float *rewards, const uint8_t *dones, cons
     const int64_t threads = achievements_scaled ? num_envs * CRAFTAX_NUM_ACHIEVEMENTS : num_envs;
     track_episodes_kernel<<<grid_for(threads), THREADS>>>(rewards, dones, final_achievements, num_envs, ret_acc,
                                                            len_acc, ep_return, ep_length, discount,
-                                                           achievements_scaled);
+                                                           achievements_scaled, NULL);
     return finish_launch("track_episodes");
 }
 

@@ -162,6 +162,16 @@ int craftax_cuda_track_episodes(const float *rewards, const uint8_t *dones, cons
                                 int64_t num_envs, float *ret_acc, int32_t *len_acc, float *ep_return,
                                 int32_t *ep_length, float *discount, float *achievements_scaled);
 
+/* CraftaxEnv.step in one call, one wait: keys = jax.random.split(key, N) (key: the host's
+ * two uint32 words; keys: device [N, 2], written), then craftax_cuda_step_autoreset_ex and
+ * craftax_cuda_track_episodes, enqueued together. Actions outside [0, 43) return
+ * CRAFTAX_ERR_ARGUMENT with no state or accumulator changed (the outputs are undefined). */
+int craftax_cuda_env_step(void *states, const int32_t *actions, const uint32_t *key, uint32_t *keys,
+                          int64_t num_envs, const CraftaxParams *params, float *obs, uint8_t *obs_compact,
+                          float *rewards, uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
+                          uint8_t *final_achievements, float *ret_acc, int32_t *len_acc, float *ep_return,
+                          int32_t *ep_length, float *discount, float *achievements_scaled, void *scratch);
+
 /* Optimistic resets (reference_c/include/craftax/step.h: craftax_optimistic_keys; the C API's
  * craftax_step_optimistic): one step of Craftax_Baselines' OptimisticResetVecEnvWrapper.
  * `work` is device memory of craftax_cuda_optimistic_work_size(num_envs) bytes, `scratch`

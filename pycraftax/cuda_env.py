@@ -94,7 +94,7 @@ def bind(path: Path):
     return ffi, ffi.dlopen(str(path))
 
 
-API_VERSION = 6  # cuda/craftax_cuda.cu: 4 added optimistic resets, 5 world-gen scratch by warp, 6 lazy floors
+API_VERSION = 7  # cuda/craftax_cuda.cu: 4 optimistic resets, 5 world-gen scratch by warp, 6 lazy floors, 7 env_step
 
 
 def _row_bytes(dtype, shape: tuple) -> int:
@@ -549,6 +549,12 @@ class CudaCraftaxEnv:
             if shape is None:
                 continue
             self._views[name] = CudaArray(self._buffers[name], (n,) + shape, dtype, device_id=lib.device_id)
+        # step()'s info: views of fixed buffers, built once (67 column views cost ~0.1 ms a step)
+        v = self._views
+        self._info_views = {f"Achievements/{name}": v["achievements_scaled"].column(index)
+                            for name, index in ACHIEVEMENTS}
+        self._info_views.update(done=v["done"], discount=v["discount"], episode_return=v["episode_return"],
+                                episode_length=v["episode_length"], achievements=v["final_achievements"])
         lib.check(lib.lib.craftax_cuda_memset(self._p("ret_acc"), 0, n * 4), "memset")
         lib.check(lib.lib.craftax_cuda_memset(self._p("len_acc"), 0, n * 4), "memset")
         lib.check(lib.lib.craftax_cuda_memset(self._p("states"), 0, sizes[0]), "memset")
@@ -644,32 +650,29 @@ class CudaCraftaxEnv:
             lib.check(lib.lib.craftax_cuda_step_optimistic_ex(
                 self._p("states"), actions_p, lib.ffi.from_buffer("uint32_t[]", sub), n, self.reset_ratio,
                 self._params, *outputs, lib.ffi.NULL, self._p("scratch"), self._p("optimistic_work")), "step")
-        else:
-            lib.check(lib.lib.craftax_cuda_key_split(lib.ffi.from_buffer("uint32_t[]", sub), n,
-                                                     self._p("keys", "uint32_t *")), "key split")
-            lib.check(lib.lib.craftax_cuda_step_autoreset_ex(
-                self._p("states"), actions_p, self._p("keys", "uint32_t *"), n, self._params, *outputs,
-                self._p("scratch")), "step")
-        lib.check(
-            lib.lib.craftax_cuda_track_episodes(
-                self._p("reward", "float *"), self._p("done", "uint8_t *"), self._p("final_achievements", "uint8_t *"),
-                n, self._p("ret_acc", "float *"), self._p("len_acc", "int32_t *"),
-                self._p("episode_return", "float *"), self._p("episode_length", "int32_t *"),
-                self._p("discount", "float *"), self._p("achievements_scaled", "float *"),
-            ),
-            "episode bookkeeping",
-        )
+            lib.check(
+                lib.lib.craftax_cuda_track_episodes(
+                    self._p("reward", "float *"), self._p("done", "uint8_t *"),
+                    self._p("final_achievements", "uint8_t *"), n, *self._episode_ptrs(),
+                ),
+                "episode bookkeeping",
+            )
+        else:  # key split, step, resets and bookkeeping in one call with one wait
+            code = lib.lib.craftax_cuda_env_step(
+                self._p("states"), actions_p, lib.ffi.from_buffer("uint32_t[]", sub), self._p("keys", "uint32_t *"),
+                n, self._params, *outputs, *self._episode_ptrs(), self._p("scratch"))
+            if code == ERR_ARGUMENT:
+                raise ValueError(f"step failed: actions must be integers in [0, {NUM_ACTIONS}) "
+                                 f"({lib.last_error()}); no env changed")
+            lib.check(code, "step")
         v = self._views
-        scaled = v["achievements_scaled"]
-        info = {f"Achievements/{name}": scaled.column(index) for name, index in ACHIEVEMENTS}
-        info.update(
-            done=v["done"],
-            discount=v["discount"],
-            episode_return=v["episode_return"],
-            episode_length=v["episode_length"],
-            achievements=v["final_achievements"],
-        )
-        return v["obs"], v["reward"], v["terminated"], v["truncated"], info
+        return v["obs"], v["reward"], v["terminated"], v["truncated"], dict(self._info_views)
+
+    def _episode_ptrs(self):
+        """ret_acc, len_acc, episode_return, episode_length, discount, achievements_scaled."""
+        return (self._p("ret_acc", "float *"), self._p("len_acc", "int32_t *"),
+                self._p("episode_return", "float *"), self._p("episode_length", "int32_t *"),
+                self._p("discount", "float *"), self._p("achievements_scaled", "float *"))
 
     def step_with_keys(self, actions, keys):
         """Exactly upstream `step_env(keys[i], state_i, actions[i], params)` for every env
