@@ -393,11 +393,22 @@ static __device__ __forceinline__ CraftaxKey load_key(const uint32_t *keys, int6
     return k;
 }
 
+/* After a world's first generated_floors generation floors and its rest: the other levels
+ * pending (lazy levels, pending_floors_kernel), with the key they are generated from. */
+static __device__ void mark_levels_pending(CraftaxState *s, CraftaxKey world_key, int generated_floors) {
+    uint32_t pending = (1u << CRAFTAX_NUM_LEVELS) - 1u;
+    for (int f = 0; f < generated_floors; f++) pending &= ~(1u << craftax_world_floor_level(f));
+    s->floors_pending = pending;
+    s->floors_world_key[0] = world_key.k[0];
+    s->floors_world_key[1] = world_key.k[1];
+}
+
 /* worlds[s * num_worlds + j] = reset_env(split(reset_parent(keys[s]), num_worlds)[j]): the
  * fresh worlds of num_keys (future) wrapper steps, a warp per world, no obs (a taken world
  * is rendered with the env's obs). */
 __global__ void generate_worlds_kernel(CraftaxState *worlds, const uint32_t *keys, int64_t num_keys,
-                                       int32_t num_worlds, const __grid_constant__ CraftaxParams params, CraftaxCudaScratch *scratch) {
+                                       int32_t num_worlds, const __grid_constant__ CraftaxParams params, CraftaxCudaScratch *scratch,
+                                       int generated_floors) {
     const int64_t w = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / LANES;
     const int lane = (int)(threadIdx.x % LANES);
     if (w >= num_keys * num_worlds) return;
@@ -407,7 +418,17 @@ __global__ void generate_worlds_kernel(CraftaxState *worlds, const uint32_t *key
     __shared__ CraftaxWorldGenScratch space[THREADS / LANES];
     CraftaxWorldGenScratch *ws = &space[threadIdx.x / LANES];
     craftax_worldgen_attach(ws, &scratch[w].worldgen, lane, LANES);
-    craftax_reset_env_lanes(key, &params, &worlds[w], ws, lane, LANES);
+    /* craftax_reset_env_lanes with the levels past generated_floors left pending (lazy levels) */
+    const CraftaxKey world_key = craftax_reset_world_key(key);
+    CraftaxKey floors[CRAFTAX_WORLD_FLOORS], rest;
+    craftax_world_floor_keys(world_key, floors, &rest);
+    for (int f = 0; f < generated_floors; f++) {
+        craftax_generate_world_floor_lanes(floors[f], f, &params, &worlds[w], ws, lane, LANES);
+        craftax_lanes_sync(LANES);
+    }
+    craftax_generate_world_rest_lanes(rest, &params, &worlds[w], lane, LANES);
+    if (lane == 0 && generated_floors < CRAFTAX_WORLD_FLOORS) mark_levels_pending(&worlds[w], world_key, generated_floors);
+    craftax_lanes_sync(LANES);
 }
 
 /* ---- worlds on nine warps (a warp per floor), then a warp per world for the rest -------
@@ -512,14 +533,8 @@ __global__ void world_rest_kernel(Source src, const CraftaxParams params, int ge
         CraftaxKey floors[CRAFTAX_WORLD_FLOORS], rest;
         craftax_world_floor_keys(craftax_reset_world_key(job.reset_key), floors, &rest);
         craftax_generate_world_rest_lanes(rest, &params, job.state, lane, LANES);
-        if (lane == 0 && generated_floors < CRAFTAX_WORLD_FLOORS) { /* the others wait: pending_floors_kernel */
-            const CraftaxKey world_key = craftax_reset_world_key(job.reset_key);
-            uint32_t pending = (1u << CRAFTAX_NUM_LEVELS) - 1u;
-            for (int f = 0; f < generated_floors; f++) pending &= ~(1u << craftax_world_floor_level(f));
-            job.state->floors_pending = pending;
-            job.state->floors_world_key[0] = world_key.k[0];
-            job.state->floors_world_key[1] = world_key.k[1];
-        }
+        if (lane == 0 && generated_floors < CRAFTAX_WORLD_FLOORS) /* the others wait: pending_floors_kernel */
+            mark_levels_pending(job.state, craftax_reset_world_key(job.reset_key), generated_floors);
         craftax_lanes_sync(LANES);
         src.finish(j, lane);
     }
@@ -1374,7 +1389,7 @@ int craftax_cuda_generate_worlds_stream(void *worlds, const uint32_t *keys, int6
      * runs, so throughput counts, not one world's latency, and the floor layout measured 2-3% slower
      * in the paper trainer (NOTES v8). */
     generate_worlds_kernel<<<grid_for_warps(n), THREADS, 0, (cudaStream_t)stream>>>(
-        (CraftaxState *)worlds, keys, num_keys, num_worlds, *params, (CraftaxCudaScratch *)scratch);
+        (CraftaxState *)worlds, keys, num_keys, num_worlds, *params, (CraftaxCudaScratch *)scratch, reset_floors());
     CUDA_TRY(cudaGetLastError(), "generate_worlds");
     return 0;
 }

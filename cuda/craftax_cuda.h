@@ -182,8 +182,9 @@ int craftax_cuda_env_step(void *states, const int32_t *actions, const uint32_t *
  * num_envs / reset_ratio worlds, from craftax_cuda_generate_worlds_stream) the ended envs
  * copy them instead. craftax_cuda_generate_worlds_stream: worlds[s * num_worlds + j] = the
  * j-th fresh world of the wrapper step with key keys[s] (device uint32 [num_keys, 2]), for
- * generating a rollout's worlds ahead of it; scratch: num_keys * num_worlds entries. The obs
- * of an env that took a world is that world's reset obs. */
+ * generating a rollout's worlds ahead of it; scratch: num_keys * num_worlds entries; like a
+ * reset, it generates level 0 and leaves levels 1-8 pending (craftax_cuda_complete_floors).
+ * The obs of an env that took a world is that world's reset obs. */
 size_t craftax_cuda_optimistic_work_size(int64_t num_envs);
 int craftax_cuda_step_optimistic_ex(void *states, const int32_t *actions, const uint32_t *key, int64_t num_envs,
                                     int32_t reset_ratio, const CraftaxParams *params, float *obs,
