@@ -125,17 +125,21 @@ STEP_LAYOUTS = {"warp": "1000000", "thread": "0"}
 
 
 @contextlib.contextmanager
-def step_layout(layout: str):
-    """The library reads PYCRAFTAX_CUDA_WARP_STEP_MAX_ENVS at each call."""
-    old = os.environ.get("PYCRAFTAX_CUDA_WARP_STEP_MAX_ENVS")
-    os.environ["PYCRAFTAX_CUDA_WARP_STEP_MAX_ENVS"] = STEP_LAYOUTS[layout]
+def library_setting(name: str, value: str):
+    """An environment variable the library reads at each call, set for the block."""
+    old = os.environ.get(name)
+    os.environ[name] = value
     try:
         yield
     finally:
         if old is None:
-            del os.environ["PYCRAFTAX_CUDA_WARP_STEP_MAX_ENVS"]
+            del os.environ[name]
         else:
-            os.environ["PYCRAFTAX_CUDA_WARP_STEP_MAX_ENVS"] = old
+            os.environ[name] = old
+
+
+def step_layout(layout: str):
+    return library_setting("PYCRAFTAX_CUDA_WARP_STEP_MAX_ENVS", STEP_LAYOUTS[layout])
 
 
 @SETTINGS

@@ -15,9 +15,6 @@ Runs where a GPU is present."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-
 import numpy as np
 import pytest
 
@@ -29,7 +26,7 @@ from conftest import compare_obs, compare_states  # noqa: E402
 if not pycraftax.cuda_available():
     pytest.skip("no usable CUDA backend (GPU, driver or libcraftax_cuda.so)", allow_module_level=True)
 
-from conformance.test_cuda import host, step_layout  # noqa: E402
+from conformance.test_cuda import host, library_setting, step_layout  # noqa: E402
 
 pytestmark = pytest.mark.cuda
 ENV_ID = "Craftax-Symbolic-v1"
@@ -37,17 +34,8 @@ DESCEND = 18
 ALL_BUT_LEVEL_0 = 0x1FE
 
 
-@contextlib.contextmanager
 def eager_floors(on: bool):
-    old = os.environ.get("PYCRAFTAX_CUDA_EAGER_FLOORS")
-    os.environ["PYCRAFTAX_CUDA_EAGER_FLOORS"] = "1" if on else "0"
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ["PYCRAFTAX_CUDA_EAGER_FLOORS"]
-        else:
-            os.environ["PYCRAFTAX_CUDA_EAGER_FLOORS"] = old
+    return library_setting("PYCRAFTAX_CUDA_EAGER_FLOORS", "1" if on else "0")
 
 
 def raw_states(env) -> np.ndarray:
