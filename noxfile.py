@@ -127,7 +127,8 @@ def conformance_cuda(session: nox.Session) -> None:
     """C-vs-CUDA conformance and anchors on the GPU (the tests skip cleanly without one)."""
     session.run("make", "-C", "cuda", external=True)
     session.install("-e", ".[test]")
-    session.run("pytest", "-ra", "conformance/test_cuda.py", *session.posargs)
+    session.run("pytest", "-ra", "conformance/test_cuda.py", "conformance/test_cuda_optimistic.py",
+                "conformance/test_cuda_trainer.py", "conformance/test_cuda_lazy_floors.py", *session.posargs)
 
 
 @nox.session(default=False)

@@ -2,7 +2,8 @@
 # cuda/gpu_checks.sh: on a machine with a GPU, check and measure the CUDA build in one go.
 #   cuda/gpu_checks.sh [OUTDIR]
 # 1. loads cuda/build/libcraftax_cuda.so (rebuilds it with `make -C cuda -B` if it does not load),
-# 2. runs conformance/test_cuda.py (anchors, C-vs-CUDA lockstep, zero-copy, out-of-memory),
+# 2. runs conformance/test_cuda*.py (anchors, C-vs-CUDA lockstep, zero-copy, out-of-memory,
+#    optimistic resets, the trainer, lazy levels),
 # 3. compute-sanitizer memcheck (with leak check) and racecheck (shared-memory hazards) over
 #    cuda/sanitize_run.py (small C-vs-CUDA run; skipped when compute-sanitizer is not on the
 #    PATH or SANITIZE=0),
@@ -21,7 +22,7 @@ if ! $PY -c "import pycraftax, sys; sys.exit(0 if pycraftax.cuda_available() els
     make -C cuda -B || exit 1
 fi
 $PY -c "from pycraftax import cuda_env; l = cuda_env.load(); print(l.device_name, l.path)" || exit 1
-timeout ${TEST_TIMEOUT:-300} $PY -m pytest conformance/test_cuda.py -q -rs --durations=10 -p no:cacheprovider 2>&1 \
+timeout ${TEST_TIMEOUT:-300} $PY -m pytest conformance/test_cuda*.py -q -rs --durations=10 -p no:cacheprovider 2>&1 \
     | tee "$OUT/test_cuda.log"
 test_rc=$?
 if [ "${SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >/dev/null; then
