@@ -423,6 +423,9 @@ def test_device_actions_and_bad_actions():
     with pytest.raises(ValueError):
         g.step(np.full(40, -1, dtype=np.int32))
     compare_states(before, g.get_state(), context="a rejected step changed the state")
+    for t in range(1, 4):  # nor the key stream or the episode accumulators: lockstep goes on
+        a = np.random.default_rng(t).integers(0, 43, 40).astype(np.int32)
+        compare_step(t, c.step(a), g.step(a), c, g)
     g.close()
     with pytest.raises(RuntimeError, match="closed"):
         g.step(actions)

@@ -130,3 +130,26 @@ def test_pregenerated_worlds_equal_generated_after_the_step():
         assert np.all((w >= 0) == done) and np.all(w < num_worlds), f"step {t}: taken worlds {w}"
         ends += int(done.sum())
     assert ends > num_envs
+
+
+def test_rejected_device_actions_change_nothing():
+    """Out-of-range actions on the GPU: ValueError naming the actions, and the env (state, key
+    stream, episode accumulators) exactly as before: lockstep with C goes on after it."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA")
+    kw = {"num_envs": 32, "seed": 5, "max_timesteps": 6, "resets": "optimistic", "reset_ratio": 4}
+    c = pycraftax.make(ENV_ID, backend="c", **kw)
+    g = pycraftax.make(ENV_ID, backend="cuda", **kw)
+    c.reset(seed=5)
+    g.reset(seed=5)
+    rng = np.random.default_rng(5)
+    for t in range(4):
+        step_pair(t, c, g, rng.integers(0, 43, size=32).astype(np.int32))
+    before = g.get_state()
+    with pytest.raises(ValueError, match="actions"):
+        g.step(torch.full((32,), 43, dtype=torch.int32, device="cuda"))
+    compare_states(before, g.get_state(), context="a rejected step changed the state")
+    for t in range(4, 12):  # ends at steps 6 and 12 compare the episode returns and lengths too
+        step_pair(t, c, g, rng.integers(0, 43, size=32).astype(np.int32))
+    g.close()

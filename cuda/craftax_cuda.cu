@@ -54,7 +54,8 @@
 #include "craftax_cuda.h"
 
 #define API_VERSION 7 /* 5: world-generation scratch by warp (craftax_cuda_scratch_entries); 6: lazy floors
-                          (craftax_cuda_complete_floors before reading states back); 7: craftax_cuda_env_step */
+                          (craftax_cuda_complete_floors before reading states back); 7: craftax_cuda_env_step,
+                          craftax_cuda_env_step_optimistic */
 #define THREADS 128
 /* Auto-reset: the reset kernel's blocks are small so that a few hundred resets spread
  * over many SMs (one warp per SM) instead of filling a few. */
@@ -264,6 +265,12 @@ __global__ void expand_obs_kernel(const uint8_t *compact, int64_t num_envs, floa
     float v[4];
     for (int e = 0; e < 4; e++) v[e] = craftax_obs_compact_value(rec, 4 * q + e);
     ((float4 *)obs)[t] = make_float4(v[0], v[1], v[2], v[3]);
+}
+
+/* A host key into device memory without a host wait (a pageable cudaMemcpy waits for the GPU). */
+__global__ void store_key_kernel(CraftaxKey key, uint32_t *out) {
+    out[0] = key.k[0];
+    out[1] = key.k[1];
 }
 
 /* Sets *bad to 1 when any action is outside [0, CRAFTAX_NUM_ACTIONS). */
@@ -482,7 +489,8 @@ struct TakenWorlds { /* the optimistic step: the env at rank r < num_worlds, if 
     const uint64_t *sorted;
     const uint32_t *key;
     int32_t num_worlds;
-    __device__ int64_t size() const { return num_worlds; }
+    const int *bad_actions; /* set: the call is rejected, no world is generated */
+    __device__ int64_t size() const { return bad_actions && *bad_actions ? 0 : num_worlds; }
     __device__ WorldJob job(int64_t rank) const {
         const uint64_t entry = sorted[rank];
         if (entry & CRAFTAX_OPTIMISTIC_NOT_DONE) return {NULL, {{0u, 0u}}, 0}; /* the world floors scan these */
@@ -614,10 +622,11 @@ template <int LPE>
 __global__ void STEP_BOUNDS optimistic_step_kernel(CraftaxState *states, const int32_t *actions, const uint32_t *key,
                                        int64_t num_envs, const CraftaxParams params, float *rewards, uint8_t *dones,
                                        uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements,
-                                       uint64_t *order) {
+                                       uint64_t *order, const int *bad_actions) {
     int lane;
     const int64_t i = env_of_thread<LPE>(&lane);
     if (i >= num_envs) return; /* whole warps when LPE = LANES */
+    if (bad_actions && *bad_actions) return; /* the call fails; no state changes */
     CraftaxKey step_parent, reset_parent, choice_key;
     craftax_optimistic_keys(load_key(key, 0), &step_parent, &reset_parent, &choice_key);
     uint8_t done = 0, term = 0;
@@ -647,10 +656,11 @@ static __device__ __forceinline__ void copy_state_warp(CraftaxState *dst, const 
  * rank >= num_worlds. */
 __global__ void optimistic_take_kernel(CraftaxState *states, const uint64_t *sorted, int64_t num_envs,
                                        int32_t num_worlds, int32_t reset_ratio, const CraftaxState *worlds, int pass,
-                                       int32_t *reset_worlds) {
+                                       int32_t *reset_worlds, const int *bad_actions) {
     const int64_t rank = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / LANES;
     const int lane = (int)(threadIdx.x % LANES);
     if (rank >= num_envs) return;
+    if (bad_actions && *bad_actions) return; /* the call fails; the sort saw stale keys */
     const uint64_t entry = sorted[rank];
     const uint32_t i = (uint32_t)(entry & 0xFFFFFFFFu);
     const int done = !(entry & CRAFTAX_OPTIMISTIC_NOT_DONE);
@@ -888,7 +898,7 @@ int craftax_cuda_init(int device) {
     const KeyedWorlds no_worlds = {NULL, NULL, 0, NULL, NULL};
     world_floors_kernel<KeyedWorlds><<<1, RESET_THREADS>>>(no_worlds, params, NULL, 0, 1);
     world_rest_kernel<KeyedWorlds><<<1, RESET_THREADS>>>(no_worlds, params, 1);
-    const TakenWorlds no_taken = {NULL, NULL, NULL, 0};
+    const TakenWorlds no_taken = {NULL, NULL, NULL, 0, NULL};
     world_floors_kernel<TakenWorlds><<<1, RESET_THREADS>>>(no_taken, params, NULL, 0, 1);
     world_rest_kernel<TakenWorlds><<<1, RESET_THREADS>>>(no_taken, params, 1);
     pending_floors_kernel<<<1, RESET_THREADS>>>(NULL, NULL, 0, params, NULL, 0);
@@ -1394,17 +1404,13 @@ int craftax_cuda_generate_worlds_stream(void *worlds, const uint32_t *keys, int6
     return 0;
 }
 
-int craftax_cuda_step_optimistic_stream(void *states, const int32_t *actions, const uint32_t *key, int64_t num_envs,
-                                        int32_t reset_ratio, const CraftaxParams *params, const void *worlds,
-                                        float *obs, uint8_t *obs_compact, float *rewards, uint8_t *dones,
-                                        uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements,
-                                        int32_t *reset_worlds, void *scratch, void *work, uintptr_t stream) {
-    if (!states || !actions || !key || !params || !dones || !scratch || !work) return CRAFTAX_ERR_NULL;
-    if (num_envs < 0 || num_envs > INT32_MAX) return CRAFTAX_ERR_NUM_ENVS;
-    if (reset_ratio < 1 || num_envs % reset_ratio != 0 || params->day_length <= 0) return CRAFTAX_ERR_ARGUMENT;
-    if (num_envs == 0) return 0;
-    cudaStream_t s = (cudaStream_t)stream;
-    CraftaxState *st = (CraftaxState *)states;
+/* The optimistic step enqueued on `s`; bad_actions (may be NULL): a device flag that, when set
+ * by the action check enqueued before, makes the step, world and take kernels change nothing. */
+static int launch_optimistic(CraftaxState *st, const int32_t *actions, const uint32_t *key, int64_t num_envs,
+                             int32_t reset_ratio, const CraftaxParams *params, const void *worlds, float *obs,
+                             uint8_t *obs_compact, float *rewards, uint8_t *dones, uint8_t *terminated,
+                             uint8_t *truncated, uint8_t *final_achievements, int32_t *reset_worlds, void *scratch,
+                             void *work, cudaStream_t s, const int *bad_actions) {
     CraftaxCudaScratch *scr = (CraftaxCudaScratch *)scratch;
     const int32_t num_worlds = (int32_t)(num_envs / reset_ratio);
     uint64_t *order = (uint64_t *)((char *)work + OPT_KEY_BYTES);
@@ -1416,28 +1422,81 @@ int craftax_cuda_step_optimistic_stream(void *states, const int32_t *actions, co
     if (frc) return frc;
     if (step_lanes_for(num_envs) == LANES)
         optimistic_step_kernel<LANES><<<grid_for_warps(num_envs), THREADS, 0, s>>>(
-            st, actions, key, num_envs, *params, rewards, dones, terminated, truncated, final_achievements, order);
+            st, actions, key, num_envs, *params, rewards, dones, terminated, truncated, final_achievements, order,
+            bad_actions);
     else
         optimistic_step_kernel<1><<<grid_for(num_envs), THREADS, 0, s>>>(
-            st, actions, key, num_envs, *params, rewards, dones, terminated, truncated, final_achievements, order);
+            st, actions, key, num_envs, *params, rewards, dones, terminated, truncated, final_achievements, order,
+            bad_actions);
     CUDA_TRY(cudaGetLastError(), "step_optimistic (step)");
     CUDA_TRY(cub::DeviceRadixSort::SortKeys(sort_temp, sort_bytes, order, sorted, (int)num_envs, 0, 56, s),
              "step_optimistic (order)");
     const CraftaxState *pool = (const CraftaxState *)worlds;
     if (!pool) { /* the ended envs of ranks < num_worlds generate their worlds in place */
-        const TakenWorlds src = {st, sorted, key, num_worlds};
+        const TakenWorlds src = {st, sorted, key, num_worlds, bad_actions};
         const int rc = launch_worlds(src, num_worlds, *params, scr, craftax_cuda_scratch_entries(num_envs), s,
                                      "step_optimistic (resets)");
         if (rc) return rc;
     }
     for (int pass = 0; pass < (pool ? 1 : 2); pass++) {
         optimistic_take_kernel<<<grid_for_warps(num_envs), THREADS, 0, s>>>(
-            st, sorted, num_envs, num_worlds, reset_ratio, pool, pass, reset_worlds);
+            st, sorted, num_envs, num_worlds, reset_ratio, pool, pass, reset_worlds, bad_actions);
         CUDA_TRY(cudaGetLastError(), "step_optimistic (resets)");
     }
     if (obs || obs_compact) {
         observe_kernel<<<grid_for_warps(num_envs), THREADS, 0, s>>>(st, num_envs, obs, obs_compact, dones);
         CUDA_TRY(cudaGetLastError(), "step_optimistic (obs)");
+    }
+    return 0;
+}
+
+int craftax_cuda_step_optimistic_stream(void *states, const int32_t *actions, const uint32_t *key, int64_t num_envs,
+                                        int32_t reset_ratio, const CraftaxParams *params, const void *worlds,
+                                        float *obs, uint8_t *obs_compact, float *rewards, uint8_t *dones,
+                                        uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements,
+                                        int32_t *reset_worlds, void *scratch, void *work, uintptr_t stream) {
+    if (!states || !actions || !key || !params || !dones || !scratch || !work) return CRAFTAX_ERR_NULL;
+    if (num_envs < 0 || num_envs > INT32_MAX) return CRAFTAX_ERR_NUM_ENVS;
+    if (reset_ratio < 1 || num_envs % reset_ratio != 0 || params->day_length <= 0) return CRAFTAX_ERR_ARGUMENT;
+    if (num_envs == 0) return 0;
+    return launch_optimistic((CraftaxState *)states, actions, key, num_envs, reset_ratio, params, worlds, obs,
+                             obs_compact, rewards, dones, terminated, truncated, final_achievements, reset_worlds,
+                             scratch, work, (cudaStream_t)stream, NULL);
+}
+
+/* The optimistic step with one wait at the end (as step_autoreset_sync): the host key stored by
+ * a kernel, the action check's flag read back after the wait, the optional bookkeeping. */
+static int step_optimistic_sync(void *states, const int32_t *actions, const uint32_t *key, int64_t num_envs,
+                                int32_t reset_ratio, const CraftaxParams *params, float *obs, uint8_t *obs_compact,
+                                float *rewards, uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
+                                uint8_t *final_achievements, int32_t *reset_worlds, void *scratch, void *work,
+                                const EpisodeTrack *track) {
+    std::lock_guard<std::mutex> check_lock(g_check_mutex);
+    if (!g_bad_action) CUDA_TRY(cudaMalloc(&g_bad_action, sizeof(int)), "cudaMalloc(action check)");
+    CUDA_TRY(cudaMemsetAsync(g_bad_action, 0, sizeof(int), 0), "cudaMemsetAsync(action check)");
+    check_actions_kernel<<<grid_for(num_envs), THREADS>>>(actions, num_envs, g_bad_action);
+    uint32_t *device_key = (uint32_t *)work;
+    const CraftaxKey k = {{key[0], key[1]}};
+    store_key_kernel<<<1, 1>>>(k, device_key);
+    CUDA_TRY(cudaGetLastError(), "step_optimistic (key)");
+    int rc = launch_optimistic((CraftaxState *)states, actions, device_key, num_envs, reset_ratio, params, NULL, obs,
+                               obs_compact, rewards, dones, terminated, truncated, final_achievements, reset_worlds,
+                               scratch, work, 0, g_bad_action);
+    if (rc) return rc;
+    if (track) {
+        const int64_t threads = track->achievements_scaled ? num_envs * CRAFTAX_NUM_ACHIEVEMENTS : num_envs;
+        track_episodes_kernel<<<grid_for(threads), THREADS>>>(rewards, dones, final_achievements, num_envs,
+                                                               track->ret_acc, track->len_acc, track->ep_return,
+                                                               track->ep_length, track->discount,
+                                                               track->achievements_scaled, g_bad_action);
+    }
+    rc = finish_launch("step_optimistic");
+    if (rc) return rc;
+    int bad = 0;
+    CUDA_TRY(cudaMemcpy(&bad, g_bad_action, sizeof(int), cudaMemcpyDeviceToHost), "action check");
+    if (bad) {
+        snprintf(g_last_error, sizeof(g_last_error), "actions: a value outside [0, %d)", CRAFTAX_NUM_ACTIONS);
+        return CRAFTAX_ERR_ARGUMENT;
     }
     return 0;
 }
@@ -1451,15 +1510,25 @@ int craftax_cuda_step_optimistic_ex(void *states, const int32_t *actions, const 
     if (num_envs < 0 || num_envs > INT32_MAX) return CRAFTAX_ERR_NUM_ENVS;
     if (reset_ratio < 1 || num_envs % reset_ratio != 0 || params->day_length <= 0) return CRAFTAX_ERR_ARGUMENT;
     if (num_envs == 0) return 0;
-    int rc = check_actions_device(actions, num_envs);
-    if (rc) return rc;
-    uint32_t *device_key = (uint32_t *)work;
-    CUDA_TRY(cudaMemcpy(device_key, key, 2 * sizeof(uint32_t), cudaMemcpyHostToDevice), "step_optimistic (key)");
-    rc = craftax_cuda_step_optimistic_stream(states, actions, device_key, num_envs, reset_ratio, params, NULL, obs,
-                                             obs_compact, rewards, dones, terminated, truncated, final_achievements,
-                                             reset_worlds, scratch, work, 0);
-    if (rc) return rc;
-    return finish_launch("step_optimistic");
+    return step_optimistic_sync(states, actions, key, num_envs, reset_ratio, params, obs, obs_compact, rewards, dones,
+                                terminated, truncated, final_achievements, reset_worlds, scratch, work, NULL);
+}
+
+int craftax_cuda_env_step_optimistic(void *states, const int32_t *actions, const uint32_t *key, int64_t num_envs,
+                                     int32_t reset_ratio, const CraftaxParams *params, float *obs,
+                                     uint8_t *obs_compact, float *rewards, uint8_t *dones, uint8_t *terminated,
+                                     uint8_t *truncated, uint8_t *final_achievements, float *ret_acc,
+                                     int32_t *len_acc, float *ep_return, int32_t *ep_length, float *discount,
+                                     float *achievements_scaled, void *scratch, void *work) {
+    if (!states || !actions || !key || !params || !dones || !rewards || !scratch || !work || !ret_acc || !len_acc)
+        return CRAFTAX_ERR_NULL;
+    if (achievements_scaled && !final_achievements) return CRAFTAX_ERR_NULL;
+    if (num_envs < 0 || num_envs > INT32_MAX) return CRAFTAX_ERR_NUM_ENVS;
+    if (reset_ratio < 1 || num_envs % reset_ratio != 0 || params->day_length <= 0) return CRAFTAX_ERR_ARGUMENT;
+    if (num_envs == 0) return 0;
+    const EpisodeTrack track = {ret_acc, len_acc, ep_return, ep_length, discount, achievements_scaled};
+    return step_optimistic_sync(states, actions, key, num_envs, reset_ratio, params, obs, obs_compact, rewards, dones,
+                                terminated, truncated, final_achievements, NULL, scratch, work, &track);
 }
 
 int craftax_cuda_track_episodes(const float *rewards, const uint8_t *dones, const uint8_t *final_achievements,

@@ -176,7 +176,7 @@ int craftax_cuda_env_step(void *states, const int32_t *actions, const uint32_t *
  * craftax_step_optimistic): one step of Craftax_Baselines' OptimisticResetVecEnvWrapper.
  * `work` is device memory of craftax_cuda_optimistic_work_size(num_envs) bytes, `scratch`
  * craftax_cuda_scratch_entries(num_envs) world-generation scratch entries. craftax_cuda_step_optimistic_ex: `key` (uint32
- * [2]) is a HOST pointer, synchronous, actions checked; the taken worlds are generated after
+ * [2]) is a HOST pointer, synchronous (one wait), actions checked; the taken worlds are generated after
  * the step (only those). craftax_cuda_step_optimistic_stream: `key` is a DEVICE pointer,
  * enqueued on `stream` (graph-capturable), actions must be valid; with `worlds` (the step's
  * num_envs / reset_ratio worlds, from craftax_cuda_generate_worlds_stream) the ended envs
@@ -186,6 +186,15 @@ int craftax_cuda_env_step(void *states, const int32_t *actions, const uint32_t *
  * reset, it generates level 0 and leaves levels 1-8 pending (craftax_cuda_complete_floors).
  * The obs of an env that took a world is that world's reset obs. */
 size_t craftax_cuda_optimistic_work_size(int64_t num_envs);
+/* CraftaxEnv.step with optimistic resets in one call, one wait: craftax_cuda_step_optimistic_ex
+ * then craftax_cuda_track_episodes, enqueued together. Actions outside [0, 43) return
+ * CRAFTAX_ERR_ARGUMENT with no state or accumulator changed (the outputs are undefined). */
+int craftax_cuda_env_step_optimistic(void *states, const int32_t *actions, const uint32_t *key, int64_t num_envs,
+                                     int32_t reset_ratio, const CraftaxParams *params, float *obs,
+                                     uint8_t *obs_compact, float *rewards, uint8_t *dones, uint8_t *terminated,
+                                     uint8_t *truncated, uint8_t *final_achievements, float *ret_acc,
+                                     int32_t *len_acc, float *ep_return, int32_t *ep_length, float *discount,
+                                     float *achievements_scaled, void *scratch, void *work);
 int craftax_cuda_step_optimistic_ex(void *states, const int32_t *actions, const uint32_t *key, int64_t num_envs,
                                     int32_t reset_ratio, const CraftaxParams *params, float *obs,
                                     uint8_t *obs_compact, float *rewards, uint8_t *dones, uint8_t *terminated,

@@ -642,29 +642,24 @@ class CudaCraftaxEnv:
         self._check_open()
         lib, n = self._lib, self.num_envs
         actions_p = self._load_actions(actions)
-        self._key, sub = jax_random.split(self._key, 2)
+        next_key, sub = jax_random.split(self._key, 2)  # kept only if the step is accepted
         outputs = (*self._obs_ptrs(), self._p("reward", "float *"), self._p("done", "uint8_t *"),
                    self._p("terminated", "uint8_t *"), self._p("truncated", "uint8_t *"),
                    self._p("final_achievements", "uint8_t *"))
+        # step, resets and bookkeeping in one call with one wait
         if self.resets == "optimistic":
-            lib.check(lib.lib.craftax_cuda_step_optimistic_ex(
+            code = lib.lib.craftax_cuda_env_step_optimistic(
                 self._p("states"), actions_p, lib.ffi.from_buffer("uint32_t[]", sub), n, self.reset_ratio,
-                self._params, *outputs, lib.ffi.NULL, self._p("scratch"), self._p("optimistic_work")), "step")
-            lib.check(
-                lib.lib.craftax_cuda_track_episodes(
-                    self._p("reward", "float *"), self._p("done", "uint8_t *"),
-                    self._p("final_achievements", "uint8_t *"), n, *self._episode_ptrs(),
-                ),
-                "episode bookkeeping",
-            )
-        else:  # key split, step, resets and bookkeeping in one call with one wait
+                self._params, *outputs, *self._episode_ptrs(), self._p("scratch"), self._p("optimistic_work"))
+        else:
             code = lib.lib.craftax_cuda_env_step(
                 self._p("states"), actions_p, lib.ffi.from_buffer("uint32_t[]", sub), self._p("keys", "uint32_t *"),
                 n, self._params, *outputs, *self._episode_ptrs(), self._p("scratch"))
-            if code == ERR_ARGUMENT:
-                raise ValueError(f"step failed: actions must be integers in [0, {NUM_ACTIONS}) "
-                                 f"({lib.last_error()}); no env changed")
-            lib.check(code, "step")
+        if code == ERR_ARGUMENT:
+            raise ValueError(f"step failed: actions must be integers in [0, {NUM_ACTIONS}) "
+                             f"({lib.last_error()}); no env changed")
+        lib.check(code, "step")
+        self._key = next_key
         v = self._views
         return v["obs"], v["reward"], v["terminated"], v["truncated"], dict(self._info_views)
 
