@@ -1218,6 +1218,39 @@ typedef struct {
 
 static cudaEvent_t g_reset_done = NULL;
 
+/* The action check of a one-wait step call (the caller holds g_check_mutex until
+ * finish_step_call): the device flag zeroed, then set by any action outside [0, 43); the step's
+ * kernels read it, so a rejected call changes nothing. */
+static int start_action_check(const int32_t *actions, int64_t num_envs) {
+    if (!g_bad_action) CUDA_TRY(cudaMalloc(&g_bad_action, sizeof(int)), "cudaMalloc(action check)");
+    CUDA_TRY(cudaMemsetAsync(g_bad_action, 0, sizeof(int), 0), "cudaMemsetAsync(action check)");
+    check_actions_kernel<<<grid_for(num_envs), THREADS>>>(actions, num_envs, g_bad_action);
+    CUDA_TRY(cudaGetLastError(), "action check");
+    return 0;
+}
+
+/* The end of a one-wait step call: the episode bookkeeping (track may be NULL), the wait, then
+ * the action check's verdict. */
+static int finish_step_call(int64_t num_envs, const float *rewards, const uint8_t *dones,
+                            const uint8_t *final_achievements, const EpisodeTrack *track, const char *what) {
+    if (track) {
+        const int64_t threads = track->achievements_scaled ? num_envs * CRAFTAX_NUM_ACHIEVEMENTS : num_envs;
+        track_episodes_kernel<<<grid_for(threads), THREADS>>>(rewards, dones, final_achievements, num_envs,
+                                                               track->ret_acc, track->len_acc, track->ep_return,
+                                                               track->ep_length, track->discount,
+                                                               track->achievements_scaled, g_bad_action);
+    }
+    const int rc = finish_launch(what);
+    if (rc) return rc;
+    int bad = 0;
+    CUDA_TRY(cudaMemcpy(&bad, g_bad_action, sizeof(int), cudaMemcpyDeviceToHost), "action check");
+    if (bad) {
+        snprintf(g_last_error, sizeof(g_last_error), "actions: a value outside [0, %d)", CRAFTAX_NUM_ACTIONS);
+        return CRAFTAX_ERR_ARGUMENT;
+    }
+    return 0;
+}
+
 /* The whole auto-reset step on the legacy stream with a single wait at the end: the optional
  * key split (split_from: env.step's key), the action check (its flag read back after the
  * wait; the step and bookkeeping kernels skip all work when it is set, so a rejected call
@@ -1233,11 +1266,9 @@ static int step_autoreset_sync(CraftaxState *states, const int32_t *actions, uin
     if (rc) return rc;
     if (!g_reset_done) CUDA_TRY(cudaEventCreateWithFlags(&g_reset_done, cudaEventDisableTiming), "cudaEventCreate");
     std::lock_guard<std::mutex> check_lock(g_check_mutex);
-    if (!g_bad_action) CUDA_TRY(cudaMalloc(&g_bad_action, sizeof(int)), "cudaMalloc(action check)");
     if (split_from) key_split_kernel<<<grid_for(num_envs), THREADS>>>(*split_from, num_envs, keys);
-    CUDA_TRY(cudaMemsetAsync(g_bad_action, 0, sizeof(int), 0), "cudaMemsetAsync(action check)");
-    check_actions_kernel<<<grid_for(num_envs), THREADS>>>(actions, num_envs, g_bad_action);
-    CUDA_TRY(cudaGetLastError(), "action check");
+    rc = start_action_check(actions, num_envs);
+    if (rc) return rc;
     /* Chunks: kernel A of chunk c+1 (legacy stream) overlaps kernel B of chunk c (the
      * high-priority reset stream), so world generation hides behind stepping. */
     int64_t chunks = (num_envs + g_min_chunk_envs - 1) / g_min_chunk_envs;
@@ -1261,21 +1292,8 @@ static int step_autoreset_sync(CraftaxState *states, const int32_t *actions, uin
     }
     CUDA_TRY(cudaEventRecord(g_reset_done, g_reset_stream), "cudaEventRecord(reset done)");
     CUDA_TRY(cudaStreamWaitEvent(0, g_reset_done, 0), "cudaStreamWaitEvent(reset done)");
-    if (track) {
-        const int64_t threads = track->achievements_scaled ? num_envs * CRAFTAX_NUM_ACHIEVEMENTS : num_envs;
-        track_episodes_kernel<<<grid_for(threads), THREADS>>>(rewards, dones, final_achievements, num_envs,
-                                                               track->ret_acc, track->len_acc, track->ep_return,
-                                                               track->ep_length, track->discount,
-                                                               track->achievements_scaled, g_bad_action);
-    }
-    rc = finish_launch("step_autoreset");
+    rc = finish_step_call(num_envs, rewards, dones, final_achievements, track, "step_autoreset");
     if (rc) return rc;
-    int bad = 0;
-    CUDA_TRY(cudaMemcpy(&bad, g_bad_action, sizeof(int), cudaMemcpyDeviceToHost), "action check");
-    if (bad) {
-        snprintf(g_last_error, sizeof(g_last_error), "actions: a value outside [0, %d)", CRAFTAX_NUM_ACTIONS);
-        return CRAFTAX_ERR_ARGUMENT;
-    }
     if (g_profile && chunks == 1) {
         float t[5] = {0, 0, 0, 0, 0};
         for (int e = 1; e < 5; e++) CUDA_TRY(cudaEventElapsedTime(&t[e], g_prof_events[0], g_prof_events[e]), "profile");
@@ -1472,33 +1490,17 @@ static int step_optimistic_sync(void *states, const int32_t *actions, const uint
                                 uint8_t *final_achievements, int32_t *reset_worlds, void *scratch, void *work,
                                 const EpisodeTrack *track) {
     std::lock_guard<std::mutex> check_lock(g_check_mutex);
-    if (!g_bad_action) CUDA_TRY(cudaMalloc(&g_bad_action, sizeof(int)), "cudaMalloc(action check)");
-    CUDA_TRY(cudaMemsetAsync(g_bad_action, 0, sizeof(int), 0), "cudaMemsetAsync(action check)");
-    check_actions_kernel<<<grid_for(num_envs), THREADS>>>(actions, num_envs, g_bad_action);
+    int rc = start_action_check(actions, num_envs);
+    if (rc) return rc;
     uint32_t *device_key = (uint32_t *)work;
     const CraftaxKey k = {{key[0], key[1]}};
     store_key_kernel<<<1, 1>>>(k, device_key);
     CUDA_TRY(cudaGetLastError(), "step_optimistic (key)");
-    int rc = launch_optimistic((CraftaxState *)states, actions, device_key, num_envs, reset_ratio, params, NULL, obs,
+    rc = launch_optimistic((CraftaxState *)states, actions, device_key, num_envs, reset_ratio, params, NULL, obs,
                                obs_compact, rewards, dones, terminated, truncated, final_achievements, reset_worlds,
                                scratch, work, 0, g_bad_action);
     if (rc) return rc;
-    if (track) {
-        const int64_t threads = track->achievements_scaled ? num_envs * CRAFTAX_NUM_ACHIEVEMENTS : num_envs;
-        track_episodes_kernel<<<grid_for(threads), THREADS>>>(rewards, dones, final_achievements, num_envs,
-                                                               track->ret_acc, track->len_acc, track->ep_return,
-                                                               track->ep_length, track->discount,
-                                                               track->achievements_scaled, g_bad_action);
-    }
-    rc = finish_launch("step_optimistic");
-    if (rc) return rc;
-    int bad = 0;
-    CUDA_TRY(cudaMemcpy(&bad, g_bad_action, sizeof(int), cudaMemcpyDeviceToHost), "action check");
-    if (bad) {
-        snprintf(g_last_error, sizeof(g_last_error), "actions: a value outside [0, %d)", CRAFTAX_NUM_ACTIONS);
-        return CRAFTAX_ERR_ARGUMENT;
-    }
-    return 0;
+    return finish_step_call(num_envs, rewards, dones, final_achievements, track, "step_optimistic");
 }
 
 int craftax_cuda_step_optimistic_ex(void *states, const int32_t *actions, const uint32_t *key, int64_t num_envs,
