@@ -787,18 +787,28 @@ static int ensure_autoreset_locked(int64_t num_envs) {
 static std::mutex g_check_mutex;
 static int *g_bad_action = NULL;
 
+/* The device flag zeroed, then set by any action outside [0, 43) (the caller holds
+ * g_check_mutex until it has read the verdict). The one-wait step calls pass the flag to their
+ * kernels, which then change nothing, and read the verdict after their wait. */
+static int start_action_check(const int32_t *actions, int64_t num_envs) {
+    if (!g_bad_action) CUDA_TRY(cudaMalloc(&g_bad_action, sizeof(int)), "cudaMalloc(action check)");
+    CUDA_TRY(cudaMemsetAsync(g_bad_action, 0, sizeof(int), 0), "cudaMemsetAsync(action check)");
+    check_actions_kernel<<<grid_for(num_envs), THREADS>>>(actions, num_envs, g_bad_action);
+    CUDA_TRY(cudaGetLastError(), "action check");
+    return 0;
+}
+static int action_check_verdict(void) {
+    int bad = 0;
+    CUDA_TRY(cudaMemcpy(&bad, g_bad_action, sizeof(int), cudaMemcpyDeviceToHost), "action check");
+    if (!bad) return 0;
+    snprintf(g_last_error, sizeof(g_last_error), "actions: a value outside [0, %d)", CRAFTAX_NUM_ACTIONS);
+    return CRAFTAX_ERR_ARGUMENT;
+}
+/* The check on its own, waited for (step_with_keys). */
 static int check_actions_device(const int32_t *actions, int64_t num_envs) {
     std::lock_guard<std::mutex> lock(g_check_mutex);
-    int host_bad = 0;
-    if (!g_bad_action) CUDA_TRY(cudaMalloc(&g_bad_action, sizeof(int)), "cudaMalloc(action check)");
-    cudaError_t err = cudaMemsetAsync(g_bad_action, 0, sizeof(int), 0);
-    if (err == cudaSuccess) {
-        check_actions_kernel<<<grid_for(num_envs), THREADS>>>(actions, num_envs, g_bad_action);
-        err = cudaGetLastError();
-    }
-    if (err == cudaSuccess) err = cudaMemcpy(&host_bad, g_bad_action, sizeof(int), cudaMemcpyDeviceToHost);
-    if (err != cudaSuccess) return record(err, "action check");
-    return host_bad ? CRAFTAX_ERR_ARGUMENT : 0;
+    const int rc = start_action_check(actions, num_envs);
+    return rc ? rc : action_check_verdict();
 }
 
 /* Lanes per env of the step kernels for a batch of n envs. A warp per env shortens a step's
@@ -1218,17 +1228,6 @@ typedef struct {
 
 static cudaEvent_t g_reset_done = NULL;
 
-/* The action check of a one-wait step call (the caller holds g_check_mutex until
- * finish_step_call): the device flag zeroed, then set by any action outside [0, 43); the step's
- * kernels read it, so a rejected call changes nothing. */
-static int start_action_check(const int32_t *actions, int64_t num_envs) {
-    if (!g_bad_action) CUDA_TRY(cudaMalloc(&g_bad_action, sizeof(int)), "cudaMalloc(action check)");
-    CUDA_TRY(cudaMemsetAsync(g_bad_action, 0, sizeof(int), 0), "cudaMemsetAsync(action check)");
-    check_actions_kernel<<<grid_for(num_envs), THREADS>>>(actions, num_envs, g_bad_action);
-    CUDA_TRY(cudaGetLastError(), "action check");
-    return 0;
-}
-
 /* The end of a one-wait step call: the episode bookkeeping (track may be NULL), the wait, then
  * the action check's verdict. */
 static int finish_step_call(int64_t num_envs, const float *rewards, const uint8_t *dones,
@@ -1242,13 +1241,7 @@ static int finish_step_call(int64_t num_envs, const float *rewards, const uint8_
     }
     const int rc = finish_launch(what);
     if (rc) return rc;
-    int bad = 0;
-    CUDA_TRY(cudaMemcpy(&bad, g_bad_action, sizeof(int), cudaMemcpyDeviceToHost), "action check");
-    if (bad) {
-        snprintf(g_last_error, sizeof(g_last_error), "actions: a value outside [0, %d)", CRAFTAX_NUM_ACTIONS);
-        return CRAFTAX_ERR_ARGUMENT;
-    }
-    return 0;
+    return action_check_verdict();
 }
 
 /* The whole auto-reset step on the legacy stream with a single wait at the end: the optional
