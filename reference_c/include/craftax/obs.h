@@ -6,6 +6,8 @@
 #define CRAFTAX_OBS_H
 
 #include <math.h>
+#include <stddef.h>
+#include <string.h>
 
 #include "state.h"
 
@@ -59,23 +61,65 @@ static inline CRAFTAX_HD void craftax_obs_scatter_mob(float *obs, uint8_t *rec, 
     const uint8_t bit = (uint8_t)(1u << (ch % 8));
     *byte = on_screen ? (uint8_t)(*byte | bit) : (uint8_t)(*byte & ~bit);
 }
+/* The level's 14 mob slots in upstream's scatter order: melee 0-2, passive 3-5, ranged 6-7,
+ * mob projectiles 8-10, player projectiles 11-13 (their obs class is that order's index). */
+#define CRAFTAX_OBS_MOB_SLOTS                                                                                   \
+    (CRAFTAX_MAX_MELEE_MOBS + CRAFTAX_MAX_PASSIVE_MOBS + CRAFTAX_MAX_RANGED_MOBS + CRAFTAX_MAX_MOB_PROJECTILES + \
+     CRAFTAX_MAX_PLAYER_PROJECTILES)
+static inline CRAFTAX_HD int craftax_obs_mob_slot_fields(const CraftaxLevelMobs *m, int slot, const int32_t **pos,
+                                                         uint8_t *mask, int32_t *type_id) {
+#define CRAFTAX_SLOT_OF(mobs, j) (*pos = (mobs).position[j], *mask = (mobs).mask[j], *type_id = (mobs).type_id[j])
+    if (slot < CRAFTAX_MAX_MELEE_MOBS) return CRAFTAX_SLOT_OF(m->melee_mobs, slot), 0;
+    slot -= CRAFTAX_MAX_MELEE_MOBS;
+    if (slot < CRAFTAX_MAX_PASSIVE_MOBS) return CRAFTAX_SLOT_OF(m->passive_mobs, slot), 1;
+    slot -= CRAFTAX_MAX_PASSIVE_MOBS;
+    if (slot < CRAFTAX_MAX_RANGED_MOBS) return CRAFTAX_SLOT_OF(m->ranged_mobs, slot), 2;
+    slot -= CRAFTAX_MAX_RANGED_MOBS;
+    if (slot < CRAFTAX_MAX_MOB_PROJECTILES) return CRAFTAX_SLOT_OF(m->mob_projectiles, slot), 3;
+    slot -= CRAFTAX_MAX_MOB_PROJECTILES;
+    return CRAFTAX_SLOT_OF(m->player_projectiles, slot), 4;
+#undef CRAFTAX_SLOT_OF
+}
 static inline CRAFTAX_HD void craftax_obs_scatter_mobs(float *obs, uint8_t *rec, const CraftaxState *s) {
-    const int level = s->player_level;
-    for (int i = 0; i < CRAFTAX_MAX_MELEE_MOBS; i++)
-        craftax_obs_scatter_mob(obs, rec, s, s->mobs[level].melee_mobs.position[i], s->mobs[level].melee_mobs.mask[i],
-                                s->mobs[level].melee_mobs.type_id[i], 0);
-    for (int i = 0; i < CRAFTAX_MAX_PASSIVE_MOBS; i++)
-        craftax_obs_scatter_mob(obs, rec, s, s->mobs[level].passive_mobs.position[i], s->mobs[level].passive_mobs.mask[i],
-                                s->mobs[level].passive_mobs.type_id[i], 1);
-    for (int i = 0; i < CRAFTAX_MAX_RANGED_MOBS; i++)
-        craftax_obs_scatter_mob(obs, rec, s, s->mobs[level].ranged_mobs.position[i], s->mobs[level].ranged_mobs.mask[i],
-                                s->mobs[level].ranged_mobs.type_id[i], 2);
-    for (int i = 0; i < CRAFTAX_MAX_MOB_PROJECTILES; i++)
-        craftax_obs_scatter_mob(obs, rec, s, s->mobs[level].mob_projectiles.position[i], s->mobs[level].mob_projectiles.mask[i],
-                                s->mobs[level].mob_projectiles.type_id[i], 3);
-    for (int i = 0; i < CRAFTAX_MAX_PLAYER_PROJECTILES; i++)
-        craftax_obs_scatter_mob(obs, rec, s, s->mobs[level].player_projectiles.position[i],
-                                s->mobs[level].player_projectiles.mask[i], s->mobs[level].player_projectiles.type_id[i], 4);
+    for (int slot = 0; slot < CRAFTAX_OBS_MOB_SLOTS; slot++) {
+        const int32_t *pos;
+        uint8_t mask;
+        int32_t type_id;
+        const int mob_class = craftax_obs_mob_slot_fields(&s->mobs[s->player_level], slot, &pos, &mask, &type_id);
+        craftax_obs_scatter_mob(obs, rec, s, pos, mask, type_id, mob_class);
+    }
+}
+/* The mob bits of the compact record `rec`, whose cells' mob bytes are 0. On the GPU with a
+ * warp (lanes: common.h) each slot is a lane's: where slots hit the same cell and channel the
+ * last in scatter order wins, and as the bits start at 0 only winners that write a 1 store. */
+static inline CRAFTAX_HD void craftax_obs_scatter_mobs_compact_lanes(uint8_t *rec, const CraftaxState *s, int lane,
+                                                                     int lanes) {
+#ifdef __CUDA_ARCH__
+    if (lanes > 1) {
+        int cell = 0, ch = 0, on_screen = 0, dropped = 1;
+        if (lane < CRAFTAX_OBS_MOB_SLOTS) {
+            const int32_t *pos;
+            uint8_t mask;
+            int32_t type_id;
+            const int mob_class = craftax_obs_mob_slot_fields(&s->mobs[s->player_level], lane, &pos, &mask, &type_id);
+            dropped = !craftax_obs_mob_slot(s, pos, mask, type_id, mob_class, &cell, &ch, &on_screen);
+        }
+        const unsigned writers = __ballot_sync(0xffffffffu, !dropped);
+        int sets = 0;
+        if (!dropped) {
+            const unsigned same_target = __match_any_sync(writers, cell * 64 + ch);
+            sets = on_screen && lane == 31 - __clz(same_target);
+        }
+        /* one lane stores: several winners can share a byte */
+        for (unsigned setters = __ballot_sync(0xffffffffu, sets); setters; setters &= setters - 1) {
+            const int from = __ffs(setters) - 1;
+            const int c = __shfl_sync(0xffffffffu, cell, from), h = __shfl_sync(0xffffffffu, ch, from);
+            if (lane == 0) rec[CRAFTAX_OBS_COMPACT_CELLS + c * 8 + 3 + h / 8] |= (uint8_t)(1u << (h % 8));
+        }
+        return;
+    }
+#endif
+    if (lane == 0) craftax_obs_scatter_mobs(0, rec, s);
 }
 
 /* x / 10 in upstream is computed by XLA as x * float32(0.1) (UPSTREAM_NOTES 3.1) when x
@@ -86,55 +130,114 @@ static inline CRAFTAX_HD void craftax_obs_scatter_mobs(float *obs, uint8_t *rec,
 static inline CRAFTAX_HD float craftax_div10(float x, int folded) { return folded ? x / 10.0f : x * 0.1f; }
 static inline CRAFTAX_HD float craftax_sqrt_div10(int32_t n) { return sqrtf((float)n) * 0.1f; }
 
-/* The 51 scalars after the map view. */
-static inline CRAFTAX_HD void craftax_render_symbolic_scalars_to(const CraftaxState *s, float *v, int fresh_world) {
-    const int level = s->player_level;
-    const CraftaxInventory *inv = &s->inventory;
-    *v++ = craftax_sqrt_div10(inv->wood);
-    *v++ = craftax_sqrt_div10(inv->stone);
-    *v++ = craftax_sqrt_div10(inv->coal);
-    *v++ = craftax_sqrt_div10(inv->iron);
-    *v++ = craftax_sqrt_div10(inv->diamond);
-    *v++ = craftax_sqrt_div10(inv->sapphire);
-    *v++ = craftax_sqrt_div10(inv->ruby);
-    *v++ = craftax_sqrt_div10(inv->sapling);
-    *v++ = craftax_sqrt_div10(inv->torches);
-    *v++ = craftax_sqrt_div10(inv->arrows);
-    *v++ = (float)inv->books * 0.5f;
-    *v++ = (float)inv->pickaxe * 0.25f;
-    *v++ = (float)inv->sword * 0.25f;
-    *v++ = (float)s->sword_enchantment;
-    *v++ = (float)s->bow_enchantment;
-    *v++ = (float)inv->bow;
-    for (int i = 0; i < 6; i++) *v++ = craftax_sqrt_div10(inv->potions[i]);
-    *v++ = craftax_div10(s->player_health, fresh_world);
-    *v++ = craftax_div10((float)s->player_food, fresh_world);
-    *v++ = craftax_div10((float)s->player_drink, fresh_world);
-    *v++ = craftax_div10((float)s->player_energy, fresh_world);
-    *v++ = craftax_div10((float)s->player_mana, fresh_world);
-    *v++ = craftax_div10((float)s->player_xp, fresh_world);
-    *v++ = craftax_div10((float)s->player_dexterity, fresh_world);
-    *v++ = craftax_div10((float)s->player_strength, fresh_world);
-    *v++ = craftax_div10((float)s->player_intelligence, fresh_world);
-    for (int i = 0; i < 4; i++) *v++ = s->player_direction - 1 == i ? 1.0f : 0.0f;
-    for (int i = 0; i < 4; i++) *v++ = (float)s->inventory.armour[i] * 0.5f;
-    for (int i = 0; i < 4; i++) *v++ = (float)s->armour_enchantments[i];
-    *v++ = s->light_level;
-    *v++ = s->is_sleeping ? 1.0f : 0.0f;
-    *v++ = s->is_resting ? 1.0f : 0.0f;
-    *v++ = s->learned_spells[0] ? 1.0f : 0.0f;
-    *v++ = s->learned_spells[1] ? 1.0f : 0.0f;
-    *v++ = craftax_div10((float)s->player_level, fresh_world);
-    *v++ = s->monsters_killed[level] >= CRAFTAX_MONSTERS_KILLED_TO_CLEAR_LEVEL ? 1.0f : 0.0f;
-    *v++ = craftax_is_boss_vulnerable(s) ? 1.0f : 0.0f;
+/* The 51 scalars after the map view, as a table: scalar k is one field read and one
+ * conversion, so that a warp's lanes render them side by side (the obs kernel's lane 0 had
+ * rendered all 51 one after another, each store through a uint8_t pointer making the next
+ * field's load wait for it). */
+enum {
+    CRAFTAX_SCALAR_SQRT_DIV10,  /* int32 n: sqrt(n) * 0.1 */
+    CRAFTAX_SCALAR_SCALED,      /* int32 n: n * (1 / arg), arg 1, 2 or 4 */
+    CRAFTAX_SCALAR_DIV10_INT,   /* int32 n: craftax_div10(n) */
+    CRAFTAX_SCALAR_DIV10_FLOAT, /* float x: craftax_div10(x) */
+    CRAFTAX_SCALAR_FLOAT,       /* float x as it is */
+    CRAFTAX_SCALAR_EQUALS,      /* int32 n: n == arg */
+    CRAFTAX_SCALAR_FLAG,        /* uint8 b: b != 0 */
+    CRAFTAX_SCALAR_LEVEL_CLEARED, /* monsters_killed[player_level] >= CRAFTAX_MONSTERS_KILLED_TO_CLEAR_LEVEL */
+    CRAFTAX_SCALAR_BOSS_VULNERABLE
+};
+typedef struct {
+    uint32_t offset; /* of the field in CraftaxState */
+    uint8_t kind, arg;
+} CraftaxObsScalar;
+#define CRAFTAX_OBS_NUM_SCALARS 51
+#define CRAFTAX_SCALAR_OF(field, k, kind, arg) {(uint32_t)(offsetof(CraftaxState, field) + 4 * (k)), kind, arg}
+#define CRAFTAX_SCALAR_INV_SQRT(field, k) \
+    {(uint32_t)(offsetof(CraftaxState, inventory) + offsetof(CraftaxInventory, field) + 4 * (k)), CRAFTAX_SCALAR_SQRT_DIV10, 0}
+#define CRAFTAX_SCALAR_INV_SCALED(field, k, divisor) \
+    {(uint32_t)(offsetof(CraftaxState, inventory) + offsetof(CraftaxInventory, field) + 4 * (k)), CRAFTAX_SCALAR_SCALED, divisor}
+static CRAFTAX_CONST CraftaxObsScalar CRAFTAX_OBS_SCALARS[CRAFTAX_OBS_NUM_SCALARS] = {
+    CRAFTAX_SCALAR_INV_SQRT(wood, 0), CRAFTAX_SCALAR_INV_SQRT(stone, 0), CRAFTAX_SCALAR_INV_SQRT(coal, 0),
+    CRAFTAX_SCALAR_INV_SQRT(iron, 0), CRAFTAX_SCALAR_INV_SQRT(diamond, 0), CRAFTAX_SCALAR_INV_SQRT(sapphire, 0),
+    CRAFTAX_SCALAR_INV_SQRT(ruby, 0), CRAFTAX_SCALAR_INV_SQRT(sapling, 0), CRAFTAX_SCALAR_INV_SQRT(torches, 0),
+    CRAFTAX_SCALAR_INV_SQRT(arrows, 0),
+    CRAFTAX_SCALAR_INV_SCALED(books, 0, 2), CRAFTAX_SCALAR_INV_SCALED(pickaxe, 0, 4),
+    CRAFTAX_SCALAR_INV_SCALED(sword, 0, 4),
+    CRAFTAX_SCALAR_OF(sword_enchantment, 0, CRAFTAX_SCALAR_SCALED, 1),
+    CRAFTAX_SCALAR_OF(bow_enchantment, 0, CRAFTAX_SCALAR_SCALED, 1), CRAFTAX_SCALAR_INV_SCALED(bow, 0, 1),
+    CRAFTAX_SCALAR_INV_SQRT(potions, 0), CRAFTAX_SCALAR_INV_SQRT(potions, 1), CRAFTAX_SCALAR_INV_SQRT(potions, 2),
+    CRAFTAX_SCALAR_INV_SQRT(potions, 3), CRAFTAX_SCALAR_INV_SQRT(potions, 4), CRAFTAX_SCALAR_INV_SQRT(potions, 5),
+    CRAFTAX_SCALAR_OF(player_health, 0, CRAFTAX_SCALAR_DIV10_FLOAT, 0),
+    CRAFTAX_SCALAR_OF(player_food, 0, CRAFTAX_SCALAR_DIV10_INT, 0),
+    CRAFTAX_SCALAR_OF(player_drink, 0, CRAFTAX_SCALAR_DIV10_INT, 0),
+    CRAFTAX_SCALAR_OF(player_energy, 0, CRAFTAX_SCALAR_DIV10_INT, 0),
+    CRAFTAX_SCALAR_OF(player_mana, 0, CRAFTAX_SCALAR_DIV10_INT, 0),
+    CRAFTAX_SCALAR_OF(player_xp, 0, CRAFTAX_SCALAR_DIV10_INT, 0),
+    CRAFTAX_SCALAR_OF(player_dexterity, 0, CRAFTAX_SCALAR_DIV10_INT, 0),
+    CRAFTAX_SCALAR_OF(player_strength, 0, CRAFTAX_SCALAR_DIV10_INT, 0),
+    CRAFTAX_SCALAR_OF(player_intelligence, 0, CRAFTAX_SCALAR_DIV10_INT, 0),
+    /* the direction one-hot: direction - 1 == i */
+    CRAFTAX_SCALAR_OF(player_direction, 0, CRAFTAX_SCALAR_EQUALS, 1),
+    CRAFTAX_SCALAR_OF(player_direction, 0, CRAFTAX_SCALAR_EQUALS, 2),
+    CRAFTAX_SCALAR_OF(player_direction, 0, CRAFTAX_SCALAR_EQUALS, 3),
+    CRAFTAX_SCALAR_OF(player_direction, 0, CRAFTAX_SCALAR_EQUALS, 4),
+    CRAFTAX_SCALAR_INV_SCALED(armour, 0, 2), CRAFTAX_SCALAR_INV_SCALED(armour, 1, 2),
+    CRAFTAX_SCALAR_INV_SCALED(armour, 2, 2), CRAFTAX_SCALAR_INV_SCALED(armour, 3, 2),
+    CRAFTAX_SCALAR_OF(armour_enchantments, 0, CRAFTAX_SCALAR_SCALED, 1),
+    CRAFTAX_SCALAR_OF(armour_enchantments, 1, CRAFTAX_SCALAR_SCALED, 1),
+    CRAFTAX_SCALAR_OF(armour_enchantments, 2, CRAFTAX_SCALAR_SCALED, 1),
+    CRAFTAX_SCALAR_OF(armour_enchantments, 3, CRAFTAX_SCALAR_SCALED, 1),
+    CRAFTAX_SCALAR_OF(light_level, 0, CRAFTAX_SCALAR_FLOAT, 0),
+    CRAFTAX_SCALAR_OF(is_sleeping, 0, CRAFTAX_SCALAR_FLAG, 0),
+    CRAFTAX_SCALAR_OF(is_resting, 0, CRAFTAX_SCALAR_FLAG, 0),
+    {(uint32_t)offsetof(CraftaxState, learned_spells), CRAFTAX_SCALAR_FLAG, 0},
+    {(uint32_t)(offsetof(CraftaxState, learned_spells) + 1), CRAFTAX_SCALAR_FLAG, 0},
+    CRAFTAX_SCALAR_OF(player_level, 0, CRAFTAX_SCALAR_DIV10_INT, 0),
+    CRAFTAX_SCALAR_OF(monsters_killed, 0, CRAFTAX_SCALAR_LEVEL_CLEARED, 0),
+    {0, CRAFTAX_SCALAR_BOSS_VULNERABLE, 0},
+};
+#undef CRAFTAX_SCALAR_INV_SQRT
+#undef CRAFTAX_SCALAR_INV_SCALED
+#undef CRAFTAX_SCALAR_OF
+
+/* Scalar k (0..50). The field is loaded before the conversion branches, so that lanes on
+ * different kinds wait for their loads together. */
+static inline CRAFTAX_HD float craftax_obs_scalar(const CraftaxState *s, int k, int fresh_world) {
+    const CraftaxObsScalar e = CRAFTAX_OBS_SCALARS[k];
+    const char *field = (const char *)s + e.offset;
+    if (e.kind == CRAFTAX_SCALAR_LEVEL_CLEARED) field += 4 * s->player_level;
+    int32_t n = 0;
+    float x = 0.0f;
+    if (e.kind == CRAFTAX_SCALAR_FLAG)
+        n = *(const uint8_t *)field;
+    else if (e.kind == CRAFTAX_SCALAR_DIV10_FLOAT || e.kind == CRAFTAX_SCALAR_FLOAT)
+        memcpy(&x, field, 4);
+    else if (e.kind != CRAFTAX_SCALAR_BOSS_VULNERABLE)
+        memcpy(&n, field, 4);
+    switch (e.kind) {
+    case CRAFTAX_SCALAR_SQRT_DIV10: return craftax_sqrt_div10(n);
+    case CRAFTAX_SCALAR_SCALED: return (float)n * (1.0f / (float)e.arg);
+    case CRAFTAX_SCALAR_DIV10_INT: return craftax_div10((float)n, fresh_world);
+    case CRAFTAX_SCALAR_DIV10_FLOAT: return craftax_div10(x, fresh_world);
+    case CRAFTAX_SCALAR_FLOAT: return x;
+    case CRAFTAX_SCALAR_EQUALS: return n == e.arg ? 1.0f : 0.0f;
+    case CRAFTAX_SCALAR_FLAG: return n ? 1.0f : 0.0f;
+    case CRAFTAX_SCALAR_LEVEL_CLEARED: return n >= CRAFTAX_MONSTERS_KILLED_TO_CLEAR_LEVEL ? 1.0f : 0.0f;
+    default: return craftax_is_boss_vulnerable(s) ? 1.0f : 0.0f;
+    }
+}
+
+/* The scalars into v[0..51), a lane's share of them (lanes: common.h). */
+static inline CRAFTAX_HD void craftax_render_symbolic_scalars_lanes(const CraftaxState *s, float *v, int fresh_world,
+                                                                    int lane, int lanes) {
+    CRAFTAX_FOR_LANE(k, CRAFTAX_OBS_NUM_SCALARS, lane, lanes) v[k] = craftax_obs_scalar(s, k, fresh_world);
 }
 static inline CRAFTAX_HD void craftax_render_symbolic_scalars(const CraftaxState *s, float *obs, int fresh_world) {
-    craftax_render_symbolic_scalars_to(s, obs + CRAFTAX_OBS_MAP_SIZE, fresh_world);
+    craftax_render_symbolic_scalars_lanes(s, obs + CRAFTAX_OBS_MAP_SIZE, fresh_world, 0, 1);
 }
 
 /* `fresh_world`: the state was just generated by reset_env (see craftax_div10).
  * Lanes (common.h): the zero fill and the 99 view cells are shared (a warp writes the
- * 33 KB coalesced), the mob scatter and the scalars are lane 0's. */
+ * 33 KB coalesced) and so are the scalars; the mob scatter is lane 0's. */
 static inline CRAFTAX_HD void craftax_render_symbolic_lanes(const CraftaxState *s, float *obs, int fresh_world,
                                                             int lane, int lanes) {
     const int level = s->player_level;
@@ -166,7 +269,7 @@ static inline CRAFTAX_HD void craftax_render_symbolic_lanes(const CraftaxState *
             cell[CRAFTAX_OBS_CHANNELS - 1] = 1.0f;
         }
     }
-    if (lane == 0) craftax_render_symbolic_scalars(s, obs, fresh_world);
+    craftax_render_symbolic_scalars_lanes(s, obs + CRAFTAX_OBS_MAP_SIZE, fresh_world, lane, lanes);
     craftax_lanes_sync(lanes);
 }
 
@@ -192,7 +295,7 @@ static inline CRAFTAX_HD void craftax_store_u64(uint8_t *p, uint64_t v) {
 }
 
 /* The compact record of craftax_render_symbolic_lanes(s, ., fresh_world): same reads, same
- * order of the mob scatter. Lanes: cells shared, mobs and scalars on lane 0; ends synced. */
+ * order of the mob scatter. Lanes: cells, mob slots and scalars shared; ends synced. */
 static inline CRAFTAX_HD void craftax_render_compact_lanes(const CraftaxState *s, uint8_t *rec, int fresh_world,
                                                            int lane, int lanes) {
     const int level = s->player_level;
@@ -214,10 +317,8 @@ static inline CRAFTAX_HD void craftax_render_compact_lanes(const CraftaxState *s
         for (int i = CRAFTAX_OBS_COMPACT_CELLS + 99 * 8; i < CRAFTAX_OBS_COMPACT_SIZE; i++) rec[i] = 0;
     }
     craftax_lanes_sync(lanes);
-    if (lane == 0) {
-        craftax_obs_scatter_mobs(0, rec, s);
-        craftax_render_symbolic_scalars_to(s, (float *)(void *)rec, fresh_world);
-    }
+    craftax_obs_scatter_mobs_compact_lanes(rec, s, lane, lanes);
+    craftax_render_symbolic_scalars_lanes(s, (float *)(void *)rec, fresh_world, lane, lanes);
     craftax_lanes_sync(lanes);
 }
 
