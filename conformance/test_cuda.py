@@ -294,6 +294,40 @@ def test_lockstep_autoreset_chunks(chunks, min_chunk_envs):
         lib.check(lib.lib.craftax_cuda_set_autoreset_chunks(1, 16384), "set_autoreset_chunks")
 
 
+@pytest.mark.parametrize("resets", ["auto", "optimistic"])
+def test_achievement_rows_across_calls(resets):
+    """step() rewrites an achievement row only where the env ends or ended in the step
+    before (craftax_cuda_env_step): the rows stay equal to C's across endings with
+    achievements, a step_with_keys and a reset in between."""
+    num_envs, steps = 64, 18
+    c, g = make_pair(num_envs, seed=9, max_timesteps=7, resets=resets)
+    c.reset(seed=9)
+    g.reset(seed=9)
+    rng = np.random.default_rng(9)
+    rows_set = 0
+    for t in range(steps):
+        actions = rng.integers(0, 43, size=num_envs).astype(np.int32)
+        if t in (2, 10):  # ending with achievements: dead players holding random achievements
+            state = c.get_state()
+            state["achievements"] = rng.random(state["achievements"].shape) < 0.3
+            state["player_health"] = np.where(rng.random(num_envs) < 0.4, np.float32(0.0),
+                                              state["player_health"]).astype(np.float32)
+            c.set_state(state)
+            g.set_state(state)
+        if t == 6:
+            keys = rng.integers(0, 2**32, size=(num_envs, 2), dtype=np.uint32)
+            compare_step(t, c.step_with_keys(actions, keys), g.step_with_keys(actions, keys), c, g, keys)
+            continue
+        if t == 13:
+            c.reset(seed=10)
+            g.reset(seed=10)
+        c_out = c.step(actions)
+        compare_step(t, c_out, g.step(actions), c, g)
+        rows_set += int(np.any(np.asarray(c_out[-1]["achievements"]), axis=1).sum())
+    assert rows_set > 0, "no step ended an episode with achievements"
+    g.close()
+
+
 # -- compact obs ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("num_envs,seed", [(37, 21), (130, 4)])
 def test_compact_obs_lockstep(num_envs, seed):

@@ -53,9 +53,9 @@
 #include "craftax/worldgen.h"
 #include "craftax_cuda.h"
 
-#define API_VERSION 7 /* 5: world-generation scratch by warp (craftax_cuda_scratch_entries); 6: lazy floors
+#define API_VERSION 8 /* 5: world-generation scratch by warp (craftax_cuda_scratch_entries); 6: lazy floors
                           (craftax_cuda_complete_floors before reading states back); 7: craftax_cuda_env_step,
-                          craftax_cuda_env_step_optimistic */
+                          craftax_cuda_env_step_optimistic; 8: those two update the achievement rows in place */
 #define THREADS 128
 /* Auto-reset: the reset kernel's blocks are small so that a few hundred resets spread
  * over many SMs (one warp per SM) instead of filling a few. */
@@ -294,14 +294,40 @@ __global__ void step_kernel(CraftaxState *states, const int32_t *actions, const 
     if (dones) dones[i] = done;
 }
 
-/* An env's row of final_achievements: the stepped state's achievements where it ended, zeros
- * elsewhere, written once (the step kernels used to let the step copy all 67 bytes and then
- * zero them for the envs that did not end: two strided byte passes). */
-static __device__ __forceinline__ void write_final_achievements(uint8_t *row, const CraftaxState *s, int done) {
-    if (done)
-        memcpy(row, s->achievements, CRAFTAX_NUM_ACHIEVEMENTS);
-    else
-        memset(row, 0, CRAFTAX_NUM_ACHIEVEMENTS);
+/* The achievement rows a step writes (either may be NULL): final_achievements (uint8 [N, 67],
+ * the stepped state's achievements where the env ended, else 0) and achievements_scaled
+ * (float [N, 67], the same times 100: CraftaxEnv.step's "Achievements/<name>" info).
+ * changed_only: the rows are the outputs of the caller's previous step (zero before its
+ * first), so only rows where the env ends now or ended then (`dones` before this step) can
+ * change; the others stay 0 unwritten. Written densely, every thread stored 67 strided bytes
+ * each step (64 MB in 2 M warp stores at 962,560 envs) and the bookkeeping 258 MB of floats. */
+typedef struct {
+    uint8_t *final_achievements;
+    float *achievements_scaled;
+    int changed_only;
+} AchievementRows;
+static AchievementRows dense_rows(uint8_t *final_achievements) {
+    const AchievementRows rows = {final_achievements, NULL, 0};
+    return rows;
+}
+
+/* Env i's rows after its step (lane 0, before dones[i] is overwritten). */
+static __device__ __forceinline__ void write_achievement_rows(const AchievementRows &rows, int64_t i,
+                                                              const CraftaxState *s, int done, const uint8_t *dones) {
+    if (!rows.final_achievements && !rows.achievements_scaled) return;
+    if (!done && rows.changed_only && !dones[i]) return;
+    if (rows.final_achievements) {
+        uint8_t *row = rows.final_achievements + i * CRAFTAX_NUM_ACHIEVEMENTS;
+        if (done)
+            memcpy(row, s->achievements, CRAFTAX_NUM_ACHIEVEMENTS);
+        else
+            memset(row, 0, CRAFTAX_NUM_ACHIEVEMENTS);
+    }
+    if (rows.achievements_scaled) {
+        float *row = rows.achievements_scaled + i * CRAFTAX_NUM_ACHIEVEMENTS;
+        for (int k = 0; k < CRAFTAX_NUM_ACHIEVEMENTS; k++)
+            row[k] = done ? (float)s->achievements[k] * 100.0f : 0.0f;
+    }
 }
 
 /* Auto-reset, kernel A: the step part of craftax_step_autoreset_one for envs
@@ -331,7 +357,7 @@ template <int LPE>
 __global__ void STEP_BOUNDS autoreset_step_kernel(CraftaxState *states, const int32_t *actions, const uint32_t *keys,
                                       int64_t base, int64_t n, const CraftaxParams params, float *rewards,
                                       uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
-                                      uint8_t *final_achievements, int32_t *done_list, int32_t *done_count,
+                                      const AchievementRows ach, int32_t *done_list, int32_t *done_count,
                                       uint8_t *done_flags, const int *bad_actions) {
     int lane;
     const int64_t j = env_of_thread<LPE>(&lane);
@@ -340,16 +366,15 @@ __global__ void STEP_BOUNDS autoreset_step_kernel(CraftaxState *states, const in
     const int64_t i = base + j;
     const CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
     uint8_t done = 0, term = 0;
-    uint8_t *ach = final_achievements ? final_achievements + i * CRAFTAX_NUM_ACHIEVEMENTS : NULL;
     const float r = craftax_autoreset_step_only_lanes(&states[i], key, actions[i], &params, &done, &term, NULL, lane,
                                                       LPE, shares_scans<LPE>(j, n));
     if (lane != 0) return;
+    write_achievement_rows(ach, i, &states[i], done, dones);
     done_flags[i] = done;
     if (rewards) rewards[i] = r;
     if (dones) dones[i] = done;
     if (terminated) terminated[i] = (uint8_t)(done && term);
     if (truncated) truncated[i] = (uint8_t)(done && !term);
-    if (ach) write_final_achievements(ach, &states[i], done);
     if (done) done_list[base + atomicAdd(done_count, 1)] = (int32_t)i;
 }
 
@@ -621,7 +646,7 @@ __global__ void __launch_bounds__(RESET_THREADS, 16) pending_floors_kernel(Craft
 template <int LPE>
 __global__ void STEP_BOUNDS optimistic_step_kernel(CraftaxState *states, const int32_t *actions, const uint32_t *key,
                                        int64_t num_envs, const CraftaxParams params, float *rewards, uint8_t *dones,
-                                       uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements,
+                                       uint8_t *terminated, uint8_t *truncated, const AchievementRows ach,
                                        uint64_t *order, const int *bad_actions) {
     int lane;
     const int64_t i = env_of_thread<LPE>(&lane);
@@ -630,15 +655,14 @@ __global__ void STEP_BOUNDS optimistic_step_kernel(CraftaxState *states, const i
     CraftaxKey step_parent, reset_parent, choice_key;
     craftax_optimistic_keys(load_key(key, 0), &step_parent, &reset_parent, &choice_key);
     uint8_t done = 0, term = 0;
-    uint8_t *ach = final_achievements ? final_achievements + i * CRAFTAX_NUM_ACHIEVEMENTS : NULL;
     const float r = craftax_step_env_ending_lanes(&states[i], craftax_split_at(step_parent, (uint32_t)i), actions[i],
                                                   &params, &done, &term, NULL, lane, LPE, shares_scans<LPE>(i, num_envs));
     if (lane != 0) return;
+    write_achievement_rows(ach, i, &states[i], done, dones);
     if (rewards) rewards[i] = r;
     dones[i] = done;
     if (terminated) terminated[i] = (uint8_t)(done && term);
     if (truncated) truncated[i] = (uint8_t)(done && !term);
-    if (ach) write_final_achievements(ach, &states[i], done);
     order[i] = craftax_optimistic_order_key(choice_key, (uint32_t)i, done);
 }
 
@@ -913,10 +937,10 @@ int craftax_cuda_init(int device) {
     world_rest_kernel<TakenWorlds><<<1, RESET_THREADS>>>(no_taken, params, 1);
     pending_floors_kernel<<<1, RESET_THREADS>>>(NULL, NULL, 0, params, NULL, 0);
     step_kernel<<<1, THREADS>>>(NULL, NULL, NULL, 0, params, NULL, NULL, NULL, NULL);
-    autoreset_step_kernel<1><<<1, THREADS>>>(NULL, NULL, NULL, 0, 0, params, NULL, NULL, NULL, NULL, NULL, NULL,
-                                             NULL, NULL, NULL);
-    autoreset_step_kernel<LANES><<<1, THREADS>>>(NULL, NULL, NULL, 0, 0, params, NULL, NULL, NULL, NULL, NULL, NULL,
-                                                 NULL, NULL, NULL);
+    autoreset_step_kernel<1><<<1, THREADS>>>(NULL, NULL, NULL, 0, 0, params, NULL, NULL, NULL, NULL,
+                                             dense_rows(NULL), NULL, NULL, NULL, NULL);
+    autoreset_step_kernel<LANES><<<1, THREADS>>>(NULL, NULL, NULL, 0, 0, params, NULL, NULL, NULL, NULL,
+                                                 dense_rows(NULL), NULL, NULL, NULL, NULL);
     autoreset_observe_kernel<<<1, THREADS>>>(NULL, 0, 0, params, NULL, NULL, NULL);
     measure_warp_step_wave();
     {
@@ -1177,7 +1201,7 @@ int craftax_cuda_set_autoreset_chunks(int chunks, int64_t min_chunk_envs) {
 static int launch_autoreset_chunk(CraftaxState *states, const int32_t *actions, const uint32_t *keys, int64_t base,
                                   int64_t n, const CraftaxParams &params, float *obs, uint8_t *obs_compact,
                                   float *rewards, uint8_t *dones,
-                                  uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements,
+                                  uint8_t *terminated, uint8_t *truncated, const AchievementRows &ach,
                                   CraftaxCudaScratch *scr, int64_t scr_entries, int32_t *done_list, int32_t *count,
                                   uint8_t *done_flags,
                                   cudaStream_t step_stream, cudaStream_t reset_stream, cudaEvent_t a_done,
@@ -1189,11 +1213,11 @@ static int launch_autoreset_chunk(CraftaxState *states, const int32_t *actions, 
     if (frc) return frc;
     if (step_lanes_for(n) == LANES)
         autoreset_step_kernel<LANES><<<grid_for_warps(n), THREADS, 0, step_stream>>>(
-            states, actions, keys, base, n, params, rewards, dones, terminated, truncated, final_achievements,
+            states, actions, keys, base, n, params, rewards, dones, terminated, truncated, ach,
             done_list, count, done_flags, bad_actions);
     else
         autoreset_step_kernel<1><<<grid_for(n), THREADS, 0, step_stream>>>(
-            states, actions, keys, base, n, params, rewards, dones, terminated, truncated, final_achievements,
+            states, actions, keys, base, n, params, rewards, dones, terminated, truncated, ach,
             done_list, count, done_flags, bad_actions);
     CUDA_TRY(cudaGetLastError(), "step_autoreset (step part)");
     if (prof) CUDA_TRY(cudaEventRecord(prof[1], step_stream), "cudaEventRecord(profile)");
@@ -1228,17 +1252,23 @@ typedef struct {
 
 static cudaEvent_t g_reset_done = NULL;
 
+/* The achievement rows of a one-wait step call: with the bookkeeping (CraftaxEnv.step: the
+ * caller's buffers of its previous step) only the changed rows, and achievements_scaled too;
+ * without, final_achievements densely. */
+static AchievementRows step_rows(uint8_t *final_achievements, const EpisodeTrack *track) {
+    if (!track) return dense_rows(final_achievements);
+    const AchievementRows rows = {final_achievements, track->achievements_scaled, 1};
+    return rows;
+}
+
 /* The end of a one-wait step call: the episode bookkeeping (track may be NULL), the wait, then
  * the action check's verdict. */
 static int finish_step_call(int64_t num_envs, const float *rewards, const uint8_t *dones,
-                            const uint8_t *final_achievements, const EpisodeTrack *track, const char *what) {
-    if (track) {
-        const int64_t threads = track->achievements_scaled ? num_envs * CRAFTAX_NUM_ACHIEVEMENTS : num_envs;
-        track_episodes_kernel<<<grid_for(threads), THREADS>>>(rewards, dones, final_achievements, num_envs,
-                                                               track->ret_acc, track->len_acc, track->ep_return,
-                                                               track->ep_length, track->discount,
-                                                               track->achievements_scaled, g_bad_action);
-    }
+                            const EpisodeTrack *track, const char *what) {
+    if (track) /* achievements_scaled: the step kernel's (step_rows) */
+        track_episodes_kernel<<<grid_for(num_envs), THREADS>>>(rewards, dones, NULL, num_envs, track->ret_acc,
+                                                                track->len_acc, track->ep_return, track->ep_length,
+                                                                track->discount, NULL, g_bad_action);
     const int rc = finish_launch(what);
     if (rc) return rc;
     return action_check_verdict();
@@ -1271,13 +1301,14 @@ static int step_autoreset_sync(CraftaxState *states, const int32_t *actions, uin
     const int64_t chunk_entries = chunk_scratch_entries(per_chunk, chunks);
     int32_t *counts = g_done_list + g_done_list_envs;
     CraftaxCudaScratch *scr = (CraftaxCudaScratch *)scratch;
+    const AchievementRows rows = step_rows(final_achievements, track);
     CUDA_TRY(cudaMemsetAsync(counts, 0, MAX_CHUNKS * sizeof(int32_t), 0), "cudaMemsetAsync(done counts)");
     for (int64_t c = 0; c < chunks; c++) {
         const int64_t base = c * per_chunk;
         if (base >= num_envs) break;
         const int64_t n = num_envs - base < per_chunk ? num_envs - base : per_chunk;
         rc = launch_autoreset_chunk(states, actions, keys, base, n, *params, obs, obs_compact, rewards, dones,
-                                    terminated, truncated, final_achievements, scr + c * chunk_entries,
+                                    terminated, truncated, rows, scr + c * chunk_entries,
                                     n < chunk_entries ? n : chunk_entries, g_done_list, counts + c,
                                     g_done_flags, 0, g_reset_stream, g_chunk_events[c],
                                     g_profile && chunks == 1 ? g_prof_events : NULL, g_bad_action);
@@ -1285,7 +1316,7 @@ static int step_autoreset_sync(CraftaxState *states, const int32_t *actions, uin
     }
     CUDA_TRY(cudaEventRecord(g_reset_done, g_reset_stream), "cudaEventRecord(reset done)");
     CUDA_TRY(cudaStreamWaitEvent(0, g_reset_done, 0), "cudaStreamWaitEvent(reset done)");
-    rc = finish_step_call(num_envs, rewards, dones, final_achievements, track, "step_autoreset");
+    rc = finish_step_call(num_envs, rewards, dones, track, "step_autoreset");
     if (rc) return rc;
     if (g_profile && chunks == 1) {
         float t[5] = {0, 0, 0, 0, 0};
@@ -1367,7 +1398,7 @@ int craftax_cuda_step_autoreset_stream(void *states, const int32_t *actions, con
      * done flags that kernel O reads. */
     return launch_autoreset_chunk((CraftaxState *)states, actions, keys, 0, num_envs, *params, obs, NULL, rewards,
                                   dones,
-                                  terminated, truncated, final_achievements, (CraftaxCudaScratch *)scratch,
+                                  terminated, truncated, dense_rows(final_achievements), (CraftaxCudaScratch *)scratch,
                                   craftax_cuda_scratch_entries(num_envs), done_list, count, dones, s, s, NULL);
 }
 
@@ -1420,7 +1451,7 @@ int craftax_cuda_generate_worlds_stream(void *worlds, const uint32_t *keys, int6
 static int launch_optimistic(CraftaxState *st, const int32_t *actions, const uint32_t *key, int64_t num_envs,
                              int32_t reset_ratio, const CraftaxParams *params, const void *worlds, float *obs,
                              uint8_t *obs_compact, float *rewards, uint8_t *dones, uint8_t *terminated,
-                             uint8_t *truncated, uint8_t *final_achievements, int32_t *reset_worlds, void *scratch,
+                             uint8_t *truncated, const AchievementRows &ach, int32_t *reset_worlds, void *scratch,
                              void *work, cudaStream_t s, const int *bad_actions) {
     CraftaxCudaScratch *scr = (CraftaxCudaScratch *)scratch;
     const int32_t num_worlds = (int32_t)(num_envs / reset_ratio);
@@ -1433,11 +1464,11 @@ static int launch_optimistic(CraftaxState *st, const int32_t *actions, const uin
     if (frc) return frc;
     if (step_lanes_for(num_envs) == LANES)
         optimistic_step_kernel<LANES><<<grid_for_warps(num_envs), THREADS, 0, s>>>(
-            st, actions, key, num_envs, *params, rewards, dones, terminated, truncated, final_achievements, order,
+            st, actions, key, num_envs, *params, rewards, dones, terminated, truncated, ach, order,
             bad_actions);
     else
         optimistic_step_kernel<1><<<grid_for(num_envs), THREADS, 0, s>>>(
-            st, actions, key, num_envs, *params, rewards, dones, terminated, truncated, final_achievements, order,
+            st, actions, key, num_envs, *params, rewards, dones, terminated, truncated, ach, order,
             bad_actions);
     CUDA_TRY(cudaGetLastError(), "step_optimistic (step)");
     CUDA_TRY(cub::DeviceRadixSort::SortKeys(sort_temp, sort_bytes, order, sorted, (int)num_envs, 0, 56, s),
@@ -1471,8 +1502,8 @@ int craftax_cuda_step_optimistic_stream(void *states, const int32_t *actions, co
     if (reset_ratio < 1 || num_envs % reset_ratio != 0 || params->day_length <= 0) return CRAFTAX_ERR_ARGUMENT;
     if (num_envs == 0) return 0;
     return launch_optimistic((CraftaxState *)states, actions, key, num_envs, reset_ratio, params, worlds, obs,
-                             obs_compact, rewards, dones, terminated, truncated, final_achievements, reset_worlds,
-                             scratch, work, (cudaStream_t)stream, NULL);
+                             obs_compact, rewards, dones, terminated, truncated, dense_rows(final_achievements),
+                             reset_worlds, scratch, work, (cudaStream_t)stream, NULL);
 }
 
 /* The optimistic step with one wait at the end (as step_autoreset_sync): the host key stored by
@@ -1490,10 +1521,10 @@ static int step_optimistic_sync(void *states, const int32_t *actions, const uint
     store_key_kernel<<<1, 1>>>(k, device_key);
     CUDA_TRY(cudaGetLastError(), "step_optimistic (key)");
     rc = launch_optimistic((CraftaxState *)states, actions, device_key, num_envs, reset_ratio, params, NULL, obs,
-                               obs_compact, rewards, dones, terminated, truncated, final_achievements, reset_worlds,
-                               scratch, work, 0, g_bad_action);
+                               obs_compact, rewards, dones, terminated, truncated,
+                               step_rows(final_achievements, track), reset_worlds, scratch, work, 0, g_bad_action);
     if (rc) return rc;
-    return finish_step_call(num_envs, rewards, dones, final_achievements, track, "step_optimistic");
+    return finish_step_call(num_envs, rewards, dones, track, "step_optimistic");
 }
 
 int craftax_cuda_step_optimistic_ex(void *states, const int32_t *actions, const uint32_t *key, int64_t num_envs,

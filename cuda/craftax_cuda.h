@@ -165,7 +165,12 @@ int craftax_cuda_track_episodes(const float *rewards, const uint8_t *dones, cons
 /* CraftaxEnv.step in one call, one wait: keys = jax.random.split(key, N) (key: the host's
  * two uint32 words; keys: device [N, 2], written), then craftax_cuda_step_autoreset_ex and
  * craftax_cuda_track_episodes, enqueued together. Actions outside [0, 43) return
- * CRAFTAX_ERR_ARGUMENT with no state or accumulator changed (the outputs are undefined). */
+ * CRAFTAX_ERR_ARGUMENT with no state or accumulator changed (the outputs are undefined).
+ * This call and craftax_cuda_env_step_optimistic update final_achievements and
+ * achievements_scaled in place: only the rows of envs that end in this call or ended in the
+ * previous one (`dones` as the previous call left it) are written. Pass the same dones and
+ * row buffers at every call, the rows zeroed before the first call and after anything else
+ * writes `dones`. */
 int craftax_cuda_env_step(void *states, const int32_t *actions, const uint32_t *key, uint32_t *keys,
                           int64_t num_envs, const CraftaxParams *params, float *obs, uint8_t *obs_compact,
                           float *rewards, uint8_t *dones, uint8_t *terminated, uint8_t *truncated,

@@ -94,7 +94,8 @@ def bind(path: Path):
     return ffi, ffi.dlopen(str(path))
 
 
-API_VERSION = 7  # cuda/craftax_cuda.cu: 4 optimistic resets, 5 world-gen scratch by warp, 6 lazy floors, 7 env_step
+API_VERSION = 8  # cuda/craftax_cuda.cu: 4 optimistic resets, 5 world-gen scratch by warp, 6 lazy floors, 7 env_step,
+#   8 env_step updates the achievement rows in place
 
 
 def _row_bytes(dtype, shape: tuple) -> int:
@@ -558,6 +559,8 @@ class CudaCraftaxEnv:
         lib.check(lib.lib.craftax_cuda_memset(self._p("ret_acc"), 0, n * 4), "memset")
         lib.check(lib.lib.craftax_cuda_memset(self._p("len_acc"), 0, n * 4), "memset")
         lib.check(lib.lib.craftax_cuda_memset(self._p("states"), 0, sizes[0]), "memset")
+        lib.check(lib.lib.craftax_cuda_memset(self._p("done"), 0, n), "memset")
+        self._clear_achievement_rows()
 
     def _p(self, name: str, ctype: str = "void *"):
         return self._lib.ffi.cast(ctype, self._buffers[name].ptr)
@@ -663,6 +666,14 @@ class CudaCraftaxEnv:
         v = self._views
         return v["obs"], v["reward"], v["terminated"], v["truncated"], dict(self._info_views)
 
+    def _clear_achievement_rows(self) -> None:
+        """Zero step()'s achievement rows: craftax_cuda_env_step rewrites only the rows of envs
+        that end in the step or ended in the previous one (per the done buffer), so the rows
+        must be zero wherever the done buffer is (at allocation, after step_with_keys)."""
+        lib, n = self._lib, self.num_envs
+        lib.check(lib.lib.craftax_cuda_memset(self._p("final_achievements"), 0, n * NUM_ACHIEVEMENTS), "memset")
+        lib.check(lib.lib.craftax_cuda_memset(self._p("achievements_scaled"), 0, n * NUM_ACHIEVEMENTS * 4), "memset")
+
     def _episode_ptrs(self):
         """ret_acc, len_acc, episode_return, episode_length, discount, achievements_scaled."""
         return (self._p("ret_acc", "float *"), self._p("len_acc", "int32_t *"),
@@ -686,6 +697,7 @@ class CudaCraftaxEnv:
             ),
             "step_with_keys",
         )
+        self._clear_achievement_rows()  # its dones are not step()'s
         # info as CraftaxEnv builds it (host numpy): achievements of the new states.
         done = self._views["done"]
         host_done = done.numpy()
