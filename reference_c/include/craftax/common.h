@@ -13,6 +13,9 @@
 #ifdef __CUDACC__
 #define CRAFTAX_HD __host__ __device__
 #define CRAFTAX_CONST __constant__ const
+/* For a table whose lanes read different entries at once: the constant cache serves one
+ * address at a time, global memory (through L1) a whole warp's consecutive entries. */
+#define CRAFTAX_LANE_TABLE __device__ const
 /* For the step's entry points, which a kernel calls with &params of its by-value kernel
  * parameter: were the call not inlined, every thread would copy the 1.5 KB params struct to
  * local memory to pass its address, and read params from there instead of the constant bank. */
@@ -20,6 +23,7 @@
 #else
 #define CRAFTAX_HD
 #define CRAFTAX_CONST const
+#define CRAFTAX_LANE_TABLE const
 #define CRAFTAX_ALWAYS_INLINE inline
 #endif
 /* For code that a GPU kernel would otherwise inline at many sites (world generation's noise

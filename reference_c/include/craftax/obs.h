@@ -155,7 +155,7 @@ typedef struct {
     {(uint32_t)(offsetof(CraftaxState, inventory) + offsetof(CraftaxInventory, field) + 4 * (k)), CRAFTAX_SCALAR_SQRT_DIV10, 0}
 #define CRAFTAX_SCALAR_INV_SCALED(field, k, divisor) \
     {(uint32_t)(offsetof(CraftaxState, inventory) + offsetof(CraftaxInventory, field) + 4 * (k)), CRAFTAX_SCALAR_SCALED, divisor}
-static CRAFTAX_CONST CraftaxObsScalar CRAFTAX_OBS_SCALARS[CRAFTAX_OBS_NUM_SCALARS] = {
+static CRAFTAX_LANE_TABLE CraftaxObsScalar CRAFTAX_OBS_SCALARS[CRAFTAX_OBS_NUM_SCALARS] = {
     CRAFTAX_SCALAR_INV_SQRT(wood, 0), CRAFTAX_SCALAR_INV_SQRT(stone, 0), CRAFTAX_SCALAR_INV_SQRT(coal, 0),
     CRAFTAX_SCALAR_INV_SQRT(iron, 0), CRAFTAX_SCALAR_INV_SQRT(diamond, 0), CRAFTAX_SCALAR_INV_SQRT(sapphire, 0),
     CRAFTAX_SCALAR_INV_SQRT(ruby, 0), CRAFTAX_SCALAR_INV_SQRT(sapling, 0), CRAFTAX_SCALAR_INV_SQRT(torches, 0),
@@ -215,7 +215,7 @@ static inline CRAFTAX_HD float craftax_obs_scalar(const CraftaxState *s, int k, 
         memcpy(&n, field, 4);
     switch (e.kind) {
     case CRAFTAX_SCALAR_SQRT_DIV10: return craftax_sqrt_div10(n);
-    case CRAFTAX_SCALAR_SCALED: return (float)n * (1.0f / (float)e.arg);
+    case CRAFTAX_SCALAR_SCALED: return (float)n * (e.arg == 4 ? 0.25f : e.arg == 2 ? 0.5f : 1.0f);
     case CRAFTAX_SCALAR_DIV10_INT: return craftax_div10((float)n, fresh_world);
     case CRAFTAX_SCALAR_DIV10_FLOAT: return craftax_div10(x, fresh_world);
     case CRAFTAX_SCALAR_FLOAT: return x;
