@@ -9,7 +9,7 @@ spread over several machine leases whose file transfers are capped (ours: 16 MiB
     python bench/checkpoint_parts.py split RUN/checkpoint.npz PARTS_DIR [--moments bf16] [--part-mib 15]
     python bench/checkpoint_parts.py join PARTS_DIR RUN2/checkpoint.npz
 
-`--moments exact` (default) keeps every array bit for bit. `--moments bf16` rounds Adam's
+`--moments exact` (default) keeps every array bit for bit, in its memory order. `--moments bf16` rounds Adam's
 first and second moments (`opt/mu/*`, `opt/nu/*`) to bfloat16 (round to nearest even, stored
 as the top 16 bits of the float32; bf16 keeps 8 significant bits, so each entry changes by at
 most 2^-8 of itself), once per split, while the weights, env states, keys, hidden states and
@@ -88,13 +88,16 @@ def split(checkpoint: str, out_dir: str, moments: str = "exact", part_mib: float
     entries, blobs = [], []
     for name, a in arrays.items():
         encoding = "raw"
+        # the memory order travels too: the trainer's GEMMs round differently on a transposed
+        # (Fortran-ordered) operand, so a resumed run is bit-exact only with the saved layout
+        order = "F" if a.ndim > 1 and a.flags.f_contiguous and not a.flags.c_contiguous else "C"
         if moments == "bf16" and name.startswith(MOMENT_PREFIXES) and a.dtype == np.float32:
             a, encoding = to_bf16_bits(a), "bf16"
-        a = np.asarray(a, order="C")  # (ascontiguousarray would make 0-d arrays 1-d)
-        raw = a.tobytes()
+        a = np.asarray(a, order=order)  # (ascontiguousarray would make 0-d arrays 1-d)
+        raw = a.tobytes(order=order)
         shuffled = _shuffle(raw, a.dtype.itemsize)
-        entries.append(dict(name=name, dtype=a.dtype.str, shape=list(a.shape), encoding=encoding, sha256=_sha(raw),
-                            chunks=[]))
+        entries.append(dict(name=name, dtype=a.dtype.str, shape=list(a.shape), order=order, encoding=encoding,
+                            sha256=_sha(raw), chunks=[]))
         for lo in range(0, max(len(shuffled), 1), CHUNK_BYTES):
             blobs.append((len(entries) - 1, shuffled[lo:lo + CHUNK_BYTES]))
     with ThreadPoolExecutor(threads or os.cpu_count()) as pool:  # zlib releases the GIL
@@ -139,7 +142,7 @@ def join(parts_dir: str, checkpoint: str) -> dict:
         raw = _unshuffle(shuffled, dtype.itemsize)
         if _sha(raw) != e["sha256"]:
             raise ValueError(f"array {e['name']}: SHA-256 differs after decoding")
-        a = np.frombuffer(raw, dtype).reshape(tuple(e["shape"]))
+        a = np.frombuffer(raw, dtype).reshape(tuple(e["shape"]), order=e.get("order", "C"))
         arrays[e["name"]] = from_bf16_bits(a) if e["encoding"] == "bf16" else a
     d = os.path.dirname(os.path.abspath(checkpoint))
     os.makedirs(d, exist_ok=True)

@@ -42,6 +42,9 @@ def test_exact_round_trip_resumes_bit_exactly(halfway, tmp_path):
     assert a.keys() == b.keys()
     for k in a:
         assert a[k].dtype == b[k].dtype and np.array_equal(a[k], b[k]), k
+        # the layout too: a transposed GEMM operand rounds differently
+        assert a[k].flags.f_contiguous == b[k].flags.f_contiguous, k
+    assert any(v.ndim > 1 and not v.flags.c_contiguous for v in a.values()), "no Fortran-ordered array to carry"
     straight = Trainer.resume(halfway, out_dir=str(tmp_path / "a"))
     straight.run(progress=False)
     moved = Trainer.resume(str(tmp_path / "b" / "checkpoint.npz"))
