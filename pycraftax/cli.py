@@ -17,9 +17,10 @@ import time
 
 import numpy as np
 
+from pycraftax.render import BLOCK_NAMES
+
 FLOOR_NAMES = ("Overworld", "Dungeon", "Gnomish Mines", "Sewers", "Vaults", "Troll Mines", "Fire Realm",
                "Ice Realm", "Graveyard")
-from pycraftax.render import BLOCK_NAMES
 
 
 class Progress:
