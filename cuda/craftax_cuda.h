@@ -140,7 +140,7 @@ int craftax_cuda_step_autoreset_stream(void *states, const int32_t *actions, con
  * and then a reset kernel over that list only, densely packed. With chunks > 1 (1..16,
  * default 1) envs are stepped in that many consecutive chunks of at least min_chunk_envs
  * envs (default 16384), each chunk's resets overlapping the next chunk's step; measured
- * slower on the H200 (cuda/NOTES.md, v2), kept as a knob. Results do not depend on it. */
+ * slower on the H200 (cuda/NOTES.md, v2 and v35), kept as a knob. Results do not depend on it. */
 int craftax_cuda_set_autoreset_chunks(int chunks, int64_t min_chunk_envs);
 
 /* Device-time split of the synchronous auto-reset step (chunks = 1), for benchmarks: with

@@ -7,9 +7,7 @@
 # 3. compute-sanitizer memcheck (with leak check) and racecheck (shared-memory hazards) over
 #    cuda/sanitize_run.py (small C-vs-CUDA run; skipped when compute-sanitizer is not on the
 #    PATH or SANITIZE=0),
-# 4. sweeps env steps/s and memory per env (cuda/bench_step.py) into OUTDIR/cuda-step-<date>.json,
-#    then, unless COMPARE_CHUNKS=0, the auto-reset without overlap (--chunks 1) at 262,144 envs
-#    into OUTDIR/cuda-step-<date>-chunks1.json.
+# 4. sweeps env steps/s and memory per env (cuda/bench_step.py) into OUTDIR/cuda-step-<date>.json.
 # Needs the C extension (pip install -e .) and cffi; PyTorch/CuPy/JAX only for the handoff checks.
 set -o pipefail
 cd "$(dirname "$0")/.."
@@ -36,8 +34,4 @@ fi
 DATE=$(date -u +%Y-%m-%d)
 timeout ${BENCH_TIMEOUT:-300} $PY cuda/bench_step.py --out "$OUT/cuda-step-$DATE.json" ${BENCH_ARGS:-} 2>&1 \
     | tee "$OUT/bench.log"
-if [ "${COMPARE_CHUNKS:-1}" != 0 ]; then
-    timeout ${BENCH_TIMEOUT:-300} $PY cuda/bench_step.py --chunks 1 --num-envs 262144 \
-        --out "$OUT/cuda-step-$DATE-chunks1.json" 2>&1 | tee -a "$OUT/bench.log"
-fi
 exit $test_rc
