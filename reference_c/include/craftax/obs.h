@@ -151,10 +151,8 @@ typedef struct {
 } CraftaxObsScalar;
 #define CRAFTAX_OBS_NUM_SCALARS 51
 #define CRAFTAX_SCALAR_OF(field, k, kind, arg) {(uint32_t)(offsetof(CraftaxState, field) + 4 * (k)), kind, arg}
-#define CRAFTAX_SCALAR_INV_SQRT(field, k) \
-    {(uint32_t)(offsetof(CraftaxState, inventory) + offsetof(CraftaxInventory, field) + 4 * (k)), CRAFTAX_SCALAR_SQRT_DIV10, 0}
-#define CRAFTAX_SCALAR_INV_SCALED(field, k, divisor) \
-    {(uint32_t)(offsetof(CraftaxState, inventory) + offsetof(CraftaxInventory, field) + 4 * (k)), CRAFTAX_SCALAR_SCALED, divisor}
+#define CRAFTAX_SCALAR_INV_SQRT(field, k) CRAFTAX_SCALAR_OF(inventory.field, k, CRAFTAX_SCALAR_SQRT_DIV10, 0)
+#define CRAFTAX_SCALAR_INV_SCALED(field, k, divisor) CRAFTAX_SCALAR_OF(inventory.field, k, CRAFTAX_SCALAR_SCALED, divisor)
 static CRAFTAX_LANE_TABLE CraftaxObsScalar CRAFTAX_OBS_SCALARS[CRAFTAX_OBS_NUM_SCALARS] = {
     CRAFTAX_SCALAR_INV_SQRT(wood, 0), CRAFTAX_SCALAR_INV_SQRT(stone, 0), CRAFTAX_SCALAR_INV_SQRT(coal, 0),
     CRAFTAX_SCALAR_INV_SQRT(iron, 0), CRAFTAX_SCALAR_INV_SQRT(diamond, 0), CRAFTAX_SCALAR_INV_SQRT(sapphire, 0),
