@@ -119,6 +119,7 @@ static inline CRAFTAX_HD void craftax_obs_scatter_mobs_compact_lanes(uint8_t *re
         return;
     }
 #endif
+    (void)lanes; /* one lane on a CPU */
     if (lane == 0) craftax_obs_scatter_mobs(0, rec, s);
 }
 
