@@ -4,7 +4,10 @@ action inputs, and bad input."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import gymnasium
 import numpy as np
@@ -224,3 +227,12 @@ def test_vector_env_takes_numpy_integer_num_envs_and_closes():
     assert envs.closed
     with pytest.raises(RuntimeError, match="closed"):
         envs.env.step(np.zeros(2, np.int32))
+
+
+def test_cleanrl_torch_example_runs():
+    pytest.importorskip("torch")
+    example = Path(__file__).resolve().parents[1] / "examples" / "cleanrl_torch_loop.py"
+    result = subprocess.run([sys.executable, str(example), "--num-envs", "2", "--num-steps", "8", "--iterations", "2",
+                             "--max-timesteps", "6"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "iteration 2/2" in result.stdout and "truncated 4" in result.stdout
