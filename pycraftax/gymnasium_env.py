@@ -131,7 +131,11 @@ class CraftaxGymEnv(gymnasium.Env):
     def step(self, action):
         if self._needs_reset:
             raise RuntimeError("step() needs reset() first (before the first step and after an episode ends)")
-        if not self.action_space.contains(action):
+        if isinstance(action, np.ndarray) and action.shape == ():
+            action = action[()]
+        if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
+            raise TypeError(f"action must be an integer in [0, {self.action_space.n}), got {type(action).__name__}")
+        if not 0 <= action < self.action_space.n:
             raise ValueError(f"action must be an integer in [0, {self.action_space.n}), got {action!r}")
         self._stream, key = jax_random.split(self._stream, 2)
         obs, reward, done, info = self._env.step_with_keys(np.array([action], dtype=np.int32), key[None])

@@ -91,6 +91,10 @@ def test_single_env_bad_input():
     env.reset(seed=0)
     with pytest.raises(ValueError, match="action"):
         env.step(43)
+    with pytest.raises(TypeError, match="action"):
+        env.step(1.0)
+    for action in (1, np.int64(2), np.uint8(3), np.array(4)):
+        env.step(action)
     with pytest.raises(TypeError, match="seed"):
         env.reset(seed=1.5)
     with pytest.raises(ValueError, match="render_mode"), warnings.catch_warnings():
@@ -236,3 +240,21 @@ def test_cleanrl_torch_example_runs():
                              "--max-timesteps", "6"], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert "iteration 2/2" in result.stdout and "truncated 4" in result.stdout
+
+
+def test_sync_vectorization_over_the_single_env_gives_the_final_states_obs():
+    # The exact-final_obs path docs/GYMNASIUM.md names: gymnasium's SyncVectorEnv seeds env i with
+    # seed + i, so single envs with a longer time limit show, at the truncating step, the final obs.
+    envs = gymnasium.make_vec(ENV_ID, num_envs=2, vectorization_mode="sync", max_timesteps=4,
+                              vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP})
+    longer = [gymnasium.make(ENV_ID, max_timesteps=1000) for _ in range(2)]
+    envs.reset(seed=9)
+    for i, env in enumerate(longer):
+        env.reset(seed=9 + i)
+    actions = np.random.default_rng(2).integers(0, 43, size=(4, 2))
+    for row in actions:
+        _, _, terminated, truncated, infos = envs.step(row)
+        longer_obs = [env.step(int(action))[0] for env, action in zip(longer, row)]
+    assert truncated.all() and not terminated.any()
+    for i in range(2):
+        np.testing.assert_array_equal(infos["final_obs"][i], longer_obs[i])
