@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import warnings
 from pathlib import Path
 
@@ -258,3 +259,26 @@ def test_sync_vectorization_over_the_single_env_gives_the_final_states_obs():
     assert truncated.all() and not terminated.any()
     for i in range(2):
         np.testing.assert_array_equal(infos["final_obs"][i], longer_obs[i])
+
+
+def test_separate_vector_envs_step_concurrently_in_threads():
+    actions = np.random.default_rng(5).integers(0, 43, size=(6, 2))
+
+    def rollout(results, index):
+        envs = make_vec(2, max_timesteps=4)
+        obs, _ = envs.reset(seed=index)
+        out = [obs]
+        for row in actions:
+            out.append(envs.step(row)[0])
+        results[index] = out
+
+    threaded, sequential = {}, {}
+    threads = [threading.Thread(target=rollout, args=(threaded, i)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for i in range(2):
+        rollout(sequential, i)
+        for a, b in zip(threaded[i], sequential[i]):
+            np.testing.assert_array_equal(a, b)
