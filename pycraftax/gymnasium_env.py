@@ -102,6 +102,10 @@ class CraftaxGymEnv(gymnasium.Env):
         if render_mode is not None:
             raise ValueError(f"render_mode must be None (pycraftax envs render with `pycraftax render`), "
                              f"got {render_mode!r}")
+        for name in ("seed", "resets", "reset_ratio"):
+            if name in params:
+                raise TypeError(f"{name!r} does not apply to the single env, which resets only on reset() "
+                                f"(seed it with reset(seed=...))")
         self._env = pycraftax.make(env_id, num_envs=1, backend=backend, **params)
         self.backend = self._env.backend
         self.observation_space = to_gymnasium_space(self._env.single_observation_space)
@@ -110,15 +114,20 @@ class CraftaxGymEnv(gymnasium.Env):
         self._stream = None  # the step key stream; None until the first reset
         self._needs_reset = True
 
+    @property
+    def craftax_env(self):
+        """The wrapped one-env pycraftax env (its parity hooks: get_state, set_state, ...)."""
+        return self._env
+
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         _check_seed(seed)
         if options:
             raise ValueError(f"options are not supported (got {sorted(options)}); pass env params to make()")
-        super().reset(seed=seed)
-        if seed is None and self._stream is None:
-            seed = int(self.np_random.integers(2**32))
-        if seed is not None:
-            key = jax_random.prng_key(seed)
+        key = None if seed is None else jax_random.prng_key(seed)  # validates the seed before any change
+        super().reset(seed=None if seed is None else int(seed))
+        if key is None and self._stream is None:
+            key = jax_random.prng_key(int(self.np_random.integers(2**32)))
+        if key is not None:
             world_key = jax_random.split(key, 1)
             self._stream = jax_random.split(key, 2)[1]
         else:
@@ -201,7 +210,7 @@ class CraftaxVectorEnv(VectorEnv):
         self._last_obs = None  # None until the first reset: step() refuses to run before it
 
     @property
-    def env(self):
+    def craftax_env(self):
         """The wrapped pycraftax env (its parity hooks: get_state, set_state, step_with_keys...)."""
         return self._env
 
@@ -227,11 +236,11 @@ class CraftaxVectorEnv(VectorEnv):
         done = terminated | truncated
         infos = self._vector_info(info, done)
         if done.any():
+            infos["final_info"] = {name: value for name, value in infos.items()
+                                   if name.lstrip("_") not in _PER_STEP_INFO_KEYS}
+            infos["_final_info"] = done.copy()
             infos["final_obs"] = _host(final_obs).copy() if final_obs is not None else self._last_obs
             infos["_final_obs"] = done.copy()
-            infos["final_info"] = {name: value for name, value in infos.items()
-                                   if name.lstrip("_") not in _PER_STEP_INFO_KEYS and not name.startswith("final")}
-            infos["_final_info"] = done.copy()
         self._last_obs = obs
         return obs.copy(), _host(reward).astype(np.float32, copy=True), terminated, truncated, infos
 

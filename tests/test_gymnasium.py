@@ -73,11 +73,11 @@ def test_single_env_truncation_returns_the_final_states_obs():
 def test_single_env_death_terminates():
     env = gymnasium.make(ENV_ID)
     env.reset(seed=0)
-    state = env.unwrapped._env.get_state()
+    state = env.unwrapped.craftax_env.get_state()
     state["player_health"][:] = 0.5
     state["player_food"][:] = 0
     state["player_drink"][:] = 0
-    env.unwrapped._env.set_state(state)
+    env.unwrapped.craftax_env.set_state(state)
     for _ in range(200):
         _, _, terminated, truncated, _ = env.step(0)
         if terminated or truncated:
@@ -103,6 +103,13 @@ def test_single_env_bad_input():
         gymnasium.make(ENV_ID, render_mode="human")
     with pytest.raises(ValueError, match="options"):
         env.reset(options={"x": 1})
+    before = env.craftax_env.get_state()
+    with pytest.raises(ValueError, match="seed"):
+        env.reset(seed=-1)
+    np.testing.assert_array_equal(env.craftax_env.get_state()["map"], before["map"])  # nothing changed
+    for name, value in (("seed", 3), ("resets", "optimistic")):
+        with pytest.raises(TypeError, match=name):
+            gymnasium.make(ENV_ID, **{name: value})
 
 
 def test_vector_env_spaces_and_metadata():
@@ -148,9 +155,9 @@ def test_vector_env_masks_only_the_envs_that_ended():
     envs = make_vec(2, max_timesteps=3)
     envs.reset(seed=0)
     envs.step(np.zeros(2, np.int32))
-    state = envs.env.get_state()
+    state = envs.craftax_env.get_state()
     state["timestep"][1] = 0  # env 1 restarts its clock: env 0 ends a step before it
-    envs.env.set_state(state)
+    envs.craftax_env.set_state(state)
     envs.step(np.zeros(2, np.int32))
     _, _, _, truncated, infos = envs.step(np.zeros(2, np.int32))
     np.testing.assert_array_equal(truncated, [True, False])
@@ -162,14 +169,14 @@ def test_vector_env_masks_only_the_envs_that_ended():
 def test_vector_env_uses_a_final_obs_the_env_reports(monkeypatch):
     envs = make_vec(2, max_timesteps=2)
     envs.reset(seed=0)
-    step = envs.env.step
+    step = envs.craftax_env.step
     marker = np.full((2, 8268), 0.25, np.float32)
 
     def step_reporting_final_obs(actions):
         obs, reward, terminated, truncated, info = step(actions)
         return obs, reward, terminated, truncated, {**info, "final_obs": marker}
 
-    monkeypatch.setattr(envs.env, "step", step_reporting_final_obs)
+    monkeypatch.setattr(envs.craftax_env, "step", step_reporting_final_obs)
     envs.step(np.zeros(2, np.int32))
     _, _, _, truncated, infos = envs.step(np.zeros(2, np.int32))
     assert truncated.all() and envs.final_obs_is_terminal
@@ -231,7 +238,7 @@ def test_vector_env_takes_numpy_integer_num_envs_and_closes():
     envs.close()
     assert envs.closed
     with pytest.raises(RuntimeError, match="closed"):
-        envs.env.step(np.zeros(2, np.int32))
+        envs.craftax_env.step(np.zeros(2, np.int32))
 
 
 def test_cleanrl_torch_example_runs():
