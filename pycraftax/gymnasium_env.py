@@ -263,12 +263,12 @@ class CraftaxVectorEnv(VectorEnv):
         return array
 
     def _vector_info(self, info: dict, done: np.ndarray) -> dict:
-        """The env's batched info with gymnasium's `_key` masks."""
-        out = {}
+        """The env's batched info with gymnasium's `_key` masks (a mask the env gives is kept)."""
+        out = {name: _host(value) for name, value in info.items()}
         all_envs = np.ones(self.num_envs, dtype=bool)
-        for name, value in info.items():
-            out[name] = _host(value)
-            out[f"_{name}"] = (all_envs if name in _PER_STEP_INFO_KEYS else done).copy()
+        for name in info:
+            if not name.startswith("_") and f"_{name}" not in out:
+                out[f"_{name}"] = (all_envs if name in _PER_STEP_INFO_KEYS else done).copy()
         return out
 
     def close_extras(self, **kwargs):
