@@ -217,6 +217,7 @@ def test_vector_env_bad_input():
     with pytest.raises(RuntimeError, match="reset"):
         envs.step(np.zeros(3, np.int32))
     envs.reset(seed=0)
+    before = envs.craftax_env.get_state()
     with pytest.raises(TypeError, match="integers"):
         envs.step(np.zeros(3, np.float32))
     with pytest.raises(ValueError, match=r"outside \[0, 43\)"):
@@ -225,6 +226,11 @@ def test_vector_env_bad_input():
         envs.step(np.zeros(4, np.int32))
     with pytest.raises(TypeError, match="seed"):
         envs.reset(seed="7")
+    with pytest.raises(TypeError, match="seed"):
+        envs.reset(seed=[1, 2, 3])  # gymnasium's per-env seed list: one seed seeds the batch here
+    after = envs.craftax_env.get_state()
+    for name in ("map", "player_position", "timestep", "state_rng"):
+        np.testing.assert_array_equal(after[name], before[name])
     with pytest.raises(ValueError, match="backend"):
         make_vec(2, backend="tpu")
     with pytest.raises(ValueError, match="render_mode"):
