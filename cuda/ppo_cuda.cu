@@ -590,8 +590,7 @@ int craftax_ppo_loss_grads(CraftaxPPO *t, const int32_t *env_index, double *out_
         CUDA_TRY(cudaMemcpy(&sc, t->scal, sizeof(sc), cudaMemcpyDeviceToHost), "loss_grads: scalars");
         const int64_t per_update = (int64_t)t->c.num_minibatches * t->c.update_epochs;
         host[6] = sqrt(s);
-        host[7] = t->c.anneal_lr ? t->c.lr * (1.0 - (double)(sc.counters[1] / per_update) / (double)t->c.num_updates)
-                                 : t->c.lr;
+        host[7] = learning_rate(t->c.lr, t->c.anneal_lr, sc.counters[1] / per_update, t->c.num_updates);
         memcpy(out_stats, host, sizeof(host));
     }
     return 0;
@@ -666,3 +665,7 @@ int64_t craftax_ppo_nnz_overflow(CraftaxPPO *t) {
 
 float craftax_ppo_last_iterate_ms(const CraftaxPPO *t) { return t ? t->last_ms : 0.0f; }
 int craftax_ppo_gru_seq_blocks(const CraftaxPPO *t) { return t ? t->gru_seq_blocks : 0; }
+
+double craftax_ppo_learning_rate(double base_lr, int anneal, int64_t update, int64_t num_updates) {
+    return learning_rate(base_lr, anneal, update, num_updates);
+}

@@ -210,6 +210,11 @@ int64_t craftax_ppo_nnz_overflow(CraftaxPPO *t);
 #define CRAFTAX_PPO_PROFILE_ENCODER_BACKWARD_ALT 14
 #define CRAFTAX_PPO_PROFILE_COUNT 15
 int craftax_ppo_profile(CraftaxPPO *t, int part, int reps, float *ms);
+/* The learning rate of the optimiser steps of update `update` (0-based: Adam steps so far divided
+ * by num_minibatches * update_epochs): base_lr * (1 - update / num_updates) with anneal, else
+ * base_lr; the arithmetic the trainer's device code runs, in double. num_updates >= 1. Needs no GPU
+ * (touches no CUDA runtime), for tests against the Python schedule. */
+double craftax_ppo_learning_rate(double base_lr, int anneal, int64_t update, int64_t num_updates);
 /* Milliseconds of the last craftax_ppo_iterate (device time, CUDA events). */
 float craftax_ppo_last_iterate_ms(const CraftaxPPO *t);
 /* Whether the update's GRU forward runs as one persistent launch (the blocks the GPU holds at

@@ -21,6 +21,16 @@ __global__ void sumsq_kernel(const float *g, int64_t n, double *part) {
     if (threadIdx.x == 0) part[blockIdx.x] = sh[0];
 }
 
+/* The baseline's linear_schedule (numpy_ppo.linear_schedule): base_lr decayed linearly over
+ * num_updates updates, constant within one; update is the 0-based index of the update the step
+ * belongs to (Adam steps so far / steps per update). In double, on the host (craftax_ppo_loss_grads,
+ * the exported craftax_ppo_learning_rate) as on the device (optimizer_scalars_kernel), so every
+ * caller gets the same value. */
+static __host__ __device__ __forceinline__ double learning_rate(double base_lr, int anneal, int64_t update,
+                                                                int64_t num_updates) {
+    return anneal ? base_lr * (1.0 - (double)update / (double)num_updates) : base_lr;
+}
+
 /* Global norm, clip factor (optax clip_by_global_norm), learning rate (linear_schedule of
  * the count before this step) and Adam's bias corrections; count += 1. One thread. */
 __global__ void optimizer_scalars_kernel(const double *part, int parts, Scalars *sc, float max_norm, double lr0,
@@ -32,7 +42,7 @@ __global__ void optimizer_scalars_kernel(const double *part, int parts, Scalars 
     sc->grad_norm = norm;
     sc->clip_scale = norm < max_norm ? 1.0f : 0.0f; /* 0 marks "divide": see adam_kernel */
     const int64_t count = sc->counters[1];
-    const double lr = anneal ? lr0 * (1.0 - (double)(count / steps_per_update) / (double)num_updates) : lr0;
+    const double lr = learning_rate(lr0, anneal, count / steps_per_update, num_updates);
     sc->lr = (float)lr;
     const int64_t c1 = count + 1;
     sc->bc1 = 1.0f - powf(0.9f, (float)c1);
