@@ -27,11 +27,11 @@
 #include "craftax_cuda.h"
 #include "ppo_cuda.h"
 
-#define NUM_ACH 67
-#define ACH_WORDS 3
-#define TPB 256
+#define NUM_ACH 67  /* achievements of Craftax-Symbolic */
+#define ACH_WORDS 3 /* uint32 words of an episode's achievement bits */
+#define TPB 256     /* threads per block of the elementwise kernels */
 
-/* ---- errors ---------------------------------------------------------------------------- */
+/* ---- errors: the message of the last failure, for craftax_ppo_last_error --------------- */
 static char g_error[1024] = "";
 
 static int fail(int code, const char *fmt, ...) {
@@ -60,12 +60,12 @@ static int cuda_fail(cudaError_t err, const char *what) {
         if (err_ != cudaSuccess) return cuda_fail(err_, what);    \
     } while (0)
 
-/* ---- cuBLAS, loaded at run time -------------------------------------------------------- */
+/* ---- cuBLAS types and constants (no cuBLAS header: it is loaded at run time, ppo_gemm.cuh) */
 typedef int cublasStatus;
 typedef void *cublasHandle;
 enum { OP_N = 0, OP_T = 1, COMPUTE_32F = 68, COMPUTE_32F_FAST_TF32 = 77, GEMM_DEFAULT = -1, R_32F = 0 };
 
-/* ---- the trainer ---------------------------------------------------------------------- */
+/* ---- the trainer's state ---------------------------------------------------------------- */
 /* Parameter blocks (offsets in floats, each 64-float aligned for the GEMMs). */
 enum { P_W0, P_B0, P_WI, P_BI, P_WH, P_BHN, P_W1, P_B1, P_W2, P_B2, P_W3, P_B3, P_W4, P_B4, P_W5, P_B5, P_W6, P_B6,
        P_COUNT };
@@ -99,7 +99,6 @@ struct CraftaxPPO {
     cublasHandle blas;
     void *workspace;
     size_t workspace_bytes;
-    cudaGraph_t graph;
     cudaGraphExec_t graph_exec;
     int iterations_run;
     cudaEvent_t ev0, ev1;
@@ -134,7 +133,7 @@ struct CraftaxPPO {
     int32_t *ep_length;
     uint32_t *ep_ach;
     /* rollout step activations (B = N rows) */
-    float *s_pre, *s_xi, *s_hp, *s_hh, *s_a1, *s_a2, *s_logits, *s_c1, *s_c2;
+    float *s_pre, *s_xi, *s_hp, *s_a1, *s_a2, *s_logits, *s_c1, *s_c2;
     /* minibatch (R = T * B rows; replay uses T * N rows, hence sized for the larger) */
     int32_t *perm;      /* [N] of the current epoch */
     uint64_t *sort_keys, *sort_keys_out;
@@ -158,8 +157,9 @@ struct CraftaxPPO {
     uint32_t *bitmap; /* [D, bm_words]: bit r of feature d = minibatch row r holds d */
     int bm_words;
     int dw0_method;   /* DW0_*: how encoder_backward computes Dense_0's kernel gradient */
-    int legacy;       /* PYCRAFTAX_PPO_LEGACY=1 at create: the 2026-11-29 kernels (no mm_kernel, sparse
-                       * dW0), for before/after measurements and the bitwise-equality check */
+    int baseline_kernels; /* PYCRAFTAX_PPO_LEGACY=1 at create: the baseline kernels only (fwd_gemm_kernel,
+                           * fwd_gemm_tf32_kernel, per-step GRU, sparse dW0), which the faster ones must
+                           * match bitwise (conformance/test_cuda_trainer.py) */
     int64_t x_rows;   /* rows of x (dense minibatch obs); 0 where no x is kept */
     float *s_hnew;    /* [N, H]: a rollout step's new GRU state (mm_kernel must not write in place) */
     unsigned *gru_barrier; /* gru_seq_kernel's barrier counters, one per row tile of N rows */
@@ -169,11 +169,12 @@ struct CraftaxPPO {
     cudaGraphExec_t prof_exec[CRAFTAX_PPO_PROFILE_COUNT];
 };
 
+/* ---- launch helpers --------------------------------------------------------------------- */
 static __device__ __forceinline__ int64_t gtid() { return (int64_t)blockIdx.x * blockDim.x + threadIdx.x; }
 
 static unsigned blocks_for(int64_t n, int tpb = TPB) { return (unsigned)((n + tpb - 1) / tpb); }
 
-/* ---- host helpers ---------------------------------------------------------------------- */
+/* A launch's error, and with debug the kernel's own (synchronised), named by `what`. */
 static int check_launch(CraftaxPPO *t, const char *what) {
     cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess) return cuda_fail(err, what);
@@ -190,6 +191,7 @@ static int sync(CraftaxPPO *t, const char *what) {
     return 0;
 }
 
+/* p[0..n) = v. */
 __global__ void fill_kernel(float *p, float v, int64_t n) {
     const int64_t i = gtid();
     if (i < n) p[i] = v;

@@ -42,6 +42,7 @@ int craftax_ppo_set_cublas_path(const char *path) {
     return 0;
 }
 
+/* cudaMalloc recorded in t->allocs (release frees them all); out of memory names the buffer. */
 static int dalloc(CraftaxPPO *t, void **p, size_t bytes, const char *what) {
     *p = NULL;
     if (t->num_allocs >= (int)(sizeof(t->allocs) / sizeof(t->allocs[0])))
@@ -65,7 +66,8 @@ static int dalloc(CraftaxPPO *t, void **p, size_t bytes, const char *what) {
 }
 #define ALLOC(t, ptr, bytes) TRY(dalloc(t, (void **)&(ptr), (size_t)(bytes), #ptr))
 
-/* ---- API ------------------------------------------------------------------------------- */
+/* ---- parameter tensors and buffers ----------------------------------------------------------- */
+/* numpy_ppo's flax tensors, in its sorted order, and where each lies in the flat buffer. */
 static const struct {
     const char *name;
     int block;
@@ -218,7 +220,6 @@ static void release(CraftaxPPO *t) {
     if (t->graph_exec) cudaGraphExecDestroy(t->graph_exec);
     for (int i = 0; i < CRAFTAX_PPO_PROFILE_COUNT; i++)
         if (t->prof_exec[i]) cudaGraphExecDestroy(t->prof_exec[i]);
-    if (t->graph) cudaGraphDestroy(t->graph);
     if (t->blas && g_blas.destroy) g_blas.destroy(t->blas);
     for (int i = 0; i < t->num_allocs; i++) cudaFree(t->allocs[i]);
     if (t->ev0) cudaEventDestroy(t->ev0);
@@ -334,7 +335,6 @@ static int create(const CraftaxPPOConfig *config, void *env_states, void *env_sc
     ALLOC(t, t->s_pre, N * E * f);
     ALLOC(t, t->s_xi, N * 3 * H * f);
     ALLOC(t, t->s_hp, N * H * f);
-    ALLOC(t, t->s_hh, N * 3 * H * f);
     ALLOC(t, t->s_a1, N * E * f);
     ALLOC(t, t->s_a2, N * E * f);
     ALLOC(t, t->s_logits, N * A * f);
@@ -356,9 +356,9 @@ static int create(const CraftaxPPOConfig *config, void *env_states, void *env_sc
     t->sparse = c->encoder == CRAFTAX_PPO_ENCODER_SPARSE;
     {
         const char *legacy = getenv("PYCRAFTAX_PPO_LEGACY");
-        t->legacy = legacy && atoi(legacy) == 1;
+        t->baseline_kernels = legacy && atoi(legacy) == 1;
     }
-    t->dw0_method = t->sparse && (!c->tf32 || t->legacy) ? DW0_SPARSE : DW0_GEMM;
+    t->dw0_method = t->sparse && (!c->tf32 || t->baseline_kernels) ? DW0_SPARSE : DW0_GEMM;
     t->x_rows = !t->sparse ? (int64_t)R : c->tf32 ? (int64_t)t->R : 0;
     ALLOC(t, t->x, (t->x_rows ? t->x_rows * D : 1) * f);
     ALLOC(t, t->s_hnew, N * H * f);
@@ -487,30 +487,7 @@ int craftax_ppo_iterate(CraftaxPPO *t) {
     if (!t) return fail(CRAFTAX_PPO_ERR_NULL, "iterate: NULL");
     if (!t->has_env) return fail(CRAFTAX_PPO_ERR_NO_ENV, "iterate: this trainer has no env");
     CUDA_TRY(cudaEventRecord(t->ev0, t->stream), "event");
-    /* the first iteration runs eagerly: cuBLAS picks and loads its kernels outside capture */
-    if (t->c.use_graph && !t->c.debug && t->iterations_run > 0) {
-        if (!t->graph_exec) {
-            CUDA_TRY(cudaStreamBeginCapture(t->stream, cudaStreamCaptureModeThreadLocal), "begin capture");
-            int rc = enqueue_iteration(t);
-            cudaGraph_t graph = NULL;
-            cudaError_t err = cudaStreamEndCapture(t->stream, &graph);
-            if (rc != 0) {
-                if (graph) cudaGraphDestroy(graph);
-                cudaGetLastError();
-                return rc;
-            }
-            if (err != cudaSuccess) return cuda_fail(err, "end capture");
-            t->graph = graph;
-            err = cudaGraphInstantiate(&t->graph_exec, graph, 0);
-            if (err != cudaSuccess) {
-                t->graph_exec = NULL;
-                return cuda_fail(err, "graph instantiate");
-            }
-        }
-        CUDA_TRY(cudaGraphLaunch(t->graph_exec, t->stream), "graph launch");
-    } else {
-        TRY(enqueue_iteration(t));
-    }
+    TRY(run_iteration(t));
     CUDA_TRY(cudaEventRecord(t->ev1, t->stream), "event");
     TRY(sync(t, "iterate"));
     cudaEventElapsedTime(&t->last_ms, t->ev0, t->ev1);
@@ -614,46 +591,7 @@ int craftax_ppo_profile(CraftaxPPO *t, int part, int reps, float *ms) {
         return fail(CRAFTAX_PPO_ERR_ARGUMENT, "profile: no other dW0 method for the dense encoder");
     if (part == CRAFTAX_PPO_PROFILE_ENCODER_BACKWARD_ALT && t->dw0_method == DW0_SPARSE && !t->x_rows)
         return fail(CRAFTAX_PPO_ERR_ARGUMENT, "profile: dW0 as a GEMM needs TF32 with the sparse encoder");
-    const int graph = t->c.use_graph && !t->c.debug;
-    if (part > CRAFTAX_PPO_PROFILE_UPDATE) { /* a phase: fill every buffer it reads first */
-        TRY(gather_minibatch(t, t->perm, t->B));
-        TRY(loss_and_grads(t, t->B, t->perm, t->losses));
-        TRY(sync(t, "profile"));
-    }
-    if (graph && !t->prof_exec[part]) {
-        TRY(enqueue_part(t, part)); /* eagerly once: cuBLAS loads its kernels outside capture */
-        TRY(sync(t, "profile"));
-        CUDA_TRY(cudaStreamBeginCapture(t->stream, cudaStreamCaptureModeThreadLocal), "begin capture");
-        int rc = enqueue_part(t, part);
-        cudaGraph_t g = NULL;
-        cudaError_t err = cudaStreamEndCapture(t->stream, &g);
-        if (rc != 0) {
-            if (g) cudaGraphDestroy(g);
-            cudaGetLastError();
-            return rc;
-        }
-        if (err != cudaSuccess) return cuda_fail(err, "end capture");
-        err = cudaGraphInstantiate(&t->prof_exec[part], g, 0);
-        cudaGraphDestroy(g);
-        if (err != cudaSuccess) {
-            t->prof_exec[part] = NULL;
-            return cuda_fail(err, "graph instantiate");
-        }
-        CUDA_TRY(cudaGraphLaunch(t->prof_exec[part], t->stream), "graph launch"); /* warm */
-    }
-    CUDA_TRY(cudaEventRecord(t->ev0, t->stream), "event");
-    for (int i = 0; i < reps; i++) {
-        if (graph)
-            CUDA_TRY(cudaGraphLaunch(t->prof_exec[part], t->stream), "graph launch");
-        else
-            TRY(enqueue_part(t, part));
-    }
-    CUDA_TRY(cudaEventRecord(t->ev1, t->stream), "event");
-    TRY(sync(t, "profile"));
-    float total = 0.0f;
-    CUDA_TRY(cudaEventElapsedTime(&total, t->ev0, t->ev1), "event time");
-    *ms = total / reps;
-    return 0;
+    return time_part(t, part, reps, ms);
 }
 
 int64_t craftax_ppo_nnz_overflow(CraftaxPPO *t) {

@@ -1,5 +1,5 @@
-/* ppo_cuda.h: the C API of the CUDA PPO-RNN trainer (cuda/ppo_cuda.cu, linked into
- * cuda/build/libcraftax_cuda.so beside the env).
+/* ppo_cuda.h: the C API of the CUDA PPO-RNN trainer (cuda/ppo_cuda.cu and the parts ppo_*.cuh it
+ * includes, linked into cuda/build/libcraftax_cuda.so beside the env).
  *
  * The trainer is the NumPy reference pycraftax/train/numpy_ppo.py on the GPU: same model,
  * loss, GAE, global-norm clip and Adam. Weights, Adam moments, rollout and minibatch
@@ -80,7 +80,7 @@ extern "C" {
 #define CRAFTAX_PPO_BUF_TARGETS 17
 /* BUF_H0: float [N, H]: GRU state before step 0 */
 #define CRAFTAX_PPO_BUF_H0 18
-/* BUF_EPISODES: per-iteration episode log, see CRAFTAX_PPO_EP_* */
+/* BUF_EPISODES: the last rollout's episode log (layout below NUM_LOSS_STATS) */
 #define CRAFTAX_PPO_BUF_EPISODES 19
 /* BUF_LOSSES: double [epochs * minibatches, CRAFTAX_PPO_NUM_LOSS_STATS] */
 #define CRAFTAX_PPO_BUF_LOSSES 20

@@ -15,6 +15,9 @@
 #include "ppo_common.cuh"
 #include "ppo_gemm.cuh"
 
+/* sparse_dw_kernel: groups of threads splitting a feature's rows, summed in group order */
+#define DW_GROUPS 4
+
 /* ---- sparse encoder ------------------------------------------------------------------------ */
 /* The row of list storage that minibatch row r = t * Bc + b reads: slot t0 + t, env index[b]
  * (b itself where index is NULL). */
@@ -236,8 +239,9 @@ static int compact_slots(CraftaxPPO *t, int s0, int count) {
 /* Dense_0's kernel gradient from demb [T * Bc, E] of the minibatch (index, Bc).
  * DW0_GEMM: x^T @ demb by cuBLAS over the dense minibatch obs (the sparse encoder gathers them
  * here, from the stored obs, into x); DW0_SPARSE: the bitmap walk (exact fp32, fixed order).
- * With TF32 on, the sparse encoder uses the GEMM: 69 GFLOP on tensor cores beat the walk,
- * which reads a demb row per nonzero (~5 GB per 8192-row minibatch). */
+ * With TF32 on, the sparse encoder uses the GEMM: the walk reads a demb row per nonzero (for an
+ * 8192-row minibatch at width 512, ~5 GB), which is slower than the GEMM's 69 GFLOP on tensor
+ * cores. */
 enum { DW0_GEMM = 0, DW0_SPARSE = 1 };
 static int encoder_backward(CraftaxPPO *t, int Bc, const int32_t *index, int method) {
     const int T = t->T, E = t->E, D = t->D;
@@ -266,9 +270,7 @@ static int encoder_backward(CraftaxPPO *t, int Bc, const int32_t *index, int met
     return check_launch(t, "sparse_dw");
 }
 
-/* numpy_ppo.forward over a segment of T steps of Bc columns (rows r = t * Bc + b), from
- * m_h0 with keep flags m_dones; caches everything backward needs. */
-/* The forward's parts (each a profiler phase too). */
+/* The update's encoder forward over the minibatch's T * Bc rows (a profiler phase). */
 static int fwd_encode(CraftaxPPO *t, int Bc, const int32_t *index) {
     return encode(t, t->T * Bc, 0, index, Bc, t->x, t->emb);
 }

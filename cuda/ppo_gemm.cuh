@@ -23,6 +23,7 @@
 #include "ppo_common.cuh"
 #include "ppo_gru_cell.cuh"
 
+/* ---- cuBLAS, loaded at run time: the backward pass's products ------------------------------ */
 static struct {
     void *lib;
     cublasStatus (*create)(cublasHandle *);
@@ -76,8 +77,6 @@ static int blas_fail(cublasStatus st, const char *what) {
 #define FBN 64
 #define FBK 16
 #define TBK 32
-/* sparse_dw_kernel: groups of threads splitting a feature's rows, summed in group order */
-#define DW_GROUPS 4
 
 /* ---- forward GEMMs: accumulation order independent of the number of rows ----------------- */
 /* C[M, Nc] = A[M, K] @ B[K, Nc] (+ bias, relu), row-major with leading dims lda, ldb, ldc.
@@ -224,16 +223,16 @@ __global__ void __launch_bounds__(256) narrow_gemm_kernel(int M, int Nc, int K, 
     C[(int64_t)m * ldc + n] = v;
 }
 
-/* ---- forward GEMMs v2: cp.async pipeline, same per-output order as the kernels above -------
+/* ---- forward GEMMs, pipelined: cp.async, same per-output order as the kernels above --------
  * mm_kernel computes the same products as fwd_gemm_kernel / fwd_gemm_tf32_kernel, bitwise:
- * every output is still accumulated from +0 over k = 0, 1, ... (fp32: one fmaf per k; TF32:
- * one wmma m16n16k8 per 8 k, operands rounded with __float_to_tf32), with K zero-padded to a
- * multiple of 32 as before. What changes is only how operands reach shared memory: 16-byte
- * cp.async copies, MM_STAGES chunks of 32 k in flight, so a block no longer waits one L2 round
- * trip per chunk (the GRU's per-step GEMMs over 128 rows were latency-bound that way: about
- * 35 us a step). Since the
- * result of an output depends only on its own row, column and this k order, the tile shape can
- * be chosen per call (by M too) and the old kernels stay as the fallback for unaligned shapes.
+ * every output is accumulated from +0 over k = 0, 1, ... (fp32: one fmaf per k; TF32: one wmma
+ * m16n16k8 per 8 k, operands rounded with __float_to_tf32), with K zero-padded to a multiple of
+ * 32. Only the way operands reach shared memory differs: 16-byte cp.async copies, MM_STAGES
+ * chunks of 32 k in flight, so a block does not wait one L2 round trip per chunk (which bounds
+ * the GRU's per-step GEMMs over a minibatch's few rows by latency). Since the result of an
+ * output depends only on its own row, column and this k order, the tile shape can be chosen per
+ * call (by M too); fwd_gemm_kernel and fwd_gemm_tf32_kernel remain for the shapes whose rows
+ * are not 16-byte aligned.
  *
  * GRU = 1: one step of the GRU forward in one launch. A = h_prev [M, H] read through the reset
  * mask (rows with keep[r] zero-filled by the copy itself), B = Wh [H, 3H]; a block owns MM_JT
@@ -426,8 +425,8 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) mm_kernel(const MMArgs 
 /* The instantiations used (tile, warps, stages): generic 128 x 64 with 8 warps, 3 stages; GRU
  * steps 32 rows x 16 units (6 warps, one per gate and 16 rows; the update's 128-row minibatch
  * steps give 4 x 32 blocks, one per SM, 8 stages) or 128 rows x 16 units (12 warps, 4 stages;
- * rollout steps over all envs, the fast recipe's 2048-row minibatches). The first version, 2
- * and 4 warps a block, took ~38 us a step: too few warps to hide the per-chunk latencies. */
+ * rollout steps over all envs, the fast recipe's 2048-row minibatches). Fewer warps a block
+ * leave too few to hide the per-chunk latencies. */
 #define MM_GENERIC(tf) mm_kernel<128, 64, 4, 2, tf, 0, 3>
 #define MM_GRU_SMALL(tf) mm_kernel<32, 3 * MM_JT, 2, 3, tf, 1, 8>
 #define MM_GRU_LARGE(tf) mm_kernel<128, 3 * MM_JT, 4, 3, tf, 1, 4>
@@ -435,6 +434,7 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) mm_kernel(const MMArgs 
 #define MM_GRU_SMALL_SMEM (MMShape<32, 3 * MM_JT, 8>::SMEM_BYTES)
 #define MM_GRU_LARGE_SMEM (MMShape<128, 3 * MM_JT, 4>::SMEM_BYTES)
 
+/* ---- host side: cuBLAS products, and the choice of forward kernel ----------------------- */
 /* Row-major C[M, N] = op(A)[M, K] @ op(B)[K, N] + beta C; lda/ldb/ldc: row lengths of the
  * arrays as stored. Column-major cuBLAS sees each stored array transposed, so it computes
  * C^T = op(B)^T op(A)^T with the transpose flags passed through unchanged. */
@@ -457,24 +457,25 @@ static int colsum(CraftaxPPO *t, int R, int N, const float *d, int ldd, float *o
     return gemm(t, 0, 0, 1, N, R, t->ones, R, d, ldd, 0.0f, out, N, what);
 }
 
-/* Forward C[M, Nc] = A[M, K] @ B[K, Nc] (+ bias, relu): fwd_gemm_kernel, or on TF32 tensor
- * cores where tf32 is on and the layer is wide enough to fill a tile. The kernel is chosen
- * by the layer's shape alone, never by M, so every batch of a sample agrees bitwise. */
 static int aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
+/* Forward C[M, Nc] = A[M, K] @ B[K, Nc] (+ bias, relu): fp32, or on TF32 tensor cores where
+ * tf32 is on and the layer is wide enough to fill a tile (Nc >= FBN). Precision and kernel are
+ * chosen by the layer's shape and alignment alone, never by M, so every batch of a sample
+ * agrees bitwise. */
 static int fwd_gemm(CraftaxPPO *t, int M, int Nc, int K, const float *A, int lda, const float *B, int ldb,
                     const float *bias, int relu, float *C, int ldc, const char *what) {
     const dim3 grid((unsigned)((Nc + FBN - 1) / FBN), (unsigned)((M + FBM - 1) / FBM));
-    const int tc = t->c.tf32 && Nc >= FBN; /* by the layer's shape only, as before */
-    if (!t->legacy && Nc < FBN) { /* narrow: fp32 whatever tf32 says, as the old rule */
+    const int tc = t->c.tf32 && Nc >= FBN;
+    if (!t->baseline_kernels && Nc < FBN) { /* narrow: fp32 whatever tf32 says, as the tile rule */
         int cw = 1;
         while (cw < Nc) cw *= 2;
         narrow_gemm_kernel<<<(unsigned)((M + 256 / cw - 1) / (256 / cw)), 256, 0, t->stream>>>(
             M, Nc, K, cw, A, lda, B, ldb, bias, relu, C, ldc);
         return check_launch(t, what);
     }
-    /* mm_kernel where its 16-byte copies fit the shape (bitwise the same as the old kernels) */
-    if (!t->legacy && K % 4 == 0 && lda % 4 == 0 && ldb % 4 == 0 && Nc % 4 == 0 && aligned16(A) && aligned16(B)) {
+    /* mm_kernel where its 16-byte copies fit the shape (bitwise the same as the tile kernels) */
+    if (!t->baseline_kernels && K % 4 == 0 && lda % 4 == 0 && ldb % 4 == 0 && Nc % 4 == 0 && aligned16(A) && aligned16(B)) {
         MMArgs a;
         memset(&a, 0, sizeof(a));
         a.M = M, a.Nc = Nc, a.K = K, a.A = A, a.lda = lda, a.B = B, a.ldb = ldb, a.bias = bias, a.relu = relu;
@@ -507,6 +508,7 @@ static int mm_setup(void) {
     return 0;
 }
 
+/* ---- dense-layer backward helpers ---------------------------------------------------------- */
 /* d *= (a > 0): the relu mask of a layer whose output a is. */
 __global__ void relu_mask_kernel(float *d, const float *a, int64_t n) {
     const int64_t i = gtid();

@@ -30,8 +30,8 @@ __global__ void gru_cell_kernel(const float *xi, const float *bi, const float *h
 }
 
 /* ---- the update's GRU forward: all T steps in one persistent launch ---------------------------
- * The per-step launches above wait ~20 us a step for a minibatch of 128 rows: each step
- * re-reads its Wh slices from L2 and pays a launch. Here each block keeps the r, z and n column
+ * Per-step launches over a minibatch's few rows are bound by latency: each step re-reads its Wh
+ * slices from L2 and pays a launch. Here each block keeps the r, z and n column
  * slices of its MM_JT hidden units (all H rows of Wh: 106 KB at H = 512) in shared memory for
  * the whole segment. For each step it copies its GS_BM rows of h_prev (zero-filled where the
  * env was reset, as mm_kernel's copy does) in four quarters of k, multiplying each quarter as
@@ -189,7 +189,7 @@ static int gru_step(CraftaxPPO *t, int M, const float *h_prev, const uint8_t *ke
     const float *p = t->params;
     const float *Wh = p + t->off[P_WH];
     const int tc = t->c.tf32 && 3 * H >= FBN; /* fwd_gemm's rule for this GEMM */
-    if (!t->legacy && H % MM_JT == 0 && aligned16(h_prev) && aligned16(Wh)) {
+    if (!t->baseline_kernels && H % MM_JT == 0 && aligned16(h_prev) && aligned16(Wh)) {
         MMArgs a;
         memset(&a, 0, sizeof(a));
         a.M = M, a.Nc = H, a.K = H, a.A = h_prev, a.lda = H, a.B = Wh, a.ldb = 3 * H;
@@ -226,7 +226,7 @@ static int gru_step(CraftaxPPO *t, int M, const float *h_prev, const uint8_t *ke
 static int gru_seq_setup(CraftaxPPO *t) {
     t->gru_seq_blocks = 0;
     const char *env = getenv("PYCRAFTAX_PPO_GRU_SEQ");
-    if (t->legacy || (env && atoi(env) == 0) || t->H % 32 != 0) return 0;
+    if (t->baseline_kernels || (env && atoi(env) == 0) || t->H % 32 != 0) return 0;
     int dev = 0, coop = 0, sms = 0, max_smem = 0, per_sm = 0;
     CUDA_TRY(cudaGetDevice(&dev), "cudaGetDevice");
     CUDA_TRY(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev), "device attribute");

@@ -8,7 +8,7 @@
 
 #include "ppo_common.cuh"
 
-/* ---- kernels --------------------------------------------------------------------------- */
+/* sigmoid as numpy_ppo writes it (via tanh, not 1 / (1 + exp(-x))). */
 static __device__ __forceinline__ float sigmoidf_np(float x) { return 0.5f * (tanhf(0.5f * x) + 1.0f); }
 
 /* The GRU cell for hidden unit j of one row (flax GRUCell as numpy_ppo.forward writes it): x

@@ -144,7 +144,7 @@ static int loss_and_grads(CraftaxPPO *t, int Bc, const int32_t *index, double *s
     return segment_backward(t, Bc, index);
 }
 
-/* ---- rollout --------------------------------------------------------------------------- */
+/* ---- rollout ------------------------------------------------------------------------------ */
 static int enqueue_update(CraftaxPPO *t);
 static int env_step(CraftaxPPO *t, int s);
 /* The policy at one step over all N envs: obs slot s, keep flags dones[s], state hstate. */
@@ -338,6 +338,76 @@ static int enqueue_iteration(CraftaxPPO *t) {
     TRY(join_pool_generation(t));
     advance_iteration_kernel<<<1, 1, 0, t->stream>>>(t->scal);
     LAUNCH(t, "advance_iteration");
+    return 0;
+}
+
+/* ---- graphs: an iteration (or a profiler part) captured once and replayed ------------------- */
+/* Work enqueued on the trainer's stream: a whole iteration, or one profiler part
+ * (CRAFTAX_PPO_PROFILE_*). */
+#define WORK_ITERATION (-1)
+static int enqueue_work(CraftaxPPO *t, int work) {
+    return work == WORK_ITERATION ? enqueue_iteration(t) : enqueue_part(t, work);
+}
+
+/* Captures `work` as a CUDA graph into *exec. The work must have run eagerly once before:
+ * cuBLAS picks and loads its kernels outside capture. */
+static int capture_graph(CraftaxPPO *t, int work, cudaGraphExec_t *exec) {
+    CUDA_TRY(cudaStreamBeginCapture(t->stream, cudaStreamCaptureModeThreadLocal), "begin capture");
+    int rc = enqueue_work(t, work);
+    cudaGraph_t g = NULL;
+    cudaError_t err = cudaStreamEndCapture(t->stream, &g);
+    if (rc != 0) {
+        if (g) cudaGraphDestroy(g);
+        cudaGetLastError();
+        return rc;
+    }
+    if (err != cudaSuccess) return cuda_fail(err, "end capture");
+    err = cudaGraphInstantiate(exec, g, 0);
+    cudaGraphDestroy(g);
+    if (err != cudaSuccess) {
+        *exec = NULL;
+        return cuda_fail(err, "graph instantiate");
+    }
+    return 0;
+}
+
+/* One iteration enqueued: the first eagerly; with use_graph (and not debug) every later one as
+ * the graph captured at the second. */
+static int run_iteration(CraftaxPPO *t) {
+    if (!t->c.use_graph || t->c.debug || t->iterations_run == 0) return enqueue_iteration(t);
+    if (!t->graph_exec) TRY(capture_graph(t, WORK_ITERATION, &t->graph_exec));
+    CUDA_TRY(cudaGraphLaunch(t->graph_exec, t->stream), "graph launch");
+    return 0;
+}
+
+/* Device milliseconds per repetition of one profiler part alone (craftax_ppo_profile, whose
+ * arguments are checked): replayed as a graph with use_graph (captured at the first call), else
+ * enqueued reps times. */
+static int time_part(CraftaxPPO *t, int part, int reps, float *ms) {
+    const int graph = t->c.use_graph && !t->c.debug;
+    if (part > CRAFTAX_PPO_PROFILE_UPDATE) { /* a phase: fill every buffer it reads first */
+        TRY(gather_minibatch(t, t->perm, t->B));
+        TRY(loss_and_grads(t, t->B, t->perm, t->losses));
+        TRY(sync(t, "profile"));
+    }
+    if (graph && !t->prof_exec[part]) {
+        TRY(enqueue_part(t, part)); /* eagerly once: cuBLAS loads its kernels outside capture */
+        TRY(sync(t, "profile"));
+        TRY(capture_graph(t, part, &t->prof_exec[part]));
+        CUDA_TRY(cudaGraphLaunch(t->prof_exec[part], t->stream), "graph launch"); /* warm */
+    }
+    CUDA_TRY(cudaEventRecord(t->ev0, t->stream), "event");
+    for (int i = 0; i < reps; i++) {
+        if (graph)
+            CUDA_TRY(cudaGraphLaunch(t->prof_exec[part], t->stream), "graph launch");
+        else
+            TRY(enqueue_part(t, part));
+    }
+    CUDA_TRY(cudaEventRecord(t->ev1, t->stream), "event");
+    TRY(sync(t, "profile"));
+    float total = 0.0f;
+    CUDA_TRY(cudaEventElapsedTime(&total, t->ev0, t->ev1), "event time");
+    *ms = total / reps;
     return 0;
 }
 

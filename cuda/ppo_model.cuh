@@ -9,7 +9,6 @@
 #include "ppo_gemm.cuh"
 #include "ppo_gru.cuh"
 
-/* ---- forward / backward --------------------------------------------------------------- */
 /* Heads (numpy_ppo.forward's actor and critic MLPs) over `rows` rows of y [rows, H]. */
 static int heads_forward(CraftaxPPO *t, int rows, const float *y, float *a1, float *a2, float *logits, float *c1,
                          float *c2, float *value) {
@@ -24,6 +23,8 @@ static int heads_forward(CraftaxPPO *t, int rows, const float *y, float *a1, flo
     return 0;
 }
 
+/* numpy_ppo.forward over a segment of T steps of Bc columns (rows r = t * Bc + b), from m_h0
+ * with keep flags m_dones; caches everything backward needs. */
 static int segment_forward(CraftaxPPO *t, int Bc, const int32_t *index) {
     TRY(fwd_encode(t, Bc, index));
     TRY(fwd_gru_input(t, Bc));
@@ -56,7 +57,7 @@ static int bwd_head(CraftaxPPO *t, int R, const float *dout, int n_out, const fl
     return 0;
 }
 
-/* numpy_ppo.backward: gradients of every parameter into t->grads. */
+/* The actor's and the critic's gradients, and d(hs) of both into t->dy. */
 static int bwd_heads(CraftaxPPO *t, int Bc) {
     const int R = t->T * Bc;
     TRY(bwd_head(t, R, t->dlogits, t->A, t->a1, t->a2, P_W1, P_B1, P_W2, P_B2, P_W3, P_B3, 0.0f));
