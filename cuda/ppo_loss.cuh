@@ -8,6 +8,8 @@
 
 #include "ppo_common.cuh"
 
+/* The max m and log-sum-exp lse of one row of A logits: log p[a] = (l[a] - m) - lse, numpy_ppo's
+ * log_softmax, op by op. */
 static __device__ void log_softmax_row(const float *l, int A, float *m_out, float *lse_out) {
     float m = l[0];
     for (int a = 1; a < A; a++) m = fmaxf(m, l[a]);

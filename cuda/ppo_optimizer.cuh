@@ -8,6 +8,8 @@
 
 #include "ppo_common.cuh"
 
+/* The gradients' sum of squares in double, one partial sum per block (a fixed order, no atomics);
+ * optimizer_scalars_kernel adds the parts in block order. */
 __global__ void sumsq_kernel(const float *g, int64_t n, double *part) {
     __shared__ double sh[TPB];
     double s = 0.0;
