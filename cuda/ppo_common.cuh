@@ -70,7 +70,8 @@ enum { OP_N = 0, OP_T = 1, COMPUTE_32F = 68, COMPUTE_32F_FAST_TF32 = 77, GEMM_DE
 enum { P_W0, P_B0, P_WI, P_BI, P_WH, P_BHN, P_W1, P_B1, P_W2, P_B2, P_W3, P_B3, P_W4, P_B4, P_W5, P_B5, P_W6, P_B6,
        P_COUNT };
 
-/* Device scalars of the optimiser, written and read by kernels only. */
+/* Device scalars of the optimiser and the key streams, written by kernels only (the host reads
+ * them back for checks and buffers: craftax_ppo_read, craftax_ppo_loss_grads). */
 typedef struct {
     int64_t counters[4]; /* iteration, adam count, key splits, spare */
     double sumsq;        /* of the current gradients */
