@@ -1,5 +1,5 @@
-/* ppo_cuda.h: the C API of the CUDA PPO-RNN trainer (cuda/ppo_cuda.cu, linked into
- * cuda/build/libcraftax_cuda.so beside the env).
+/* ppo_cuda.h: the C API of the CUDA PPO-RNN trainer (cuda/ppo_cuda.cu and the parts ppo_*.cuh it
+ * includes, linked into cuda/build/libcraftax_cuda.so beside the env).
  *
  * The trainer is the NumPy reference pycraftax/train/numpy_ppo.py on the GPU: same model,
  * loss, GAE, global-norm clip and Adam. Weights, Adam moments, rollout and minibatch
@@ -80,7 +80,7 @@ extern "C" {
 #define CRAFTAX_PPO_BUF_TARGETS 17
 /* BUF_H0: float [N, H]: GRU state before step 0 */
 #define CRAFTAX_PPO_BUF_H0 18
-/* BUF_EPISODES: per-iteration episode log, see CRAFTAX_PPO_EP_* */
+/* BUF_EPISODES: the last rollout's episode log (layout below NUM_LOSS_STATS) */
 #define CRAFTAX_PPO_BUF_EPISODES 19
 /* BUF_LOSSES: double [epochs * minibatches, CRAFTAX_PPO_NUM_LOSS_STATS] */
 #define CRAFTAX_PPO_BUF_LOSSES 20
@@ -210,6 +210,11 @@ int64_t craftax_ppo_nnz_overflow(CraftaxPPO *t);
 #define CRAFTAX_PPO_PROFILE_ENCODER_BACKWARD_ALT 14
 #define CRAFTAX_PPO_PROFILE_COUNT 15
 int craftax_ppo_profile(CraftaxPPO *t, int part, int reps, float *ms);
+/* The learning rate of the optimiser steps of update `update` (0-based: Adam steps so far divided
+ * by num_minibatches * update_epochs): base_lr * (1 - update / num_updates) with anneal, else
+ * base_lr; the arithmetic the trainer's device code runs, in double. num_updates >= 1. Needs no GPU
+ * (touches no CUDA runtime), for tests against the Python schedule. */
+double craftax_ppo_learning_rate(double base_lr, int anneal, int64_t update, int64_t num_updates);
 /* Milliseconds of the last craftax_ppo_iterate (device time, CUDA events). */
 float craftax_ppo_last_iterate_ms(const CraftaxPPO *t);
 /* Whether the update's GRU forward runs as one persistent launch (the blocks the GPU holds at
