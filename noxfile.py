@@ -10,7 +10,7 @@ from pathlib import Path
 
 import nox
 
-nox.options.sessions = ["tests", "sanitize", "cuda_build"]
+nox.options.sessions = ["lint", "tests", "sanitize", "cuda_build"]
 nox.options.reuse_existing_virtualenvs = True
 ROOT = Path(__file__).parent
 C_ONLY = {"PYCRAFTAX_CUDA": "0"}  # sessions that test the C reference skip the nvcc build
@@ -123,12 +123,12 @@ print("installed CUDA library:", path, "API version", lib.craftax_cuda_api_versi
 
 
 @nox.session(default=False)
-def conformance_cuda(session: nox.Session) -> None:
-    """C-vs-CUDA conformance and anchors on the GPU (the tests skip cleanly without one)."""
-    session.run("make", "-C", "cuda", external=True)
-    session.install("-e", ".[test]")
-    session.run("pytest", "-ra", "conformance/test_cuda.py", "conformance/test_cuda_optimistic.py",
-                "conformance/test_cuda_trainer.py", "conformance/test_cuda_lazy_floors.py", *session.posargs)
+def gpu(session: nox.Session) -> None:
+    """Every GPU check in one go, on a machine with a GPU: cuda/gpu_checks.sh (build, the GPU test
+    files, compute-sanitizer memcheck and racecheck on the env and trainer paths). The script is
+    the one entry point; this session only gives it a venv with the package installed."""
+    session.install("-e", ".[test]", env={"PYCRAFTAX_CUDA": "1", "PYCRAFTAX_TEST_HOOKS": "1"})
+    session.run("bash", "cuda/gpu_checks.sh", *session.posargs, env={"PYTHON": "python"}, external=True)
 
 
 @nox.session(default=False)
@@ -166,4 +166,4 @@ def report(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff over the Python sources."""
     session.install("ruff")
-    session.run("ruff", "check", "pycraftax", "conformance", "bench", "tests", "noxfile.py")
+    session.run("ruff", "check", "pycraftax", "conformance", "bench", "tests", "examples", "noxfile.py")
