@@ -14,7 +14,8 @@ import pytest
 from pycraftax import cli
 from pycraftax.train import interop
 from pycraftax.train import numpy_ppo as npp
-from pycraftax.train.trainer import TrainConfig, Trainer, evaluate, set_blas_threads
+from pycraftax.train.evaluation import evaluate
+from pycraftax.train.trainer import TrainConfig, Trainer, set_blas_threads
 
 TINY = dict(num_envs=4, num_steps=8, total_timesteps=4 * 8 * 4, update_epochs=2, num_minibatches=2, width=16,
             hidden=8, checkpoint_every=1, seed=3)
@@ -154,7 +155,7 @@ def test_resets_follow_ppo_rnn_and_old_checkpoints_stay_auto():
     the trainer builds uses them; a checkpoint config written before the option existed
     (no "resets") resumes with the auto resets it was trained with."""
     assert TrainConfig().resets == "optimistic" and TrainConfig(num_envs=64).reset_ratio == 16
-    assert TrainConfig(num_envs=4).reset_ratio == 4 and TrainConfig(resets="auto").reset_ratio is None
+    assert TrainConfig(num_envs=4, num_minibatches=4).reset_ratio == 4 and TrainConfig(resets="auto").reset_ratio is None
     t = Trainer(TrainConfig(**TINY))
     assert (t.env.resets, t.env.reset_ratio) == ("optimistic", 4)
     old = TrainConfig(**TINY).to_dict()
