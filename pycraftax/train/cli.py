@@ -113,11 +113,13 @@ def config_from_args(args) -> TrainConfig:
     return TrainConfig.from_recipe(args.recipe, **given_fields(args))
 
 
-def describe_recipe(args, config: TrainConfig) -> str:
-    """The recipe in effect, the default and how to pick another, and the overrides."""
+def describe_recipe(args) -> str:
+    """The recipe with its values, the default and how to pick another, and the flags that
+    override it."""
     others = " or ".join(f"--recipe {r}" for r in RECIPES if r != args.recipe)
     default = "the default" if args.recipe == DEFAULT_RECIPE else f"the default is {DEFAULT_RECIPE}"
-    text = f"recipe {args.recipe} ({default}; {others} for another, see --help): {describe_sizes(config)}"
+    text = (f"recipe {args.recipe} ({default}; {others} for another, see --help): "
+            f"{describe_sizes(TrainConfig.from_recipe(args.recipe))}")
     given = given_fields(args)
     if given:
         text += "\n  overridden by flags: " + ", ".join(f"{_flag(k)} {v}" for k, v in given.items()
@@ -196,10 +198,9 @@ def closing_summary(trainer, start_update: int, seconds: float) -> str:
     steps = (trainer.update - start_update) * c.steps_per_update
     last = trainer.history[-1]["return_window"] if trainer.history else None
     state = "done" if trainer.stop_reason is None else f"stopped ({trainer.stop_reason})"
-    ret = "no episode has ended yet" if last is None else f"{last:.2f}"
+    ret = "no episode has ended yet" if last is None else f"return (mean of the last {WINDOW} episodes) {last:.2f}"
     return (f"{state}: {trainer.update:,}/{c.num_updates:,} updates, {steps:,} env steps in "
-            f"{format_duration(seconds)} ({steps / max(seconds, 1e-9):,.0f} steps/s); "
-            f"return (mean of the last {WINDOW} episodes) {ret}")
+            f"{format_duration(seconds)} ({steps / max(seconds, 1e-9):,.0f} steps/s); {ret}")
 
 
 def cmd_train(args) -> int:
@@ -248,10 +249,10 @@ def cmd_train(args) -> int:
         print(f"resumed {args.resume} at update {trainer.update:,}/{config.num_updates:,}: "
               f"{describe_sizes(config)}")
     else:
-        print(describe_recipe(args, config))
+        print(describe_recipe(args))
         trainer = cls(config, out, **options)
-    print(f"{cls.TITLE} ({config.dtype}) on Craftax-Symbolic-v1 ({cls.BACKEND} env): {config.num_updates:,} "
-          f"updates -> {trainer.out_dir}")
+    print(f"{cls.TITLE} ({config.dtype}) on Craftax-Symbolic-v1 ({cls.BACKEND} env): {describe_sizes(config)}, "
+          f"{config.num_updates:,} updates -> {trainer.out_dir}")
     t0 = now()
     start_update = trainer.update
     with stop_on_signals(trainer):
