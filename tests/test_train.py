@@ -234,3 +234,22 @@ def test_cli_summary_of_a_run(tmp_path, capsys):
     assert "no metrics file" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         cli.main(["summary", out, "--final-fraction", "0"])
+
+
+def test_cuda_trainer_drives_the_env_through_its_public_interface():
+    """The GPU trainer (not runnable without a GPU) reads no private field of the env or of
+    pycraftax.cuda_env: it uses env.native_handles(), env.key and cuda_env.find_header."""
+    import ast
+
+    from pycraftax.train import cuda_trainer
+
+    tree = ast.parse(open(cuda_trainer.__file__).read())
+    private = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            owner = ast.unparse(node.value)
+            if owner in ("env", "self.env", "cuda_env", "env_lib"):
+                private.append(f"line {node.lineno}: {owner}.{node.attr}")
+    assert not private, private
+    used = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    assert {"native_handles", "key", "find_header"} <= used
