@@ -31,6 +31,15 @@ def format_duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def format_count(n: float) -> str:
+    """999, 12.3k, 4.5M, 1.00B: a step count at a glance."""
+    n = float(n)
+    for scale, suffix, digits in ((1e9, "B", 2), (1e6, "M", 1), (1e3, "k", 1)):
+        if abs(n) >= scale:
+            return f"{n / scale:.{digits}f}{suffix}"
+    return f"{n:.0f}"
+
+
 class Progress:
     """Progress towards `total` units, from `start` (a resumed job's units already done).
     `stream` defaults to stderr; `terminal` to whether the stream is a TTY."""

@@ -226,3 +226,16 @@ def test_cli_progress_is_plain_lines_when_stderr_is_captured(tmp_path, capsys):
     assert cli.main(["train", *TINY_FLAGS, "--out", str(tmp_path / "run")]) == 0
     err = capsys.readouterr().err
     assert "\r" not in err and "96/96 steps" in err
+
+
+def test_numbers_for_people():
+    from pycraftax.progress import format_count, format_duration
+
+    assert [format_count(n) for n in (999, 12_345, 999_948_288, 1_000_000_000)] == ["999", "12.3k", "999.9M", "1.00B"]
+    assert [format_duration(s) for s in (12.4, 3158.4, 7200, float("inf"))] == ["12 s", "52.6 min", "2.0 h", "?"]
+    from pycraftax.train import summary
+
+    lines = [dict(update=u, env_steps=1_000_448 * u, episodes=2, episode_return=2.0, return_window=2.0, sps=1e4,
+                  iteration_s=100.0) for u in range(1, 4)]
+    text = summary.report(summary.summarize(lines))
+    assert "curve: 3.0M steps 2.00" in text and "training time 5.0 min (10,004 steps/s)" in text
