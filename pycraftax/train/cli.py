@@ -4,6 +4,10 @@ commands (pycraftax/cli.py wires them into the `pycraftax` parser).
 The recipe is always explicit: `--recipe` (default "small", the CPU job) picks the sizes,
 flags override single fields, and the recipe in effect is printed with its values at the
 start. The backend (`--backend`) chooses where to train, never what.
+
+A new run never writes over another: an --out that holds a run's files is refused (the
+message says how to resume it) unless --force, which deletes those files first. Outputs and
+inputs are checked before any training starts.
 """
 
 from __future__ import annotations
