@@ -3,7 +3,7 @@
     pycraftax worlds [--num-envs N] [--seed S]    generate worlds, summarise all nine floors
     pycraftax bench reset [--num-envs N] [--threads T] [--seconds S]
     pycraftax bench step  [--num-envs N] [--threads T] [--seconds S]
-    pycraftax train [--total-timesteps N] [--num-envs N] ... [--out DIR] [--resume CKPT]   PPO-RNN on CPU
+    pycraftax train [--recipe small|paper|fast] [--num-envs N] ... [--out DIR] [--resume CKPT]   PPO-RNN
     pycraftax eval --checkpoint CKPT [--episodes N] [--greedy]                          run a trained policy
     pycraftax summary RUN [RUN2 ...] [--json] [--png curve.png]                         score, curve, achievements
     pycraftax render [--checkpoint CKPT] [--out episode.gif] [--view local|floor]      GIF of one episode
@@ -17,34 +17,12 @@ import time
 
 import numpy as np
 
+from pycraftax.progress import Progress
 from pycraftax.render import BLOCK_NAMES
+from pycraftax.train import cli as train_cli
 
 FLOOR_NAMES = ("Overworld", "Dungeon", "Gnomish Mines", "Sewers", "Vaults", "Troll Mines", "Fire Realm",
                "Ice Realm", "Graveyard")
-
-
-class Progress:
-    """A one-line progress bar on stderr with rate and ETA (no dependencies)."""
-
-    def __init__(self, total: int, unit: str):
-        self.total, self.unit, self.start, self.last = total, unit, time.perf_counter(), 0.0
-
-    def update(self, done: int, force: bool = False) -> None:
-        now = time.perf_counter()
-        if not force and now - self.last < 0.2:
-            return
-        self.last = now
-        elapsed = max(now - self.start, 1e-9)
-        rate = done / elapsed
-        eta = (self.total - done) / rate if rate > 0 else float("inf")
-        width = 30
-        filled = int(width * done / max(self.total, 1))
-        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} {self.unit} "
-                         f"{rate:,.0f} {self.unit}/s ETA {eta:4.1f}s ")
-        sys.stderr.flush()
-
-    def close(self) -> None:
-        sys.stderr.write("\n")
 
 
 def cmd_worlds(args: argparse.Namespace) -> int:
@@ -68,7 +46,7 @@ def cmd_worlds(args: argparse.Namespace) -> int:
         progress.update(generated)
     progress.update(generated, force=True)
     progress.close()
-    elapsed = time.perf_counter() - progress.start
+    elapsed = time.perf_counter() - progress.t0
     print(f"{generated} worlds (seed {args.seed}) in {elapsed:.2f} s: {generated / elapsed:,.0f} worlds/s")
     print("mean cells per floor (48 x 48 = 2304) of the most common blocks:")
     for level in range(9):
@@ -121,14 +99,25 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_render(args: argparse.Namespace) -> int:
     import os
 
+    from pycraftax.paths import output_file_problem
     from pycraftax.render import record_episode, save_gif
+    from pycraftax.train.evaluation import load_policy
+    from pycraftax.train.interop import NotACheckpointError
 
     policy = None
     if args.checkpoint is not None:
         if not os.path.exists(args.checkpoint):
             print(f"pycraftax render: error: no file {args.checkpoint}", file=sys.stderr)
             return 2
-        policy = _train_module().load_policy(args.checkpoint)
+        try:
+            policy = load_policy(args.checkpoint)
+        except NotACheckpointError as e:
+            print(f"pycraftax render: error: {e}", file=sys.stderr)
+            return 2
+    problem = output_file_problem(args.out)  # before the episode, which can take minutes
+    if problem:
+        print(f"pycraftax render: error: --out: {problem}", file=sys.stderr)
+        return 2
     bar = Progress(args.max_steps, "steps")
     frames, summary = record_episode(policy, seed=args.seed, max_steps=args.max_steps, view=args.view,
                                      tile=args.tile, greedy=args.greedy, progress=bar.update)
@@ -137,25 +126,11 @@ def cmd_render(args: argparse.Namespace) -> int:
     save_gif(args.out, frames, fps=args.fps)
     who = "random actions" if policy is None else args.checkpoint
     state = "ended" if summary["ended"] else "still running (step limit)"
-    print(f"{args.out}: {len(frames)} frames; {who}: return {summary['return']:.2f} over {summary['length']} steps, "
-          f"episode {state}")
+    print(f"{args.out}: {len(frames):,} frames; {who}: return {summary['return']:.2f} over {summary['length']:,} "
+          f"steps, episode {state}")
     for name, step in sorted(summary["achievements"].items(), key=lambda kv: kv[1]):
         print(f"  step {step:>5}  {name}")
     return 0
-
-
-def _train_module():
-    from pycraftax.train import trainer
-
-    return trainer
-
-
-def cmd_train(args: argparse.Namespace) -> int:
-    return _train_module().cmd_train(args)
-
-
-def cmd_eval(args: argparse.Namespace) -> int:
-    return _train_module().cmd_eval(args)
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
@@ -178,57 +153,66 @@ def cmd_summary(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="pycraftax", description="Craftax 1.6.1, bit-faithful, in C (and CUDA).")
+def build_parser() -> argparse.ArgumentParser:
+    fmt = dict(formatter_class=train_cli.HelpFormatter)
+    parser = argparse.ArgumentParser(prog="pycraftax", description="Craftax 1.6.1, bit-faithful, in C (and CUDA).",
+                                     **fmt)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    worlds = sub.add_parser("worlds", help="generate worlds and summarise their nine floors")
+    worlds = sub.add_parser("worlds", help="generate worlds and summarise their nine floors", **fmt)
     worlds.add_argument("--num-envs", type=int, default=1024, help="number of worlds to generate")
     worlds.add_argument("--batch", type=int, default=256, help="worlds generated per batched call")
-    worlds.add_argument("--seed", type=int, default=0)
+    worlds.add_argument("--seed", type=int, default=0, help="seed of the first batch")
     worlds.set_defaults(func=cmd_worlds)
 
-    bench = sub.add_parser("bench", help="throughput of the C reference")
+    bench = sub.add_parser("bench", help="throughput of the C reference", **fmt)
     bench_sub = bench.add_subparsers(dest="what", required=True)
-    reset = bench_sub.add_parser("reset", help="world generation (reset_env) rate")
-    reset.add_argument("--num-envs", type=int, default=64)
-    reset.add_argument("--threads", type=int, default=1)
-    reset.add_argument("--seconds", type=float, default=3.0)
+    reset = bench_sub.add_parser("reset", help="world generation (reset_env) rate", **fmt)
+    reset.add_argument("--num-envs", type=int, default=64, help="worlds per batch")
+    reset.add_argument("--threads", type=int, default=1, help="worker threads")
+    reset.add_argument("--seconds", type=float, default=3.0, help="how long to measure")
     reset.set_defaults(func=cmd_bench)
-    step = bench_sub.add_parser("step", help="env steps per second (auto-reset, random actions)")
-    step.add_argument("--num-envs", type=int, default=1024)
-    step.add_argument("--threads", type=int, default=1)
-    step.add_argument("--seconds", type=float, default=5.0)
+    step = bench_sub.add_parser("step", help="env steps per second (auto-reset, random actions)", **fmt)
+    step.add_argument("--num-envs", type=int, default=1024, help="envs stepped together")
+    step.add_argument("--threads", type=int, default=1, help="worker threads")
+    step.add_argument("--seconds", type=float, default=5.0, help="how long to measure")
     step.set_defaults(func=cmd_bench)
 
-    train = sub.add_parser("train", help="train PPO-RNN (GPU trainer where usable, else NumPy + C env); see pycraftax.train")
-    _train_module().add_train_args(train)
-    train.set_defaults(func=cmd_train)
-    evaluate = sub.add_parser("eval", help="run a trained policy: return and achievement rates")
-    _train_module().add_eval_args(evaluate)
-    evaluate.set_defaults(func=cmd_eval)
+    train = sub.add_parser("train", help="train PPO-RNN (GPU trainer where usable, else NumPy + C env); see "
+                           "pycraftax.train", **fmt)
+    train_cli.add_train_args(train)
+    train.set_defaults(func=train_cli.cmd_train)
+    evaluate = sub.add_parser("eval", help="run a trained policy: return and achievement rates", **fmt)
+    train_cli.add_eval_args(evaluate)
+    evaluate.set_defaults(func=train_cli.cmd_eval)
 
-    summ = sub.add_parser("summary", help="a training run's score (as the paper reports it), curve and achievements")
+    summ = sub.add_parser("summary", help="a training run's score (as the paper reports it), curve and achievements",
+                          **fmt)
     summ.add_argument("runs", nargs="+", metavar="RUN",
                       help="run directory or metrics.jsonl[.gz]; several = the parts of one run, in order")
     summ.add_argument("--final-fraction", type=float, default=0.01,
-                      help="score over the episodes of this last fraction of updates (default 0.01, as the paper)")
+                      help="score over the episodes of this last fraction of updates (as the paper)")
     summ.add_argument("--json", action="store_true", help="print the summary as JSON")
-    summ.add_argument("--png", default=None, help="also plot the learning curve to this file")
+    summ.add_argument("--png", default=None, help="also plot the learning curve to this file (default: no plot)")
     summ.set_defaults(func=cmd_summary)
 
-    render = sub.add_parser("render", help="record one episode of a policy (or random actions) as a GIF")
-    render.add_argument("--checkpoint", default=None, help="checkpoint.npz or params.npz; random actions if absent")
-    render.add_argument("--out", default="episode.gif")
-    render.add_argument("--seed", type=int, default=0)
-    render.add_argument("--max-steps", type=int, default=1000)
+    render = sub.add_parser("render", help="record one episode of a policy (or random actions) as a GIF", **fmt)
+    render.add_argument("--checkpoint", default=None,
+                        help="checkpoint.npz or params.npz (default: random actions)")
+    render.add_argument("--out", default="episode.gif", help="the GIF to write")
+    render.add_argument("--seed", type=int, default=0, help="seed of the world and of the action sampling")
+    render.add_argument("--max-steps", type=int, default=1000, help="step cap of the episode")
     render.add_argument("--view", choices=("local", "floor"), default="local",
                         help="the agent's 9x11 view, or the whole floor")
     render.add_argument("--tile", type=int, default=16, help="pixels per cell (>= 4)")
-    render.add_argument("--fps", type=float, default=8.0)
-    render.add_argument("--greedy", action="store_true", help="argmax actions instead of sampling")
+    render.add_argument("--fps", type=float, default=8.0, help="frames per second of the GIF")
+    render.add_argument("--greedy", action="store_true", help="argmax actions (default: sampled)")
     render.set_defaults(func=cmd_render)
+    return parser
 
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     for name in ("num_envs", "batch", "threads", "max_steps"):
         if getattr(args, name, 1) < 1:

@@ -142,7 +142,7 @@ def save_gif(path: str, frames: list[np.ndarray], fps: float = 8.0) -> None:
 def record_episode(policy=None, seed: int = 0, max_steps: int = 1000, view: str = "local", tile: int = 16,
                    greedy: bool = False, progress=None) -> tuple[list[np.ndarray], dict]:
     """Play one episode of one C env and return (frames, summary). `policy`: flax-named
-    weights (pycraftax.train.trainer.load_policy) or None for uniformly random actions.
+    weights (pycraftax.train.evaluation.load_policy) or None for uniformly random actions.
     The summary has the return, length, whether it ended, and the achievements unlocked
     with the step each first appeared."""
     import pycraftax

@@ -14,7 +14,8 @@ import pytest
 from pycraftax import cli
 from pycraftax.train import interop
 from pycraftax.train import numpy_ppo as npp
-from pycraftax.train.trainer import TrainConfig, Trainer, evaluate, set_blas_threads
+from pycraftax.train.evaluation import evaluate
+from pycraftax.train.trainer import TrainConfig, Trainer, set_blas_threads
 
 TINY = dict(num_envs=4, num_steps=8, total_timesteps=4 * 8 * 4, update_epochs=2, num_minibatches=2, width=16,
             hidden=8, checkpoint_every=1, seed=3)
@@ -154,7 +155,7 @@ def test_resets_follow_ppo_rnn_and_old_checkpoints_stay_auto():
     the trainer builds uses them; a checkpoint config written before the option existed
     (no "resets") resumes with the auto resets it was trained with."""
     assert TrainConfig().resets == "optimistic" and TrainConfig(num_envs=64).reset_ratio == 16
-    assert TrainConfig(num_envs=4).reset_ratio == 4 and TrainConfig(resets="auto").reset_ratio is None
+    assert TrainConfig(num_envs=4, num_minibatches=4).reset_ratio == 4 and TrainConfig(resets="auto").reset_ratio is None
     t = Trainer(TrainConfig(**TINY))
     assert (t.env.resets, t.env.reset_ratio) == ("optimistic", 4)
     old = TrainConfig(**TINY).to_dict()
@@ -233,3 +234,22 @@ def test_cli_summary_of_a_run(tmp_path, capsys):
     assert "no metrics file" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         cli.main(["summary", out, "--final-fraction", "0"])
+
+
+def test_cuda_trainer_drives_the_env_through_its_public_interface():
+    """The GPU trainer (not runnable without a GPU) reads no private field of the env or of
+    pycraftax.cuda_env: it uses env.native_handles(), env.key and cuda_env.find_header."""
+    import ast
+
+    from pycraftax.train import cuda_trainer
+
+    tree = ast.parse(open(cuda_trainer.__file__).read())
+    private = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            owner = ast.unparse(node.value)
+            if owner in ("env", "self.env", "cuda_env", "env_lib"):
+                private.append(f"line {node.lineno}: {owner}.{node.attr}")
+    assert not private, private
+    used = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    assert {"native_handles", "key", "find_header"} <= used

@@ -1,14 +1,22 @@
-"""Training: the NumPy reference PPO-RNN (the spec) and the CPU trainer over the C env.
+"""Training: the NumPy reference PPO-RNN (the spec), the config and recipes, the run loop
+both trainers share, the CPU trainer over the C env and the GPU trainer over the CUDA env.
 
     from pycraftax.train import numpy_ppo, TrainConfig, Trainer
+
+Modules: config (TrainConfig, RECIPES), loop (the run loop, checkpoints), trainer (CPU),
+cuda_trainer (GPU), evaluation, cli (`pycraftax train` / `pycraftax eval`), interop (weights
+by flax name), summary (a run's score), numpy_ppo (model, loss, optimiser, schedule).
 """
 
 from pycraftax.train.numpy_ppo import LossConfig, ModelConfig, init_params  # noqa: F401
 
+_LAZY = {"TrainConfig": "config", "RECIPES": "config", "Trainer": "trainer", "train": "trainer",
+         "evaluate": "evaluation", "load_policy": "evaluation"}
 
-def __getattr__(name):  # lazy: the trainer imports the env
-    if name in ("TrainConfig", "Trainer", "train", "evaluate"):
-        from pycraftax.train import trainer
 
-        return getattr(trainer, name)
+def __getattr__(name):  # lazy: the trainers import the env
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"pycraftax.train.{_LAZY[name]}"), name)
     raise AttributeError(name)

@@ -1,14 +1,15 @@
 """GPU PPO-RNN trainer: the CUDA env + the CUDA trainer of cuda/ppo_cuda.cu.
 
 Same TrainConfig, metrics lines, checkpoints (with "backend": "cuda" in their meta), resume,
-plot and progress as the CPU trainer (trainer.py, whose pieces it reuses); the model, loss,
+plot and progress as the CPU trainer: both are loop.RunLoop's, each supplying its iteration.
+It drives the CUDA env through its public interface (native_handles, key). The model, loss,
 GAE, clipping and Adam are numpy_ppo.py's, run on the GPU. Weights stay on the device; one
 iteration (rollout + GAE + update) is one CUDA graph launch, after which only the episode log
 and the per-minibatch loss statistics are copied back for the metrics line.
 
     from pycraftax.train import TrainConfig
     from pycraftax.train.cuda_trainer import CudaTrainer
-    trainer = CudaTrainer(TrainConfig.paper(total_timesteps=50_000_000), out_dir="runs/gpu")
+    trainer = CudaTrainer(TrainConfig.from_recipe("paper", total_timesteps=50_000_000), out_dir="runs/gpu")
     trainer.run()
 
 Differences from the CPU trainer, by design: policy sampling and minibatch permutations use
@@ -28,11 +29,13 @@ from __future__ import annotations
 import glob
 import os
 import sys
+
 import numpy as np
 
 from pycraftax.achievements import NUM_ACHIEVEMENTS
 from pycraftax.train import numpy_ppo as npp
-from pycraftax.train.trainer import WINDOW, Trainer, TrainConfig, _now  # noqa: F401  (WINDOW re-exported)
+from pycraftax.train.config import TrainConfig
+from pycraftax.train.loop import Iteration, RunLoop, now
 
 ERR_NULL, ERR_CONFIG, ERR_NO_MEMORY, ERR_ARGUMENT, ERR_CUDA, ERR_CUBLAS, ERR_NO_ENV = -1, -2, -3, -4, -5, -6, -7
 ENCODER_DENSE, ENCODER_SPARSE = 0, 1
@@ -82,7 +85,7 @@ def load():
     from pycraftax._cdef import cdef_declarations
 
     env_lib = cuda_env.load()  # RuntimeError with the reason when there is no GPU
-    header = cuda_env._find("ppo_cuda.h", cuda_env.header_dirs(env_lib.path))
+    header = cuda_env.find_header("ppo_cuda.h", env_lib.path)
     if header is None:
         raise RuntimeError("pycraftax CUDA trainer: cuda/ppo_cuda.h not found")
     ffi = FFI()
@@ -140,7 +143,6 @@ class PPO:
     def __init__(self, config: TrainConfig, env=None, *, obs_size: int = 8268, num_actions: int = 43,
                  tf32: bool = True, use_graph: bool = True, debug: bool = False, encoder="sparse",
                  max_nnz: int = 1024):
-        config.validate()
         if isinstance(encoder, str):
             if encoder not in ENCODERS:
                 raise ValueError(f"encoder must be one of {sorted(ENCODERS)}, got {encoder!r}")
@@ -165,11 +167,11 @@ class PPO:
         self.config_max_nnz = max_nnz
         out = ffi.new("CraftaxPPO **")
         if env is not None:
-            states = ffi.cast("void *", env._buffers["states"].ptr)
-            scratch = ffi.cast("void *", env._buffers["scratch"].ptr)
-            # env._params belongs to the env's own FFI instance: pass its address
-            params = ffi.cast("void *", int(env._lib.ffi.cast("uintptr_t", env._params)))
-            psize = env._lib.ffi.sizeof("CraftaxParams")
+            handles = env.native_handles()
+            states = ffi.cast("void *", handles.states)
+            scratch = ffi.cast("void *", handles.scratch)
+            params = ffi.cast("void *", handles.params)
+            psize = handles.params_size
         else:
             states = scratch = params = ffi.NULL
             psize = 0
@@ -336,7 +338,7 @@ class PPO:
         return int(self.lib.craftax_ppo_gru_seq_blocks(self._h))
 
     def episodes(self) -> list[tuple[float, int, np.ndarray]]:
-        """Episodes that ended in the last rollout, in (step, env) order, as trainer.py's
+        """Episodes that ended in the last rollout, in (step, env) order, as loop.Iteration's
         (return, length, achievements bool [67])."""
         T, N = self.T, self.N
         raw = self.read(BUF_EPISODES, np.uint32)
@@ -355,8 +357,8 @@ class PPO:
         return {k: float(v) for k, v in zip(LOSS_STATS, rows.mean(0))}
 
 
-class CudaTrainer(Trainer):
-    """Trainer's interface (run, step, checkpoints, resume, plot) on the GPU."""
+class CudaTrainer(RunLoop):
+    """The run loop (run, step, checkpoints, resume, plot) over the GPU iteration."""
 
     BACKEND = "cuda"
     TITLE = "PPO-RNN (CUDA)"
@@ -364,54 +366,44 @@ class CudaTrainer(Trainer):
     def __init__(self, config: TrainConfig, out_dir: str | None = None, *, _restore: dict | None = None,
                  tf32: bool = True, use_graph: bool = True, debug: bool = False, encoder: str = "sparse",
                  max_nnz: int = 1024):
-        config.validate()
         import pycraftax
         from pycraftax.env import NUM_ACTIONS, OBS_SIZE
 
-        self.config = c = config
-        self.out_dir = out_dir
+        c = config
+        super().__init__(config, out_dir, pycraftax.make("Craftax-Symbolic-v1", num_envs=c.num_envs, backend="cuda",
+                                                         seed=c.seed, resets=c.resets, reset_ratio=c.reset_ratio))
         self.dtype = np.dtype(np.float32)
         self.model_config = npp.ModelConfig(obs_size=OBS_SIZE, num_actions=NUM_ACTIONS, width=c.width, hidden=c.hidden)
-        from collections import deque
-
-        self.window_returns, self.window_lengths, self.window_ach = deque(maxlen=WINDOW), deque(maxlen=WINDOW), \
-            deque(maxlen=WINDOW)
-        self.history = []
-        self.env = pycraftax.make("Craftax-Symbolic-v1", num_envs=c.num_envs, backend="cuda", seed=c.seed,
-                                  resets=c.resets, reset_ratio=c.reset_ratio)
         self.ppo = PPO(c, self.env, obs_size=OBS_SIZE, num_actions=NUM_ACTIONS, tf32=tf32, use_graph=use_graph,
                        debug=debug, encoder=encoder, max_nnz=max_nnz)
         if _restore is None:
             self.env.reset()
-            self.ppo.begin(self.env._key)
+            self.ppo.begin(self.env.key)
             self.ppo.set_params(npp.init_params(self.model_config, seed=c.seed, dtype=np.float32))
-            self.update = 0
         else:
-            self._load_state(_restore)
+            self.load_state(_restore)
 
     @property
     def params(self) -> dict:
         return self.ppo.get_params()
 
-    def step(self) -> dict:
-        t0 = _now()
+    def iterate(self) -> Iteration:
+        t0 = now()
         self.ppo.iterate()
-        t1 = _now()
+        t1 = now()
         if self.ppo.nnz_overflow:
             raise RuntimeError(f"an observation had more than max_nnz={self.ppo.config_max_nnz} nonzeros: the sparse "
                                "encoder dropped some; rerun with a larger max_nnz (or encoder='dense')")
-        m = self._record(self.ppo.episodes(), self.ppo.losses(), t0, t1, None)
-        m["iteration_s"] = t1 - t0
-        m["device_ms"] = self.ppo.last_iterate_ms
-        return m
+        # rollout and learning are one graph launch: no host-visible split between them
+        return Iteration(self.ppo.episodes(), self.ppo.losses(), t1 - t0,
+                         dict(rollout_s=None, learn_s=None, iteration_s=t1 - t0, device_ms=self.ppo.last_iterate_ms))
 
-    def state_arrays(self) -> dict[str, np.ndarray]:
-        import json
-
-        from pycraftax.train.trainer import CHECKPOINT_VERSION
-
+    def backend_arrays(self) -> dict[str, np.ndarray]:
         p = self.ppo
-        arrays = self._common_arrays(p.get_params(), p.get_tensors(BUF_ADAM_MU), p.get_tensors(BUF_ADAM_NU))
+        arrays = dict(p.get_params())
+        for prefix, which in (("opt/mu/", BUF_ADAM_MU), ("opt/nu/", BUF_ADAM_NU)):
+            for k, v in p.get_tensors(which).items():
+                arrays[prefix + k] = v
         arrays["envkey"] = p.read(BUF_ENV_KEY, np.uint32)
         arrays["env_episode_return"] = p.read(BUF_RET_ACC, np.float32)
         arrays["env_episode_length"] = p.read(BUF_LEN_ACC, np.int32)
@@ -419,16 +411,12 @@ class CudaTrainer(Trainer):
         arrays["last_done"] = p.read(BUF_LAST_DONE, np.uint8).astype(bool)
         arrays["hstate"] = p.read(BUF_HSTATE, np.float32, (self.config.num_envs, -1))
         arrays["counters"] = p.counters
-        meta = dict(version=CHECKPOINT_VERSION, backend=self.BACKEND, config=self.config.to_dict(),
-                    update=self.update, history=self.history)
-        arrays["meta"] = np.array(json.dumps(meta))
         return arrays
 
-    def _load_state(self, data: dict) -> None:
-        self._load_common(data)
+    def restore_backend(self, data: dict) -> None:
         p = self.ppo
         key = np.asarray(data["envkey"], np.uint32)
-        self.env._key = key.copy()
+        self.env.key = key.copy()
         p.begin(key)
         params = {k: data[k] for k in npp.param_shapes(self.model_config)}
         p.set_params(params)

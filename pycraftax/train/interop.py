@@ -6,11 +6,15 @@
     tree = to_flax_tree(params)           # {"params": {"Dense_0": {"kernel": ...}}} for flax .apply
     params = from_flax_tree(tree)         # back (accepts a flax FrozenDict / jax arrays too)
     save_npz(path, params); load_npz(path)
+
+`read_npz` is the one reader of the trainer's files (checkpoint.npz, params.npz): anything
+else raises NotACheckpointError, which names the file and what was expected.
 """
 
 from __future__ import annotations
 
 import os
+import zipfile
 
 import numpy as np
 
@@ -64,12 +68,43 @@ def save_npz(path: str, params: dict) -> None:
     os.replace(tmp, path)
 
 
+EXPECTED = "a checkpoint.npz or params.npz written by `pycraftax train`"
+
+
+class NotACheckpointError(ValueError):
+    """A file that is not one of the trainer's .npz files (or not one this version reads)."""
+
+    def __init__(self, path, why: str):
+        super().__init__(f"{path} is not a checkpoint: expected {EXPECTED} ({why})")
+        self.path = str(path)
+
+
+def read_npz(path) -> dict[str, np.ndarray]:
+    """Every array of an .npz file; NotACheckpointError for anything that is not one."""
+    if os.path.isdir(path):
+        raise NotACheckpointError(path, "it is a directory")
+    try:
+        loaded = np.load(path, allow_pickle=False)
+    except (ValueError, EOFError, zipfile.BadZipFile):
+        raise NotACheckpointError(path, "not an .npz archive") from None
+    if not isinstance(loaded, np.lib.npyio.NpzFile):
+        raise NotACheckpointError(path, "a single .npy array, not an .npz archive")
+    try:
+        with loaded:
+            return {k: loaded[k] for k in loaded.files}
+    except (ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise NotACheckpointError(path, f"a damaged .npz archive: {exc}") from None
+
+
 def load_npz(path: str, dtype=None) -> dict[str, np.ndarray]:
-    with np.load(path, allow_pickle=False) as z:
-        params = {k: (z[k].astype(dtype) if dtype is not None else z[k]) for k in z.files if k.startswith("params/")}
-    infer_model_config(params)
+    arrays = read_npz(path)
+    params = {k: (v.astype(dtype) if dtype is not None else v) for k, v in arrays.items() if k.startswith("params/")}
+    try:
+        infer_model_config(params)
+    except (KeyError, ValueError) as exc:
+        raise NotACheckpointError(path, f"no complete set of policy weights: {exc}") from None
     return dict(sorted(params.items()))
 
 
 __all__ = ["export_flat", "to_flax_tree", "from_flax_tree", "infer_model_config", "save_npz", "load_npz",
-           "param_shapes"]
+           "read_npz", "NotACheckpointError", "param_shapes"]

@@ -397,9 +397,18 @@ def adam_update(params, grads, state, lr: float, b1: float = 0.9, b2: float = 0.
     return params, state
 
 
+def learning_rate(base_lr: float, anneal: bool, update: int, num_updates: int) -> float:
+    """The learning rate of update `update` (0-based) of `num_updates`: the baseline's linear
+    annealing, in double, or `base_lr` throughout without annealing. The CUDA trainer's
+    craftax_ppo_learning_rate computes the same doubles (tests/test_learning_rate.py)."""
+    if not anneal:
+        return float(base_lr)
+    return float(base_lr) * (1.0 - float(update) / float(num_updates))
+
+
 def linear_schedule(lr: float, step: int, num_minibatches: int, epochs: int, num_updates: int) -> float:
     """The baseline's `linear_schedule(count)` with count = optimiser steps taken so far."""
-    return lr * (1.0 - (step // (num_minibatches * epochs)) / num_updates)
+    return learning_rate(lr, True, step // (num_minibatches * epochs), num_updates)
 
 
 # -- acting -------------------------------------------------------------------------------

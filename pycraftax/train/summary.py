@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from pycraftax.progress import format_count, format_duration
+
 MAX_RETURN = 226.0  # the Craftax paper's normaliser (% of max)
 
 
@@ -114,9 +116,10 @@ def report(s: dict) -> str:
         f"(updates {s['first_update']:,}..{s['last_update']:,} of a resumed run)"
     lines = [f"{s['env_steps']:,} env steps {span}; {score}"]
     if s["curve"]:
-        lines.append("curve: " + ", ".join(f"{c['env_steps']:.3g} steps {c['episode_return']:.2f}" for c in s["curve"]))
+        lines.append("curve: " + ", ".join(f"{format_count(c['env_steps'])} steps {c['episode_return']:.2f}"
+                                           for c in s["curve"]))
     if s["training_seconds"]:
-        lines.append(f"training time {s['training_seconds']:,.0f} s ({s['mean_steps_per_s']:,.0f} steps/s"
+        lines.append(f"training time {format_duration(s['training_seconds'])} ({s['mean_steps_per_s']:,.0f} steps/s"
                      + (")" if s["first_update"] == 1 else " in these updates)"))
     rates = [(n, r) for n, r in s["achievement_success_rates"].items() if r > 0]
     if rates:

@@ -1,0 +1,323 @@
+"""`pycraftax train` and `pycraftax eval`: their options, the config built from them and the
+commands (pycraftax/cli.py wires them into the `pycraftax` parser).
+
+The recipe is always explicit: `--recipe` (default "small", the CPU job) picks the sizes,
+flags override single fields, and the recipe in effect is printed with its values at the
+start. The backend (`--backend`) chooses where to train, never what.
+
+A new run never writes over another: an --out that holds a run's files is refused (the
+message says how to resume it) unless --force, which deletes those files first. Outputs and
+inputs are checked before any training starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+
+from pycraftax.progress import format_duration
+from pycraftax.train import interop
+from pycraftax.train.config import DEFAULT_RECIPE, DTYPES, RECIPES, RESETS, TrainConfig
+
+# TrainConfig fields with a flag of their own (anneal_lr has --no-anneal-lr)
+CONFIG_FLAGS = ("total_timesteps", "num_envs", "num_steps", "update_epochs", "num_minibatches", "width", "hidden",
+                "lr", "gamma", "gae_lambda", "clip_eps", "ent_coef", "vf_coef", "max_grad_norm", "seed", "dtype",
+                "checkpoint_every", "resets")
+FLAG_CHOICES = {"dtype": DTYPES, "resets": RESETS}
+BACKENDS = ("auto", "cuda", "c")
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """argparse's "(default: X)" after every option's help, unless the help already says
+    its default in words (options whose default depends on others) or it is a switch."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default" in text or action.default is None or isinstance(action.default, bool) or action.required:
+            return text
+        return super()._get_help_string(action)
+
+
+def _int_arg(text: str) -> int:
+    """An integer, also written like 1e6."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        v = float(text)
+    except ValueError:
+        v = float("nan")
+    if not math.isfinite(v) or v != int(v):
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}")
+    return int(v)
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _recipe_help() -> str:
+    return "; ".join(f"{name}: {describe_sizes(TrainConfig.from_recipe(name))}" for name in RECIPES)
+
+
+def describe_sizes(c: TrainConfig) -> str:
+    return (f"{c.num_envs} envs x {c.num_steps} steps, {c.update_epochs} epochs x {c.num_minibatches} minibatches, "
+            f"width {c.width}, hidden {c.hidden}, {c.total_timesteps:,} env steps")
+
+
+def add_train_args(p) -> None:
+    defaults = TrainConfig()
+    p.add_argument("--recipe", choices=tuple(RECIPES), default=DEFAULT_RECIPE,
+                   help=f"the sizes to train with, any field overridden by its own flag ({_recipe_help()})")
+    for name in CONFIG_FLAGS:
+        if name in RECIPES[DEFAULT_RECIPE]:
+            default = "default: the recipe's (" + ", ".join(f"{r} {RECIPES[r][name]:,}" for r in RECIPES) + ")"
+        else:
+            default = f"default: {getattr(defaults, name)}"
+        kind = {str: str, int: _int_arg, float: float}[type(getattr(defaults, name))]
+        # dest cfg_<name>: None means "not given", so the recipe's value stands
+        metavar = name.upper()
+        if name in FLAG_CHOICES:  # checked by TrainConfig, whose error names the allowed values
+            default = f"{' or '.join(FLAG_CHOICES[name])} ({default})"
+            metavar = "{" + ",".join(FLAG_CHOICES[name]) + "}"
+        p.add_argument(_flag(name), dest="cfg_" + name, metavar=metavar, type=kind, default=None, help=default)
+    p.add_argument("--no-anneal-lr", action="store_true", help="constant learning rate (default: annealed linearly)")
+    p.add_argument("--backend", choices=BACKENDS, default="auto",
+                   help="where to train, never what (the recipe does not depend on it): cuda: the GPU trainer "
+                        "(cuda/ppo_cuda.cu); c: NumPy + C env on the CPU; auto: cuda where a GPU, the CUDA library "
+                        "and cuBLAS are usable, else c")
+    p.add_argument("--no-tf32", action="store_true", help="GPU trainer: exact fp32 GEMMs (default: TF32)")
+    p.add_argument("--out", default=None, help="output directory (default: runs/ppo-rnn-seed<seed>)")
+    p.add_argument("--force", action="store_true",
+                   help="replace the run already in --out (default: refuse to start over an existing run)")
+    p.add_argument("--resume", default=None, metavar="CHECKPOINT",
+                   help="continue a run bit-exactly from its checkpoint.npz, with the checkpoint's config "
+                        "(default: start a new run)")
+    p.add_argument("--time-limit", type=float, default=None, metavar="MINUTES",
+                   help="stop with a checkpoint before an update would end past this many minutes (continue "
+                        "with --resume); SIGTERM and Ctrl-C also stop after the current update with a checkpoint "
+                        "(default: no limit)")
+    p.add_argument("--blas-threads", type=int, default=1, help="OpenBLAS threads (see trainer.set_blas_threads)")
+    p.add_argument("--quiet", action="store_true", help="no progress display (default: a bar on a terminal, "
+                   "a line every 30 s otherwise)")
+
+
+def given_fields(args) -> dict:
+    """The TrainConfig fields set by flags."""
+    given = {n: getattr(args, "cfg_" + n) for n in CONFIG_FLAGS if getattr(args, "cfg_" + n) is not None}
+    if args.no_anneal_lr:
+        given["anneal_lr"] = False
+    return given
+
+
+def config_from_args(args) -> TrainConfig:
+    return TrainConfig.from_recipe(args.recipe, **given_fields(args))
+
+
+def describe_recipe(args) -> str:
+    """The recipe with its values, the default and how to pick another, and the flags that
+    override it."""
+    others = " or ".join(f"--recipe {r}" for r in RECIPES if r != args.recipe)
+    default = "the default" if args.recipe == DEFAULT_RECIPE else f"the default is {DEFAULT_RECIPE}"
+    text = (f"recipe {args.recipe} ({default}; {others} for another, see --help): "
+            f"{describe_sizes(TrainConfig.from_recipe(args.recipe))}")
+    given = given_fields(args)
+    if given:
+        text += "\n  overridden by flags: " + ", ".join(f"{_flag(k)} {v}" for k, v in given.items()
+                                                      if k != "anneal_lr")
+        if "anneal_lr" in given:
+            text += (", " if len(given) > 1 else "") + "--no-anneal-lr"
+    return text
+
+
+def resolve_backend(args) -> str:
+    from pycraftax.train import cuda_trainer
+
+    if args.backend == "auto":
+        return cuda_trainer.default_backend()
+    if args.backend == "cuda":
+        reason = cuda_trainer.unavailable_reason()
+        if reason:
+            raise ValueError(f"--backend cuda: {reason}")
+    return args.backend
+
+
+class stop_on_signals:
+    """While training: the first SIGTERM (batch schedulers send it before the kill) or Ctrl-C
+    asks the trainer to finish its update and checkpoint; a second Ctrl-C interrupts at once."""
+
+    def __init__(self, trainer):
+        self.trainer, self.saved = trainer, {}
+
+    def _handle(self, signum, frame):
+        import signal
+
+        if self.trainer.stop_reason is not None and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.trainer.request_stop(signal.Signals(signum).name)
+        sys.stderr.write(f"\n{signal.Signals(signum).name}: stopping after this update with a checkpoint\n")
+
+    def __enter__(self):
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                self.saved[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc):
+        import signal
+
+        for sig, handler in self.saved.items():
+            signal.signal(sig, handler)
+        return False
+
+
+def _check_out_dir(out: str, force: bool, keep_dir: str | None = None) -> None:
+    """Refuse to start over another run in `out` unless `force` (then its files go), and check
+    that `out` is a writable directory. `keep_dir`: the directory of the run being resumed."""
+    from pycraftax.paths import output_dir_problem
+    from pycraftax.train.loop import existing_run_files
+
+    same = keep_dir is not None and os.path.abspath(out) == os.path.abspath(keep_dir)
+    found = [] if same or not os.path.isdir(out) else existing_run_files(out)
+    if found and not force:
+        raise ValueError(f"{out} already holds a run ({', '.join(found)}): continue it with --resume "
+                         f"{os.path.join(out, 'checkpoint.npz')}, choose another --out, or replace it with --force")
+    problem = output_dir_problem(out)
+    if problem:
+        raise ValueError(f"--out: {problem}")
+    for name in found:
+        os.remove(os.path.join(out, name))
+
+
+def closing_summary(trainer, start_update: int, seconds: float) -> str:
+    from pycraftax.train.loop import WINDOW
+
+    c = trainer.config
+    steps = (trainer.update - start_update) * c.steps_per_update
+    last = trainer.history[-1]["return_window"] if trainer.history else None
+    state = "done" if trainer.stop_reason is None else f"stopped ({trainer.stop_reason})"
+    ret = "no episode has ended yet" if last is None else f"return (mean of the last {WINDOW} episodes) {last:.2f}"
+    return (f"{state}: {trainer.update:,}/{c.num_updates:,} updates, {steps:,} env steps in "
+            f"{format_duration(seconds)} ({steps / max(seconds, 1e-9):,.0f} steps/s); {ret}")
+
+
+def cmd_train(args) -> int:
+    from pycraftax.train.loop import now, read_checkpoint
+
+    try:
+        if args.blas_threads < 1:
+            raise ValueError(f"--blas-threads must be >= 1, got {args.blas_threads}")
+        if args.time_limit is not None and not (math.isfinite(args.time_limit) and args.time_limit > 0):
+            raise ValueError(f"--time-limit must be a positive number of minutes, got {args.time_limit}")
+        if args.resume:
+            explicit = [_flag(n) for n in CONFIG_FLAGS if getattr(args, "cfg_" + n) is not None]
+            if args.no_anneal_lr:
+                explicit.append("--no-anneal-lr")
+            if args.recipe != DEFAULT_RECIPE:
+                explicit.append("--recipe")
+            if explicit:
+                raise ValueError("--resume continues with the checkpoint's own config; drop " + ", ".join(explicit))
+            if not os.path.exists(args.resume):
+                raise ValueError(f"--resume: no checkpoint at {args.resume}")
+            backend = read_checkpoint(args.resume)["meta"].get("backend", "c")
+            resume_dir = os.path.dirname(os.path.abspath(args.resume))
+            out = args.out or resume_dir
+            _check_out_dir(out, args.force, keep_dir=resume_dir)
+        else:
+            config = config_from_args(args)
+            backend = resolve_backend(args)
+            out = args.out or f"runs/ppo-rnn-seed{config.seed}"
+            _check_out_dir(out, args.force)
+    except ValueError as e:  # interop.NotACheckpointError included
+        print(f"pycraftax train: error: {e}", file=sys.stderr)
+        return 2
+    from pycraftax.train.trainer import Trainer, set_blas_threads
+
+    set_blas_threads(args.blas_threads)
+    options = {}
+    if backend == "cuda":
+        from pycraftax.train.cuda_trainer import CudaTrainer
+
+        cls, options = CudaTrainer, dict(tf32=not args.no_tf32)
+    else:
+        cls = Trainer
+    if args.resume:
+        trainer = cls.resume(args.resume, out_dir=out, **options)
+        config = trainer.config
+        print(f"resumed {args.resume} at update {trainer.update:,}/{config.num_updates:,}: "
+              f"{describe_sizes(config)}")
+    else:
+        print(describe_recipe(args))
+        trainer = cls(config, out, **options)
+    print(f"{cls.TITLE} ({config.dtype}) on Craftax-Symbolic-v1 ({cls.BACKEND} env): {describe_sizes(config)}, "
+          f"{config.num_updates:,} updates -> {trainer.out_dir}")
+    t0 = now()
+    start_update = trainer.update
+    with stop_on_signals(trainer):
+        trainer.run(progress=not args.quiet,
+                    time_limit_s=None if args.time_limit is None else 60.0 * args.time_limit)
+    print(closing_summary(trainer, start_update, now() - t0))
+    metrics_path = os.path.join(trainer.out_dir, "metrics.jsonl")
+    if os.path.exists(metrics_path):
+        from pathlib import Path
+
+        from pycraftax.train import summary
+
+        print(summary.report(summary.summarize(summary.load(Path(metrics_path)))))
+    if trainer.stop_reason is not None:
+        print(f"continue with: pycraftax train --resume {os.path.join(trainer.out_dir, 'checkpoint.npz')}")
+    print(f"metrics: {os.path.join(trainer.out_dir, 'metrics.jsonl')}, checkpoint: "
+          f"{os.path.join(trainer.out_dir, 'checkpoint.npz')}, weights: {os.path.join(trainer.out_dir, 'params.npz')}")
+    return 0
+
+
+def add_eval_args(p) -> None:
+    p.add_argument("--checkpoint", required=True, help="checkpoint.npz or params.npz of `pycraftax train`")
+    p.add_argument("--episodes", type=int, default=32, help="complete episodes to run")
+    p.add_argument("--num-envs", type=int, default=16, help="envs run at once")
+    p.add_argument("--seed", type=int, default=1000, help="seed of the worlds and of the action sampling")
+    p.add_argument("--greedy", action="store_true", help="argmax actions (default: sampled)")
+    p.add_argument("--max-steps", type=int, default=100_000, help="step cap per round of num-envs episodes")
+    p.add_argument("--json", action="store_true", help="print the result as JSON (default: text)")
+    p.add_argument("--blas-threads", type=int, default=1, help="OpenBLAS threads")
+
+
+def cmd_eval(args) -> int:
+    import json
+
+    from pycraftax.train.evaluation import evaluate, load_policy
+    from pycraftax.train.trainer import set_blas_threads
+
+    if args.episodes < 1 or args.num_envs < 1 or args.seed < 0 or args.max_steps < 1 or args.blas_threads < 1:
+        print("pycraftax eval: error: --episodes, --num-envs, --max-steps and --blas-threads must be >= 1, "
+              "--seed >= 0", file=sys.stderr)
+        return 2
+    if not os.path.exists(args.checkpoint):
+        print(f"pycraftax eval: error: no file {args.checkpoint}", file=sys.stderr)
+        return 2
+    try:
+        params = load_policy(args.checkpoint)
+    except interop.NotACheckpointError as e:
+        print(f"pycraftax eval: error: {e}", file=sys.stderr)
+        return 2
+    set_blas_threads(args.blas_threads)
+    res = evaluate(params, num_episodes=args.episodes, num_envs=args.num_envs, seed=args.seed, greedy=args.greedy,
+                   max_steps=args.max_steps, progress=not args.json)
+    if args.json:
+        print(json.dumps(res))
+        return 0
+    if not res["episodes"]:
+        print("no episode finished within the step limit")
+        return 1
+    print(f"{res['episodes']:,} episodes: return {res['return_mean']:.2f} +- {res['return_std']:.2f}, "
+          f"length {res['length_mean']:,.0f}")
+    for name, rate in sorted(res["achievements"].items(), key=lambda kv: -kv[1]):
+        if rate > 0:
+            print(f"  {name:<24} {100 * rate:5.1f}%")
+    return 0
