@@ -1,0 +1,403 @@
+"""Data-parallel training's host side (pycraftax/train/distributed.py): the rendezvous variables,
+the TCP store between real processes on loopback, a dead or hung rank ending the others with a
+clear error within a timeout, the launcher, the checkpoint rules; and, on a host with >= 2 GPUs,
+the NCCL gradient average (weights equal across ranks, and equal to one process's when both
+ranks see the same data). Run as a script, this file is the worker those tests start."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from pycraftax.train import distributed as dist
+from pycraftax.train.distributed import (
+    RankFailedError,
+    Rendezvous,
+    RendezvousError,
+    ReshardError,
+    plan_resume,
+)
+
+HERE = os.path.abspath(__file__)
+LOOPBACK = "127.0.0.1"
+
+
+def _env(**kw):
+    return {k: str(v) for k, v in kw.items()}
+
+
+# ---- rendezvous variables --------------------------------------------------------------------------
+def test_no_variables_is_one_process():
+    rdv = Rendezvous.from_environ({})
+    assert (rdv.rank, rdv.world_size, rdv.local_rank, rdv.is_main) == (0, 1, 0, True)
+
+
+def test_torchrun_variables_parse():
+    rdv = Rendezvous.from_environ(_env(RANK=3, WORLD_SIZE=4, LOCAL_RANK=1, MASTER_ADDR="node0", MASTER_PORT=29500))
+    assert rdv == Rendezvous(rank=3, world_size=4, local_rank=1, master_addr="node0", master_port=29500)
+    assert not rdv.is_main
+    assert Rendezvous.from_environ(rdv.environ()) == rdv
+
+
+def test_world_size_one_needs_no_master():
+    rdv = Rendezvous.from_environ(_env(WORLD_SIZE=1, RANK=0))
+    assert (rdv.rank, rdv.world_size) == (0, 1)
+
+
+@pytest.mark.parametrize("variables, message", [
+    (dict(RANK=0), "WORLD_SIZE"),
+    (dict(WORLD_SIZE=2, RANK=2, LOCAL_RANK=0, MASTER_ADDR=LOOPBACK, MASTER_PORT=1), r"RANK=2 must be in \[0, 1\]"),
+    (dict(WORLD_SIZE=2, RANK=-1, LOCAL_RANK=0, MASTER_ADDR=LOOPBACK, MASTER_PORT=1), "RANK=-1"),
+    (dict(WORLD_SIZE=2, RANK=0, MASTER_ADDR=LOOPBACK, MASTER_PORT=1), "LOCAL_RANK is not set"),
+    (dict(WORLD_SIZE=2, RANK=0, LOCAL_RANK=0, MASTER_PORT=1), "MASTER_ADDR is not set"),
+    (dict(WORLD_SIZE=2, RANK=0, LOCAL_RANK=0, MASTER_ADDR=LOOPBACK), "MASTER_PORT is not set"),
+    (dict(WORLD_SIZE=2, RANK=0, LOCAL_RANK=0, MASTER_ADDR=LOOPBACK, MASTER_PORT="http"), "MASTER_PORT='http'"),
+    (dict(WORLD_SIZE=2, RANK=0, LOCAL_RANK=0, MASTER_ADDR=LOOPBACK, MASTER_PORT=70000), r"in \[1, 65535\]"),
+    (dict(WORLD_SIZE=0), "WORLD_SIZE=0 must be >= 1"),
+    (dict(WORLD_SIZE="two"), "WORLD_SIZE='two' is not an integer"),
+    (dict(WORLD_SIZE=1, RANK=1), r"RANK=1 must be in \[0, 0\]"),
+])
+def test_bad_rendezvous_variables_name_the_variable(variables, message):
+    with pytest.raises(RendezvousError, match=message):
+        Rendezvous.from_environ(_env(**variables))
+
+
+def test_bind_local_device():
+    env = {}
+    assert dist.bind_local_device(Rendezvous(local_rank=1, world_size=2, rank=1), env) == "1"
+    assert env["CUDA_VISIBLE_DEVICES"] == "1"
+    env = {"CUDA_VISIBLE_DEVICES": "4, 6"}
+    assert dist.bind_local_device(Rendezvous(local_rank=1, world_size=2, rank=1), env) == "6"
+    with pytest.raises(RendezvousError, match="LOCAL_RANK=2 but CUDA_VISIBLE_DEVICES='4,6' lists 2"):
+        dist.bind_local_device(Rendezvous(local_rank=2, world_size=3, rank=2), {"CUDA_VISIBLE_DEVICES": "4,6"})
+
+
+def test_rank_seed():
+    assert [dist.rank_seed(7, r) for r in range(3)] == [7, 8, 9]
+    with pytest.raises(ValueError, match="rank must be >= 0"):
+        dist.rank_seed(7, -1)
+
+
+# ---- the store between processes -----------------------------------------------------------------
+def _port() -> int:
+    return dist._free_port(LOOPBACK)
+
+
+def _worker(role: str, rank: int, world: int, port: int, timeout: float = 20.0) -> subprocess.Popen:
+    env = dict(os.environ)
+    env.update(Rendezvous(rank=rank, world_size=world, local_rank=rank, master_addr=LOOPBACK,
+                          master_port=port).environ())
+    env["WORKER_TIMEOUT"] = str(timeout)
+    return subprocess.Popen([sys.executable, HERE, role], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def _finish(proc: subprocess.Popen, timeout: float = 60.0) -> tuple[int, str, str]:
+    out, err = proc.communicate(timeout=timeout)
+    return proc.returncode, out, err
+
+
+def test_store_between_two_processes():
+    port = _port()
+    child = _worker("exchange", 1, 2, port)
+    rdv = Rendezvous(rank=0, world_size=2, local_rank=0, master_addr=LOOPBACK, master_port=port)
+    uid = bytes(range(128))
+    with dist.init_process_group(rdv, timeout=20.0) as group:
+        assert group.nccl_unique_id(lambda: uid) == uid
+        group.check_same("config", {"num_envs": 8})
+        group.barrier("after")
+        assert group.store.get("from rank 1") == b"hello from 1"
+        group.check()
+    code, out, err = _finish(child)
+    assert code == 0, err
+    assert json.loads(out) == {"uid_ok": True}
+
+
+def test_different_configurations_are_refused():
+    port = _port()
+    child = _worker("mismatch", 1, 2, port)
+    rdv = Rendezvous(rank=0, world_size=2, local_rank=0, master_addr=LOOPBACK, master_port=port)
+    group = dist.init_process_group(rdv, timeout=20.0)
+    with pytest.raises(RendezvousError, match="config differs on rank 1"):
+        group.check_same("config", {"num_envs": 8})
+    group.close()
+    code, _, err = _finish(child)
+    assert code == 0, err
+
+
+def test_a_second_rank_with_the_same_number_is_refused():
+    port = _port()
+    server = dist.StoreServer(LOOPBACK, port, 2)
+    try:
+        first = dist.StoreClient(LOOPBACK, port, 1, 2, timeout=5.0)
+        with pytest.raises(RendezvousError, match="rank 1 already joined"):
+            dist.StoreClient(LOOPBACK, port, 1, 2, timeout=5.0)
+        with pytest.raises(RendezvousError, match="world size 3 != the store's 2"):
+            dist.StoreClient(LOOPBACK, port, 0, 3, timeout=5.0)
+        first.close()
+    finally:
+        server.close()
+
+
+def test_dead_rank_ends_the_other_with_a_clear_error():
+    port = _port()
+    child = _worker("die", 1, 2, port)
+    rdv = Rendezvous(rank=0, world_size=2, local_rank=0, master_addr=LOOPBACK, master_port=port)
+    group = dist.init_process_group(rdv, timeout=60.0)
+    start = time.monotonic()
+    with pytest.raises(RankFailedError, match="rank 1 died"):
+        group.barrier("never reached by rank 1")
+    assert time.monotonic() - start < 30.0  # the death is seen, not the 60 s timeout
+    with pytest.raises(RankFailedError, match="rank 1 died"):
+        group.check()
+    code, _, _ = _finish(child)
+    assert code == 3
+    group.close()
+
+
+def test_hung_rank_ends_the_other_at_the_timeout():
+    port = _port()
+    child = _worker("hang", 1, 2, port)
+    rdv = Rendezvous(rank=0, world_size=2, local_rank=0, master_addr=LOOPBACK, master_port=port)
+    group = dist.init_process_group(rdv, timeout=20.0)
+    group.store.timeout = 1.0
+    start = time.monotonic()
+    with pytest.raises(RankFailedError, match="waited 1 s for the other ranks"):
+        group.barrier("rank 1 hangs")
+    assert time.monotonic() - start < 15.0
+    child.kill()
+    child.communicate()
+    group.store.close()
+    group._server.close()
+
+
+def test_rank_zero_dying_ends_the_others():
+    port = _port()
+    child = _worker("serve_then_die", 0, 2, port)
+    rdv = Rendezvous(rank=1, world_size=2, local_rank=1, master_addr=LOOPBACK, master_port=port)
+    group = dist.init_process_group(rdv, timeout=60.0)
+    start = time.monotonic()
+    with pytest.raises(RankFailedError, match="lost rank 0's store"):
+        group.store.get("never set")
+    assert time.monotonic() - start < 30.0
+    code, _, _ = _finish(child)
+    assert code == 4
+
+
+def test_connect_gives_up_with_a_clear_error():
+    with pytest.raises(RankFailedError, match="cannot reach rank 0's store"):
+        dist.StoreClient(LOOPBACK, _port(), 1, 2, timeout=5.0, connect_timeout=0.5)
+
+
+# ---- launcher ------------------------------------------------------------------------------------
+def test_launch_runs_one_process_per_gpu(tmp_path):
+    code = dist.launch(2, [sys.executable, HERE, "launched", str(tmp_path)], grace_s=5.0)
+    assert code == 0
+    seen = sorted(json.loads(p.read_text())["rank"] for p in tmp_path.glob("rank*.json"))
+    assert seen == [0, 1]
+    info = json.loads((tmp_path / "rank1.json").read_text())
+    assert info["world_size"] == 2 and info["local_rank"] == 1 and info["master_addr"] == LOOPBACK
+
+
+def test_launch_stops_the_others_when_one_fails(tmp_path):
+    start = time.monotonic()
+    code = dist.launch(2, [sys.executable, HERE, "launched_fail", str(tmp_path)], grace_s=5.0)
+    assert code == 5
+    assert time.monotonic() - start < 40.0  # the surviving rank sleeps 600 s unless stopped
+
+
+@pytest.mark.parametrize("gpus", [0, -1, 1.5, True, "2"])
+def test_launch_refuses_bad_gpus(gpus):
+    with pytest.raises(ValueError, match="gpus must be an integer >= 1"):
+        dist.launch(gpus, [sys.executable, "-c", "pass"])
+
+
+# ---- checkpoints ---------------------------------------------------------------------------------
+def test_shard_path_and_split():
+    assert dist.shard_path("/r/ckpt_000020.npz", 3) == "/r/ckpt_000020.rank3.npz"
+    with pytest.raises(ValueError, match="shard_path needs rank >= 1"):
+        dist.shard_path("/r/ckpt.npz", 0)
+    arrays = {"params/Dense_0/bias": 1, "opt/mu/params/Dense_0/bias": 2, "meta": 3, "hstate": 4, "envkey": 5}
+    replicated, per_rank = dist.split_checkpoint(arrays, ["params/Dense_0/bias"])
+    assert set(replicated) == {"params/Dense_0/bias", "opt/mu/params/Dense_0/bias", "meta"}
+    assert set(per_rank) == {"hstate", "envkey"}
+
+
+def test_resume_on_the_same_layout_restores_the_envs():
+    plan = plan_resume(2, 64, 2, num_minibatches=8, shards_present=[1])
+    assert (plan.envs, plan.num_envs) == ("restore", 64)
+    assert plan_resume(1, 64, 1).envs == "restore"
+
+
+def test_resume_on_another_world_size_resets_the_envs():
+    plan = plan_resume(2, 64, 4, num_minibatches=8)
+    assert (plan.envs, plan.num_envs) == ("reset", 64)
+    assert "cannot be resharded" in plan.note
+    plan = plan_resume(2, 64, 4, num_minibatches=8, keep_global_batch=True)
+    assert (plan.envs, plan.num_envs) == ("reset", 32)
+
+
+def test_checkpoints_that_cannot_resume_say_why():
+    with pytest.raises(ReshardError, match=r"rank\(s\) \[1, 3\] is missing"):
+        plan_resume(4, 64, 4, shards_present=[2])
+    with pytest.raises(ReshardError, match="does not split over 3 ranks"):
+        plan_resume(2, 64, 3, keep_global_batch=True)
+    with pytest.raises(ReshardError, match="num_minibatches \\(8\\) must divide"):
+        plan_resume(2, 64, 32, num_minibatches=8, keep_global_batch=True)
+    with pytest.raises(ReshardError, match="world_size must be an integer >= 1"):
+        plan_resume(2, 64, 0)
+
+
+# ---- the C API's declarations ----------------------------------------------------------------------
+def test_header_declares_the_distributed_api():
+    cffi = pytest.importorskip("cffi")
+    from pycraftax._cdef import cdef_declarations
+
+    header = os.path.join(os.path.dirname(HERE), "..", "cuda", "ppo_cuda.h")
+    ffi = cffi.FFI()
+    ffi.cdef(cdef_declarations(open(header).read()))  # what cuda_trainer.load() does
+    declared = dir(ffi.dlopen(None))  # the names the cdef declared (none is resolved)
+    for name in ("craftax_ppo_set_distributed", "craftax_ppo_nccl_unique_id", "craftax_ppo_set_nccl_path",
+                 "craftax_ppo_world_size", "CRAFTAX_PPO_ERR_NCCL"):
+        assert name in declared, name
+    assert ffi.dlopen(None).CRAFTAX_PPO_NCCL_ID_BYTES == 128
+
+
+# ---- on >= 2 GPUs: the NCCL all-reduce itself ------------------------------------------------------
+def _gpu_count() -> int:
+    if not shutil.which("nvidia-smi"):
+        return 0
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    return sum(line.startswith("GPU ") for line in out.splitlines())
+
+
+def _needs_two_gpus():
+    n = _gpu_count()
+    if n < 2:
+        pytest.skip(f"needs >= 2 GPUs for NCCL between ranks; this host has {n}")
+    from pycraftax.train import cuda_trainer
+
+    if not cuda_trainer.available():
+        pytest.skip(f"CUDA trainer unavailable: {cuda_trainer.unavailable_reason()}")
+
+
+def _run_ranks(tmp_path, mode: str, updates: int) -> list[dict]:
+    code = dist.launch(2, [sys.executable, HERE, "gpu", mode, str(updates), str(tmp_path)], grace_s=10.0)
+    assert code == 0
+    import numpy as np
+
+    return [dict(np.load(tmp_path / f"params{r}.npz")) for r in range(2)]
+
+
+def test_gpu_weights_stay_equal_across_ranks(tmp_path):
+    _needs_two_gpus()
+    import numpy as np
+
+    ranks = _run_ranks(tmp_path, "seeded", 3)
+    assert ranks[0].keys() == ranks[1].keys()
+    for k in ranks[0]:
+        np.testing.assert_array_equal(ranks[0][k], ranks[1][k], err_msg=k)
+
+
+def test_gpu_same_data_on_two_ranks_equals_one_process(tmp_path):
+    """Both ranks on the same seed: the average of two equal gradients is that gradient exactly,
+    so two ranks must end bitwise where one process ends."""
+    _needs_two_gpus()
+    import numpy as np
+
+    ranks = _run_ranks(tmp_path, "same_seed", 3)
+    single = _single_process_params(3)
+    for k in single:
+        np.testing.assert_array_equal(ranks[0][k], single[k], err_msg=k)
+        np.testing.assert_array_equal(ranks[1][k], single[k], err_msg=k)
+
+
+# ---- the worker: run as `python tests/test_distributed.py ROLE ...` --------------------------------
+def _small_config(seed: int):
+    from pycraftax.train.trainer import TrainConfig
+
+    return TrainConfig(total_timesteps=64 * 16 * 3, num_envs=64, num_steps=16, num_minibatches=4, width=64,
+                       hidden=64, seed=seed)
+
+
+def _trainer_params(seed: int, updates: int, group) -> dict:
+    from pycraftax.train.cuda_trainer import CudaTrainer
+
+    trainer = CudaTrainer(_small_config(seed))
+    dist.join_trainer(trainer.ppo, group)
+    for _ in range(updates):
+        trainer.ppo.iterate()
+        if group is not None:
+            group.check()
+    params = {k: v.copy() for k, v in trainer.params.items()}
+    trainer.close()
+    return params
+
+
+def _single_process_params(updates: int) -> dict:
+    return _trainer_params(0, updates, None)
+
+
+def _main(argv: list[str]) -> int:
+    role = argv[0]
+    if role == "gpu":
+        import numpy as np
+
+        mode, updates, out = argv[1], int(argv[2]), argv[3]
+        rdv = Rendezvous.from_environ()
+        dist.bind_local_device(rdv)
+        group = dist.init_process_group(rdv)
+        seed = 0 if mode == "same_seed" else dist.rank_seed(0, rdv.rank)
+        params = _trainer_params(seed, updates, group)
+        np.savez(os.path.join(out, f"params{rdv.rank}.npz"), **params)
+        group.close()
+        return 0
+    if role in ("launched", "launched_fail"):
+        rdv = Rendezvous.from_environ()
+        with open(os.path.join(argv[1], f"rank{rdv.rank}.json"), "w") as f:
+            json.dump(dict(rank=rdv.rank, world_size=rdv.world_size, local_rank=rdv.local_rank,
+                           master_addr=rdv.master_addr), f)
+        if role == "launched_fail":
+            if rdv.rank == 1:
+                return 5
+            time.sleep(600)
+        return 0
+    rdv = Rendezvous.from_environ()
+    timeout = float(os.environ.get("WORKER_TIMEOUT", "20"))
+    group = dist.init_process_group(rdv, timeout=timeout)
+    if role == "serve_then_die":
+        time.sleep(0.5)
+        os._exit(4)
+    if role == "exchange":
+        uid = group.nccl_unique_id(lambda: b"")
+        group.check_same("config", {"num_envs": 8})
+        group.store.set("from rank 1", b"hello from 1")
+        group.barrier("after")
+        print(json.dumps({"uid_ok": uid == bytes(range(128))}))
+        group.close()
+        return 0
+    if role == "mismatch":
+        try:
+            group.check_same("config", {"num_envs": 16})
+        except RendezvousError:
+            group.close()
+            return 0
+        return 1
+    if role == "die":
+        os._exit(3)
+    if role == "hang":
+        time.sleep(600)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))
