@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from pycraftax.train import distributed as dist
@@ -110,13 +111,15 @@ def test_store_between_two_processes():
     uid = bytes(range(128))
     with dist.init_process_group(rdv, timeout=20.0) as group:
         assert group.nccl_unique_id(lambda: uid) == uid
+        group.broadcast_arrays("learner", {"w": np.arange(6, dtype=np.float32).reshape(2, 3),
+                                           "n": np.array([7], np.int64)})
         group.check_same("config", {"num_envs": 8})
         group.barrier("after")
         assert group.store.get("from rank 1") == b"hello from 1"
         group.check()
     code, out, err = _finish(child)
     assert code == 0, err
-    assert json.loads(out) == {"uid_ok": True}
+    assert json.loads(out) == {"uid_ok": True, "arrays_ok": True}
 
 
 def test_different_configurations_are_refused():
@@ -290,18 +293,76 @@ def _needs_two_gpus():
         pytest.skip(f"CUDA trainer unavailable: {cuda_trainer.unavailable_reason()}")
 
 
-def _run_ranks(tmp_path, mode: str, updates: int) -> list[dict]:
-    code = dist.launch(2, [sys.executable, HERE, "gpu", mode, str(updates), str(tmp_path)], grace_s=10.0)
-    assert code == 0
-    import numpy as np
+def _needs_cuda_trainer():
+    from pycraftax.train import cuda_trainer
 
+    if not cuda_trainer.available():
+        pytest.skip(f"CUDA trainer unavailable: {cuda_trainer.unavailable_reason()}")
+    return cuda_trainer
+
+
+def test_gpu_set_distributed_checks_its_arguments():
+    cuda_trainer = _needs_cuda_trainer()
+    ppo = cuda_trainer.PPO(_small_config(0))
+    lib, ffi = ppo.lib, ppo.ffi
+    uid = ffi.new("uint8_t[]", 128)
+    with pytest.raises(ValueError, match=r"rank 2 not in \[0, 2\)"):
+        ppo._check(lib.craftax_ppo_set_distributed(ppo._h, 2, 2, uid, 128, 10.0), "set_distributed")
+    with pytest.raises(ValueError, match="world size 0 < 1"):
+        ppo._check(lib.craftax_ppo_set_distributed(ppo._h, 0, 0, uid, 128, 10.0), "set_distributed")
+    with pytest.raises(ValueError, match="unique id of 64 bytes, 128 expected"):
+        ppo._check(lib.craftax_ppo_set_distributed(ppo._h, 0, 2, uid, 64, 10.0), "set_distributed")
+    with pytest.raises(ValueError, match="NULL unique id with world size 2"):
+        ppo._check(lib.craftax_ppo_set_distributed(ppo._h, 0, 2, ffi.NULL, 0, 10.0), "set_distributed")
+    with pytest.raises(ValueError, match="timeout 0 s not > 0"):
+        ppo._check(lib.craftax_ppo_set_distributed(ppo._h, 0, 2, uid, 128, 0.0), "set_distributed")
+    # world size 1: accepted, and the trainer stays a one-process trainer
+    ppo._check(lib.craftax_ppo_set_distributed(ppo._h, 0, 1, ffi.NULL, 0, 10.0), "set_distributed")
+    assert lib.craftax_ppo_world_size(ppo._h) == 1
+    ppo.close()
+
+
+def test_gpu_set_distributed_must_come_before_the_first_iterate():
+    cuda_trainer = _needs_cuda_trainer()
+    trainer = cuda_trainer.CudaTrainer(_small_config(0))
+    trainer.ppo.iterate()
+    lib, ffi = trainer.ppo.lib, trainer.ppo.ffi
+    with pytest.raises(ValueError, match="must come before the first iterate"):
+        trainer.ppo._check(lib.craftax_ppo_set_distributed(trainer.ppo._h, 0, 2, ffi.new("uint8_t[]", 128), 128,
+                                                           10.0), "set_distributed")
+    trainer.close()
+
+
+def test_gpu_nccl_unique_id():
+    cuda_trainer = _needs_cuda_trainer()
+    ffi, lib = cuda_trainer.load()
+    path = dist.find_nccl()
+    if path:
+        lib.craftax_ppo_set_nccl_path(path.encode())
+    ids = [ffi.new("uint8_t[]", 128) for _ in range(2)]
+    codes = [lib.craftax_ppo_nccl_unique_id(i, 128) for i in ids]
+    if codes[0] != 0:
+        message = ffi.string(lib.craftax_ppo_last_error()).decode()
+        assert "cannot load NCCL" in message and "nvidia-nccl-cu13" in message, message
+        pytest.skip(f"no NCCL here ({message}); the clear error was checked")
+    assert codes == [0, 0]
+    assert bytes(ffi.buffer(ids[0])) != bytes(ffi.buffer(ids[1]))  # a fresh communicator each call
+    assert lib.craftax_ppo_nccl_unique_id(ids[0], 127) == lib.CRAFTAX_PPO_ERR_ARGUMENT
+
+
+def _launch_gpu_ranks(tmp_path, mode: str, updates: int) -> int:
+    env = dict(os.environ, NCCL_NVLS_ENABLE="0")  # no NVLink multicast (it can take shared GPUs down)
+    return dist.launch(2, [sys.executable, HERE, "gpu", mode, str(updates), str(tmp_path)], environ=env,
+                       grace_s=10.0)
+
+
+def _run_ranks(tmp_path, mode: str, updates: int) -> list[dict]:
+    assert _launch_gpu_ranks(tmp_path, mode, updates) == 0
     return [dict(np.load(tmp_path / f"params{r}.npz")) for r in range(2)]
 
 
 def test_gpu_weights_stay_equal_across_ranks(tmp_path):
     _needs_two_gpus()
-    import numpy as np
-
     ranks = _run_ranks(tmp_path, "seeded", 3)
     assert ranks[0].keys() == ranks[1].keys()
     for k in ranks[0]:
@@ -312,13 +373,24 @@ def test_gpu_same_data_on_two_ranks_equals_one_process(tmp_path):
     """Both ranks on the same seed: the average of two equal gradients is that gradient exactly,
     so two ranks must end bitwise where one process ends."""
     _needs_two_gpus()
-    import numpy as np
-
     ranks = _run_ranks(tmp_path, "same_seed", 3)
     single = _single_process_params(3)
     for k in single:
         np.testing.assert_array_equal(ranks[0][k], single[k], err_msg=k)
         np.testing.assert_array_equal(ranks[1][k], single[k], err_msg=k)
+
+
+def test_gpu_dead_rank_ends_the_iteration_with_an_error(tmp_path):
+    """Rank 1 exits after one update; rank 0's next iterate waits in the all-reduce for it and must
+    end with the trainer's NCCL error within the timeout (DEAD_RANK_TIMEOUT_S), not hang."""
+    _needs_two_gpus()
+    assert _launch_gpu_ranks(tmp_path, "die", 3) == 0
+    result = json.loads((tmp_path / "died.json").read_text())
+    assert "NCCL" in result["error"] or "peers" in result["error"], result
+    assert result["seconds"] < DEAD_RANK_TIMEOUT_S + 60, result
+
+
+DEAD_RANK_TIMEOUT_S = 30.0
 
 
 # ---- the worker: run as `python tests/test_distributed.py ROLE ...` --------------------------------
@@ -329,14 +401,26 @@ def _small_config(seed: int):
                        hidden=64, seed=seed)
 
 
-def _trainer_params(seed: int, updates: int, group) -> dict:
+def _trainer_params(seed: int, updates: int, group, die_after: int | None = None, out: str = "") -> dict:
     from pycraftax.train.cuda_trainer import CudaTrainer
 
     trainer = CudaTrainer(_small_config(seed))
-    dist.join_trainer(trainer.ppo, group)
-    for _ in range(updates):
+    dist.join_trainer(trainer.ppo, group, timeout=DEAD_RANK_TIMEOUT_S if die_after else dist.DEFAULT_TIMEOUT_S)
+    for update in range(updates):
+        if die_after is not None and update == die_after:
+            if group.rank == 1:
+                os._exit(0)
+            start = time.monotonic()
+            try:
+                trainer.ppo.iterate()
+                error = ""
+            except RuntimeError as exc:
+                error = str(exc)
+            with open(os.path.join(out, "died.json"), "w") as f:
+                json.dump({"error": error, "seconds": time.monotonic() - start}, f)
+            os._exit(0)  # the trainer's communicator is aborted: leave without tearing it down
         trainer.ppo.iterate()
-        if group is not None:
+        if group is not None and die_after is None:
             group.check()
     params = {k: v.copy() for k, v in trainer.params.items()}
     trainer.close()
@@ -350,14 +434,12 @@ def _single_process_params(updates: int) -> dict:
 def _main(argv: list[str]) -> int:
     role = argv[0]
     if role == "gpu":
-        import numpy as np
-
         mode, updates, out = argv[1], int(argv[2]), argv[3]
         rdv = Rendezvous.from_environ()
         dist.bind_local_device(rdv)
         group = dist.init_process_group(rdv)
         seed = 0 if mode == "same_seed" else dist.rank_seed(0, rdv.rank)
-        params = _trainer_params(seed, updates, group)
+        params = _trainer_params(seed, updates, group, die_after=1 if mode == "die" else None, out=out)
         np.savez(os.path.join(out, f"params{rdv.rank}.npz"), **params)
         group.close()
         return 0
@@ -379,10 +461,13 @@ def _main(argv: list[str]) -> int:
         os._exit(4)
     if role == "exchange":
         uid = group.nccl_unique_id(lambda: b"")
+        got = group.broadcast_arrays("learner")
+        arrays_ok = (got["w"].dtype == np.float32 and got["w"].tolist() == [[0, 1, 2], [3, 4, 5]]
+                     and got["n"].dtype == np.int64 and got["n"].tolist() == [7])
         group.check_same("config", {"num_envs": 8})
         group.store.set("from rank 1", b"hello from 1")
         group.barrier("after")
-        print(json.dumps({"uid_ok": uid == bytes(range(128))}))
+        print(json.dumps({"uid_ok": uid == bytes(range(128)), "arrays_ok": arrays_ok}))
         group.close()
         return 0
     if role == "mismatch":

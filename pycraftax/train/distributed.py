@@ -145,7 +145,7 @@ def rank_seed(seed: int, rank: int) -> int:
 
 # ---- the store: length-prefixed JSON requests over TCP ------------------------------------------
 _HEADER = struct.Struct("!I")
-_MAX_FRAME = 64 << 20
+_MAX_FRAME = 1 << 30  # a frame longer than this is garbage, not a peer
 
 
 def _send(sock: socket.socket, obj: dict, payload: bytes = b"") -> None:
@@ -406,6 +406,22 @@ class ProcessGroup:
             if theirs != mine:
                 raise RendezvousError(f"rank {self.rank}: {name} differs on rank {r}: {theirs} here {mine}")
 
+    def broadcast_arrays(self, name: str, arrays: dict | None = None) -> dict:
+        """Rank 0's dict of numpy arrays (given there) on every rank, dtypes and shapes kept."""
+        import numpy as np
+
+        if self.rank == 0:
+            if arrays is None:
+                raise ValueError("broadcast_arrays: rank 0 must give the arrays")
+            index = {k: [np.asarray(v).dtype.str, list(np.shape(v))] for k, v in arrays.items()}
+            self.broadcast_bytes(f"{name}/index", json.dumps(index).encode())
+            for k, v in arrays.items():
+                self.broadcast_bytes(f"{name}/{k}", np.ascontiguousarray(v).tobytes())
+            return {k: np.array(v) for k, v in arrays.items()}
+        index = json.loads(self.broadcast_bytes(f"{name}/index"))
+        return {k: np.frombuffer(self.broadcast_bytes(f"{name}/{k}"), dtype=np.dtype(dt)).reshape(shape).copy()
+                for k, (dt, shape) in index.items()}
+
     def nccl_unique_id(self, make) -> bytes:
         """The communicator id: make() on rank 0 (craftax_ppo_nccl_unique_id), received by the others."""
         return self.broadcast_bytes("nccl_id", make() if self.rank == 0 else None)
@@ -578,16 +594,29 @@ def find_nccl() -> str | None:
 
 def join_trainer(ppo, group: ProcessGroup | None, timeout: float = DEFAULT_TIMEOUT_S) -> None:
     """Makes a cuda_trainer.PPO handle this rank's replica, before its first iterate: checks that
-    every rank trains the same configuration, passes rank 0's NCCL id to all, and joins the
-    communicator (craftax_ppo_set_distributed). group None (one process): nothing to do."""
+    every rank trains the same configuration (all but the seed, which differs by rank_seed) from
+    the same Adam count, copies rank 0's weights and Adam moments to every rank (the replicas start
+    equal whatever their seeds), passes rank 0's NCCL id to all, and joins the communicator
+    (craftax_ppo_set_distributed). group None (one process): nothing to do."""
     if group is None or group.world_size == 1:
         return
+    import numpy as np
+
+    from pycraftax.train.cuda_trainer import BUF_ADAM_MU, BUF_ADAM_NU, BUF_PARAMS
+
     ffi, lib = ppo.ffi, ppo.lib
     path = find_nccl()
     if path:
         lib.craftax_ppo_set_nccl_path(path.encode())
     config = {k: v for k, v in ppo.config.to_dict().items() if k != "seed"}
-    group.check_same("training configuration", dict(config, num_params=int(ppo.num_params)))
+    group.check_same("training configuration", dict(config, num_params=int(ppo.num_params),
+                                                    adam_count=int(ppo.counters[1])))
+    buffers = {"params": BUF_PARAMS, "adam_mu": BUF_ADAM_MU, "adam_nu": BUF_ADAM_NU}
+    mine = {k: ppo.read(b, np.float32) for k, b in buffers.items()} if group.rank == 0 else None
+    learner = group.broadcast_arrays("learner state", mine)
+    if group.rank != 0:
+        for k, b in buffers.items():
+            ppo.write(b, learner[k])
     id_bytes = int(lib.CRAFTAX_PPO_NCCL_ID_BYTES)
 
     def make() -> bytes:
