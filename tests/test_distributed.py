@@ -272,6 +272,55 @@ def test_header_declares_the_distributed_api():
     assert ffi.dlopen(None).CRAFTAX_PPO_NCCL_ID_BYTES == 128
 
 
+def _library_without_gpu():
+    """The CUDA library opened directly (cuda_env.load() wants a GPU): its NCCL loading and id
+    functions touch no CUDA runtime, so they run on any host where the library was built."""
+    cffi = pytest.importorskip("cffi")
+    from pycraftax._cdef import cdef_declarations
+
+    root = os.path.join(os.path.dirname(HERE), "..")
+    path = os.environ.get("PYCRAFTAX_CUDA_LIB") or os.path.join(root, "cuda", "build", "libcraftax_cuda.so")
+    if not os.path.exists(path):
+        pytest.skip(f"{path} not built (make -C cuda)")
+    ffi = cffi.FFI()
+    ffi.cdef(cdef_declarations(open(os.path.join(root, "cuda", "ppo_cuda.h")).read()))
+    try:
+        return ffi, ffi.dlopen(path)
+    except OSError as exc:
+        pytest.skip(f"{path} does not load here: {exc}")
+
+
+def test_missing_nccl_is_a_clear_error():
+    ffi, lib = _library_without_gpu()
+    try:
+        assert lib.craftax_ppo_set_nccl_path(b"/nonexistent/libnccl.so.2") == 0
+        uid = ffi.new("uint8_t[]", 128)
+        if lib.craftax_ppo_nccl_unique_id(uid, 128) == 0:
+            pytest.skip("a libnccl.so.2 is on the loader's default path: the missing case cannot be made here")
+        message = ffi.string(lib.craftax_ppo_last_error()).decode()
+        assert "cannot load NCCL (/nonexistent/libnccl.so.2" in message and "nvidia-nccl-cu13" in message
+        assert lib.craftax_ppo_nccl_unique_id(uid, 127) == lib.CRAFTAX_PPO_ERR_ARGUMENT
+        assert lib.craftax_ppo_set_distributed(ffi.NULL, 0, 1, ffi.NULL, 0, 1.0) == lib.CRAFTAX_PPO_ERR_NULL
+        assert lib.craftax_ppo_world_size(ffi.NULL) == 0
+    finally:
+        lib.craftax_ppo_set_nccl_path(ffi.NULL)
+
+
+def test_nccl_loads_and_makes_communicator_ids():
+    """The real NCCL (the nvidia-nccl-cu13 wheel's libnccl.so.2, PYCRAFTAX_NCCL or on sys.path):
+    dlopen, every entry point the trainer uses resolved, the version check, ncclGetUniqueId."""
+    ffi, lib = _library_without_gpu()
+    path = dist.find_nccl()
+    if path is None:
+        pytest.skip("no libnccl.so.2 (pip install nvidia-nccl-cu13, or set PYCRAFTAX_NCCL)")
+    lib.craftax_ppo_set_nccl_path(path.encode())
+    ids = [ffi.new("uint8_t[]", 128) for _ in range(2)]
+    for uid in ids:
+        assert lib.craftax_ppo_nccl_unique_id(uid, 128) == 0, ffi.string(lib.craftax_ppo_last_error()).decode()
+    first, second = (bytes(ffi.buffer(u)) for u in ids)
+    assert first != second and any(first)
+
+
 # ---- on >= 2 GPUs: the NCCL all-reduce itself ------------------------------------------------------
 def _gpu_count() -> int:
     if not shutil.which("nvidia-smi"):
