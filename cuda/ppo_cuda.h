@@ -238,7 +238,9 @@ int craftax_ppo_nccl_unique_id(uint8_t *out, size_t bytes);
  * graph), so every replica takes the same step. Each rank runs its own num_envs envs: the
  * global batch is world * num_envs. timeout_s: the longest an iteration waits for its peers
  * before it fails (CRAFTAX_PPO_ERR_NCCL, the communicator aborted, the trainer unusable). world 1
- * (rank 0, unique_id may be NULL) changes nothing: no NCCL is loaded. */
+ * (rank 0, unique_id may be NULL) changes nothing: no NCCL is loaded. Only the update inside an
+ * iteration (and craftax_ppo_profile's CRAFTAX_PPO_PROFILE_UPDATE, which every rank must then call
+ * together) all-reduces; craftax_ppo_loss_grads and craftax_ppo_apply_grads stay local (checks). */
 int craftax_ppo_set_distributed(CraftaxPPO *t, int rank, int world, const uint8_t *unique_id, size_t id_bytes,
                                 double timeout_s);
 /* The world size t trains in (1 without craftax_ppo_set_distributed), 0 for NULL. */

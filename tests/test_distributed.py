@@ -46,6 +46,16 @@ def test_torchrun_variables_parse():
     assert Rendezvous.from_environ(rdv.environ()) == rdv
 
 
+def test_store_port_beside_torchruns_agent_store():
+    base = _env(RANK=1, WORLD_SIZE=2, LOCAL_RANK=1, MASTER_ADDR=LOOPBACK, MASTER_PORT=29500)
+    assert Rendezvous.from_environ(base).port == 29500
+    assert Rendezvous.from_environ(dict(base, TORCHELASTIC_USE_AGENT_STORE="True")).port == 29501
+    assert Rendezvous.from_environ(dict(base, TORCHELASTIC_USE_AGENT_STORE="True", PYCRAFTAX_STORE_PORT="4000")).port \
+        == 4000
+    with pytest.raises(RendezvousError, match="PYCRAFTAX_STORE_PORT=0 must be in"):
+        Rendezvous.from_environ(dict(base, PYCRAFTAX_STORE_PORT="0"))
+
+
 def test_world_size_one_needs_no_master():
     rdv = Rendezvous.from_environ(_env(WORLD_SIZE=1, RANK=0))
     assert (rdv.rank, rdv.world_size) == (0, 1)

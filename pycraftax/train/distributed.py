@@ -4,7 +4,8 @@ and the checkpoint rules of a run over several ranks.
 One process per GPU (a rank). The ranks find each other through the variables torchrun sets
 (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT), so the same command runs one process per
 GPU on one host (``launch``, behind ``pycraftax train --gpus N``) or across hosts (torchrun, SLURM).
-Rank 0 serves a TCP store at MASTER_ADDR:MASTER_PORT through which the ranks exchange the NCCL
+Rank 0 serves a TCP store at MASTER_ADDR:MASTER_PORT (MASTER_PORT + 1 under torchrun, whose agent
+holds MASTER_PORT; PYCRAFTAX_STORE_PORT overrides both) through which the ranks exchange the NCCL
 communicator id and check that they train the same configuration; the store also notices a rank
 whose process ended (its connection closes) and every wait has a timeout, so a dead rank ends the
 others with ``RankFailedError`` instead of a hang. The gradients themselves go through NCCL inside
@@ -79,6 +80,12 @@ class Rendezvous:
     local_rank: int = 0
     master_addr: str = "127.0.0.1"
     master_port: int = 0
+    store_port: int | None = None  # where rank 0's store listens; None: master_port
+
+    @property
+    def port(self) -> int:
+        """The store's port: store_port, else master_port."""
+        return self.master_port if self.store_port is None else self.store_port
 
     @property
     def is_main(self) -> bool:
@@ -109,12 +116,23 @@ class Rendezvous:
             raise RendezvousError("MASTER_ADDR is not set: the host name or address of rank 0 (127.0.0.1 on one "
                                   "host)")
         port = _int_var(env, "MASTER_PORT", 1, 65535)
-        return cls(rank=rank, world_size=world, local_rank=local, master_addr=addr, master_port=port)
+        if env.get("PYCRAFTAX_STORE_PORT", "").strip():
+            store_port = _int_var(env, "PYCRAFTAX_STORE_PORT", 1, 65535)
+        elif env.get("TORCHELASTIC_USE_AGENT_STORE", "").strip().lower() == "true":
+            # torchrun's agent already serves its own store on MASTER_PORT
+            store_port = port + 1 if port < 65535 else port - 1
+        else:
+            store_port = None
+        return cls(rank=rank, world_size=world, local_rank=local, master_addr=addr, master_port=port,
+                   store_port=store_port)
 
     def environ(self) -> dict[str, str]:
-        """The five variables that give a child process this rendezvous."""
-        return {"RANK": str(self.rank), "WORLD_SIZE": str(self.world_size), "LOCAL_RANK": str(self.local_rank),
-                "MASTER_ADDR": self.master_addr, "MASTER_PORT": str(self.master_port)}
+        """The variables that give a child process this rendezvous."""
+        env = {"RANK": str(self.rank), "WORLD_SIZE": str(self.world_size), "LOCAL_RANK": str(self.local_rank),
+               "MASTER_ADDR": self.master_addr, "MASTER_PORT": str(self.master_port)}
+        if self.store_port is not None:
+            env["PYCRAFTAX_STORE_PORT"] = str(self.store_port)
+        return env
 
 
 def bind_local_device(rdv: Rendezvous, environ=None) -> str:
@@ -375,8 +393,8 @@ class ProcessGroup:
     def __init__(self, rdv: Rendezvous, timeout: float = DEFAULT_TIMEOUT_S):
         self.rdv = rdv
         self.rank, self.world_size = rdv.rank, rdv.world_size
-        self._server = StoreServer(rdv.master_addr, rdv.master_port, rdv.world_size) if rdv.is_main else None
-        self.store = StoreClient(rdv.master_addr, rdv.master_port, rdv.rank, rdv.world_size, timeout=timeout)
+        self._server = StoreServer(rdv.master_addr, rdv.port, rdv.world_size) if rdv.is_main else None
+        self.store = StoreClient(rdv.master_addr, rdv.port, rdv.rank, rdv.world_size, timeout=timeout)
         self._barriers = 0
 
     def barrier(self, name: str = "barrier") -> None:
