@@ -203,6 +203,17 @@ def test_rank_zero_dying_ends_the_others():
     assert code == 4
 
 
+def test_a_taken_port_is_a_clear_error():
+    port = _port()
+    server = dist.StoreServer(LOOPBACK, port, 2)
+    try:
+        rdv = Rendezvous(rank=0, world_size=2, local_rank=0, master_addr=LOOPBACK, master_port=port)
+        with pytest.raises(RendezvousError, match=f"rank 0 cannot serve its store at 127.0.0.1:{port}"):
+            dist.ProcessGroup(rdv, timeout=5.0)
+    finally:
+        server.close()
+
+
 def test_connect_gives_up_with_a_clear_error():
     with pytest.raises(RankFailedError, match="cannot reach rank 0's store"):
         dist.StoreClient(LOOPBACK, _port(), 1, 2, timeout=5.0, connect_timeout=0.5)

@@ -393,8 +393,20 @@ class ProcessGroup:
     def __init__(self, rdv: Rendezvous, timeout: float = DEFAULT_TIMEOUT_S):
         self.rdv = rdv
         self.rank, self.world_size = rdv.rank, rdv.world_size
-        self._server = StoreServer(rdv.master_addr, rdv.port, rdv.world_size) if rdv.is_main else None
-        self.store = StoreClient(rdv.master_addr, rdv.port, rdv.rank, rdv.world_size, timeout=timeout)
+        self._server = None
+        if rdv.is_main:
+            try:
+                self._server = StoreServer(rdv.master_addr, rdv.port, rdv.world_size)
+            except OSError as exc:
+                raise RendezvousError(f"rank 0 cannot serve its store at {rdv.master_addr}:{rdv.port} ({exc}): "
+                                      "MASTER_ADDR must be this host's address and the port free (another run on "
+                                      "it? choose another MASTER_PORT or PYCRAFTAX_STORE_PORT)") from None
+        try:
+            self.store = StoreClient(rdv.master_addr, rdv.port, rdv.rank, rdv.world_size, timeout=timeout)
+        except BaseException:
+            if self._server is not None:
+                self._server.close()
+            raise
         self._barriers = 0
 
     def barrier(self, name: str = "barrier") -> None:
