@@ -489,6 +489,7 @@ int craftax_ppo_begin(CraftaxPPO *t, const uint32_t *env_key) {
 int craftax_ppo_iterate(CraftaxPPO *t) {
     if (!t) return fail(CRAFTAX_PPO_ERR_NULL, "iterate: NULL");
     if (!t->has_env) return fail(CRAFTAX_PPO_ERR_NO_ENV, "iterate: this trainer has no env");
+    TRY(dist_ready(t, "iterate"));
     CUDA_TRY(cudaEventRecord(t->ev0, t->stream), "event");
     TRY(run_iteration(t));
     CUDA_TRY(cudaEventRecord(t->ev1, t->stream), "event");

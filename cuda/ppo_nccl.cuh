@@ -158,6 +158,14 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Refuses work once the communicator is aborted: a replayed graph would run NCCL kernels on it. */
+static int dist_ready(CraftaxPPO *t, const char *what) {
+    if (t->dist && t->dist->failed)
+        return fail(CRAFTAX_PPO_ERR_NCCL, "%s: an earlier NCCL failure ended this run (a rank died or timed out)",
+                    what);
+    return 0;
+}
+
 /* Waits for the trainer's stream like sync(); across ranks it also polls NCCL, so that a peer
  * that died (NCCL's asynchronous error) or never arrives (the timeout) ends the wait with an
  * error, the communicator aborted (which frees the kernels waiting on the peer), instead of a
@@ -165,7 +173,7 @@ static double now_s(void) {
 static int dist_sync(CraftaxPPO *t, const char *what) {
     struct CraftaxDist *d = t->dist;
     if (!d) return sync(t, what);
-    if (d->failed) return fail(CRAFTAX_PPO_ERR_NCCL, "%s: an earlier NCCL failure ended this run", what);
+    TRY(dist_ready(t, what));
     const double start = now_s();
     for (;;) {
         const cudaError_t err = cudaStreamQuery(t->stream);

@@ -458,6 +458,7 @@ def test_gpu_dead_rank_ends_the_iteration_with_an_error(tmp_path):
     result = json.loads((tmp_path / "died.json").read_text())
     assert "NCCL" in result["error"] or "peers" in result["error"], result
     assert result["seconds"] < DEAD_RANK_TIMEOUT_S + 60, result
+    assert "an earlier NCCL failure ended this run" in result["again"], result  # refused, not replayed
 
 
 DEAD_RANK_TIMEOUT_S = 30.0
@@ -486,8 +487,14 @@ def _trainer_params(seed: int, updates: int, group, die_after: int | None = None
                 error = ""
             except RuntimeError as exc:
                 error = str(exc)
+            seconds = time.monotonic() - start
+            try:
+                trainer.ppo.iterate()
+                again = ""
+            except RuntimeError as exc:
+                again = str(exc)
             with open(os.path.join(out, "died.json"), "w") as f:
-                json.dump({"error": error, "seconds": time.monotonic() - start}, f)
+                json.dump({"error": error, "seconds": seconds, "again": again}, f)
             os._exit(0)  # the trainer's communicator is aborted: leave without tearing it down
         trainer.ppo.iterate()
         if group is not None and die_after is None:
