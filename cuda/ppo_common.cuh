@@ -166,6 +166,7 @@ struct CraftaxPPO {
     unsigned *gru_barrier; /* gru_seq_kernel's barrier counters, one per row tile of N rows */
     int gru_seq_blocks;    /* blocks of gru_seq_kernel the GPU holds at once (0: per-step launches;
                             * PYCRAFTAX_PPO_GRU_SEQ=0 at create turns it off) */
+    struct CraftaxDist *dist; /* data-parallel training (ppo_nccl.cuh); NULL: one process */
     /* profile: graphs of the parts timed alone */
     cudaGraphExec_t prof_exec[CRAFTAX_PPO_PROFILE_COUNT];
 };

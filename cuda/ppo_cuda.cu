@@ -15,6 +15,7 @@
  *   ppo_loss.cuh       GAE and the PPO loss
  *   ppo_optimizer.cuh  gradient norm, clip, learning-rate schedule, Adam
  *   ppo_model.cuh      the network's forward and backward over a segment
+ *   ppo_nccl.cuh       NCCL (loaded at run time): the gradients' average across GPUs
  *   ppo_iteration.cuh  rollout, update, one iteration, graph capture
  *
  * Layout: parameters, gradients and Adam moments are each one flat float buffer whose blocks are
@@ -28,6 +29,7 @@
 #include "ppo_gemm.cuh"
 #include "ppo_gru.cuh"
 #include "ppo_iteration.cuh"
+#include "ppo_nccl.cuh"
 #include "ppo_optimizer.cuh"
 
 const char *craftax_ppo_last_error(void) { return g_error; }
@@ -220,6 +222,7 @@ static void release(CraftaxPPO *t) {
     if (t->graph_exec) cudaGraphExecDestroy(t->graph_exec);
     for (int i = 0; i < CRAFTAX_PPO_PROFILE_COUNT; i++)
         if (t->prof_exec[i]) cudaGraphExecDestroy(t->prof_exec[i]);
+    dist_release(t);
     if (t->blas && g_blas.destroy) g_blas.destroy(t->blas);
     for (int i = 0; i < t->num_allocs; i++) cudaFree(t->allocs[i]);
     if (t->ev0) cudaEventDestroy(t->ev0);
@@ -486,10 +489,11 @@ int craftax_ppo_begin(CraftaxPPO *t, const uint32_t *env_key) {
 int craftax_ppo_iterate(CraftaxPPO *t) {
     if (!t) return fail(CRAFTAX_PPO_ERR_NULL, "iterate: NULL");
     if (!t->has_env) return fail(CRAFTAX_PPO_ERR_NO_ENV, "iterate: this trainer has no env");
+    TRY(dist_ready(t, "iterate"));
     CUDA_TRY(cudaEventRecord(t->ev0, t->stream), "event");
     TRY(run_iteration(t));
     CUDA_TRY(cudaEventRecord(t->ev1, t->stream), "event");
-    TRY(sync(t, "iterate"));
+    TRY(dist_sync(t, "iterate"));
     cudaEventElapsedTime(&t->last_ms, t->ev0, t->ev1);
     t->iterations_run++;
     return 0;
@@ -607,3 +611,32 @@ int craftax_ppo_gru_seq_blocks(const CraftaxPPO *t) { return t ? t->gru_seq_bloc
 double craftax_ppo_learning_rate(double base_lr, int anneal, int64_t update, int64_t num_updates) {
     return learning_rate(base_lr, anneal, update, num_updates);
 }
+
+int craftax_ppo_set_nccl_path(const char *path) {
+    if (!path) {
+        g_nccl_path[0] = 0;
+        return 0;
+    }
+    if (strlen(path) >= sizeof(g_nccl_path)) return fail(CRAFTAX_PPO_ERR_ARGUMENT, "NCCL path too long");
+    snprintf(g_nccl_path, sizeof(g_nccl_path), "%s", path);
+    return 0;
+}
+
+int craftax_ppo_nccl_unique_id(uint8_t *out, size_t bytes) {
+    if (!out) return fail(CRAFTAX_PPO_ERR_NULL, "nccl_unique_id: NULL");
+    if (bytes != CRAFTAX_PPO_NCCL_ID_BYTES)
+        return fail(CRAFTAX_PPO_ERR_ARGUMENT, "nccl_unique_id: %zu bytes given, %d expected", bytes,
+                    CRAFTAX_PPO_NCCL_ID_BYTES);
+    return nccl_unique_id(out);
+}
+
+int craftax_ppo_set_distributed(CraftaxPPO *t, int rank, int world, const uint8_t *unique_id, size_t id_bytes,
+                                double timeout_s) {
+    if (!t) return fail(CRAFTAX_PPO_ERR_NULL, "set_distributed: NULL");
+    if (unique_id && id_bytes != CRAFTAX_PPO_NCCL_ID_BYTES)
+        return fail(CRAFTAX_PPO_ERR_ARGUMENT, "set_distributed: unique id of %zu bytes, %d expected", id_bytes,
+                    CRAFTAX_PPO_NCCL_ID_BYTES);
+    return dist_init(t, rank, world, unique_id, timeout_s);
+}
+
+int craftax_ppo_world_size(const CraftaxPPO *t) { return t ? (t->dist ? t->dist->world : 1) : 0; }

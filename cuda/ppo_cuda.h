@@ -8,7 +8,8 @@
  * round-trip, captured once as a CUDA graph and replayed.
  *
  * cuBLAS is loaded at run time (dlopen, see craftax_ppo_set_cublas_path): the env part of
- * the library keeps working where cuBLAS is absent.
+ * the library keeps working where cuBLAS is absent. So is NCCL, and only for data-parallel
+ * training across GPUs (craftax_ppo_set_distributed, cuda/ppo_nccl.cuh).
  *
  * Functions return 0 or a negative CRAFTAX_PPO_ERR_* code; craftax_ppo_last_error() gives
  * the message. pycraftax/train/cuda_trainer.py reads this file as a cffi cdef: plain
@@ -31,6 +32,7 @@ extern "C" {
 #define CRAFTAX_PPO_ERR_CUDA -5
 #define CRAFTAX_PPO_ERR_CUBLAS -6
 #define CRAFTAX_PPO_ERR_NO_ENV -7
+#define CRAFTAX_PPO_ERR_NCCL -8
 
 /* Encoder (obs -> Dense_0): dense (forward GEMM, cuBLAS kernel gradient), or sparse (the
  * default in Python): the nonzeros of every obs row are listed once (index, value) as the env
@@ -221,6 +223,28 @@ float craftax_ppo_last_iterate_ms(const CraftaxPPO *t);
  * once, > 0) or one launch a step (0: PYCRAFTAX_PPO_GRU_SEQ=0 or the legacy kernels at create,
  * H % 32 != 0, no cooperative launch, or a minibatch grid larger than this number). */
 int craftax_ppo_gru_seq_blocks(const CraftaxPPO *t);
+
+/* ---- data-parallel training across GPUs (cuda/ppo_nccl.cuh) ------------------------------- */
+/* Bytes of an NCCL communicator id (ncclUniqueId) */
+#define CRAFTAX_PPO_NCCL_ID_BYTES 128
+/* Where to dlopen NCCL from (NULL: only the default names libnccl.so.2, libnccl.so). */
+int craftax_ppo_set_nccl_path(const char *path);
+/* A new communicator id into out (CRAFTAX_PPO_NCCL_ID_BYTES bytes): rank 0 makes it and hands it
+ * to the other ranks (pycraftax/train/distributed.py's store). Loads NCCL; needs no trainer. */
+int craftax_ppo_nccl_unique_id(uint8_t *out, size_t bytes);
+/* Makes t rank `rank` of `world` data-parallel replicas, before its first craftax_ppo_iterate:
+ * joins the NCCL communicator of unique_id (blocks until every rank has joined); from then on
+ * every minibatch's gradients are averaged over the ranks before the clip and Adam (inside the
+ * graph), so every replica takes the same step. Each rank runs its own num_envs envs: the
+ * global batch is world * num_envs. timeout_s: the longest an iteration waits for its peers
+ * before it fails (CRAFTAX_PPO_ERR_NCCL, the communicator aborted, the trainer unusable). world 1
+ * (rank 0, unique_id may be NULL) changes nothing: no NCCL is loaded. Only the update inside an
+ * iteration (and craftax_ppo_profile's CRAFTAX_PPO_PROFILE_UPDATE, which every rank must then call
+ * together) all-reduces; craftax_ppo_loss_grads and craftax_ppo_apply_grads stay local (checks). */
+int craftax_ppo_set_distributed(CraftaxPPO *t, int rank, int world, const uint8_t *unique_id, size_t id_bytes,
+                                double timeout_s);
+/* The world size t trains in (1 without craftax_ppo_set_distributed), 0 for NULL. */
+int craftax_ppo_world_size(const CraftaxPPO *t);
 
 #ifdef __cplusplus
 }

@@ -2,7 +2,8 @@
  * policy forward, sampling with threefry of (seed, iteration, step, env), the env key split on the
  * device exactly as CudaCraftaxEnv.step does, the env step with auto or optimistic resets, the
  * episode log), bootstrap value, GAE, then epochs x minibatches of (gather minibatch, forward,
- * loss, BPTT backward, global-norm clip, Adam); and its capture as a CUDA graph. Host code only
+ * loss, BPTT backward, the gradients' average across ranks where there are several, global-norm
+ * clip, Adam); and its capture as a CUDA graph. Host code only
  * enqueues, so the whole iteration replays as one graph.
  */
 #ifndef CRAFTAX_PPO_ITERATION_CUH
@@ -12,6 +13,7 @@
 #include "ppo_encoder.cuh"
 #include "ppo_loss.cuh"
 #include "ppo_model.cuh"
+#include "ppo_nccl.cuh"
 #include "ppo_optimizer.cuh"
 
 static __device__ CraftaxKey policy_key(uint64_t seed, int64_t iteration) {
@@ -325,6 +327,7 @@ static int enqueue_update(CraftaxPPO *t) {
             double *stats = t->losses + (int64_t)(e * M + m) * CRAFTAX_PPO_NUM_LOSS_STATS;
             TRY(gather_minibatch(t, t->perm + (int64_t)m * B, B));
             TRY(loss_and_grads(t, B, t->perm + (int64_t)m * B, stats));
+            TRY(allreduce_grads(t)); /* across ranks; nothing with one process */
             TRY(grad_norm(t, stats));
             TRY(adam_step(t));
         }
