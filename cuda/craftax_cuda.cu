@@ -62,6 +62,24 @@
 #define RESET_THREADS 64
 #define MAX_CHUNKS 16
 
+/* A GPU warp's global-memory part of the world-generation scratch (worldgen.h:
+ * CraftaxWorldGenScratch's blend and cell-list pointers). */
+typedef struct {
+    float blend[4][CRAFTAX_N][CRAFTAX_N];
+    uint16_t tree_cells[CRAFTAX_CELLS], ore_cells[CRAFTAX_CELLS];
+} CraftaxWorldGenGlobal;
+
+/* Points the warp's scratch w at its global part g (lane 0), then syncs the lanes. */
+static inline __device__ void craftax_worldgen_attach(CraftaxWorldGenScratch *w, CraftaxWorldGenGlobal *g, int lane,
+                                                      int lanes) {
+    if (lane == 0) {
+        w->blend = g->blend;
+        w->tree_cells = g->tree_cells;
+        w->ore_cells = g->ore_cells;
+    }
+    craftax_lanes_sync(lanes);
+}
+
 /* World-generation scratch, an entry per running warp (craftax_cuda_scratch_entries): the
  * floor's noise blends, kept between its min/max and map passes, and its tree and ore cells
  * (worldgen.h). The rest of a warp's working memory is in shared memory. */
