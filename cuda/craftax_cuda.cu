@@ -308,7 +308,7 @@ int craftax_cuda_env_step(void *states, const int32_t *actions, const uint32_t *
     const CraftaxKey k = {{key[0], key[1]}};
     const EpisodeTrack track = {ret_acc, len_acc, ep_return, ep_length, discount, achievements_scaled};
     return step_autoreset_sync((CraftaxState *)states, actions, keys, num_envs, params, obs, obs_compact, rewards,
-                               dones, terminated, truncated, final_achievements, scratch, &k, &track);
+                               dones, terminated, truncated, final_achievements, scratch, k, track);
 }
 
 int craftax_cuda_step_autoreset_stream(void *states, const int32_t *actions, const uint32_t *keys,
@@ -361,8 +361,8 @@ int craftax_cuda_generate_worlds_stream(void *worlds, const uint32_t *keys, int6
     const int64_t n = num_keys * num_worlds;
     if (n == 0) return 0;
     /* A warp per world here, not per floor: the trainer generates these pools while its update
-     * runs, so throughput counts, not one world's latency, and the floor layout measured 2-3% slower
-     * in the paper trainer (NOTES v8). */
+     * runs, so throughput counts, not one world's latency (the floor layout is slower in the
+     * trainer). */
     generate_worlds_kernel<<<grid_for_warps(n), THREADS, 0, (cudaStream_t)stream>>>(
         (CraftaxState *)worlds, keys, num_keys, num_worlds, *params, (CraftaxCudaScratch *)scratch, reset_floors());
     CUDA_TRY(cudaGetLastError(), "generate_worlds");
@@ -397,7 +397,7 @@ int craftax_cuda_env_step_optimistic(void *states, const int32_t *actions, const
     if (num_envs == 0) return 0;
     const EpisodeTrack track = {ret_acc, len_acc, ep_return, ep_length, discount, achievements_scaled};
     return step_optimistic_sync(states, actions, key, num_envs, reset_ratio, params, obs, obs_compact, rewards, dones,
-                                terminated, truncated, final_achievements, NULL, scratch, work, &track);
+                                terminated, truncated, final_achievements, scratch, work, track);
 }
 
 }  // extern "C"

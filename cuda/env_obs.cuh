@@ -108,8 +108,8 @@ static __device__ void emit_obs_warp(const CraftaxState *s, float *obs, uint8_t 
 
 /* The obs of the world-generation kernels, without shared memory: a kernel that declares
  * shared memory gets a larger shared carveout and a smaller L1, and world generation (one
- * warp over ~220 KB of state and scratch per env) runs ~2x slower then (measured: steady
- * reset kernel 2.7 ms at 1,024 envs, 5.3 ms at 16,384). These envs are few per step. */
+ * warp over ~220 KB of state and scratch per env) runs about twice as slow then. These envs are
+ * few per step. */
 static __device__ void emit_obs_global_warp(const CraftaxState *s, float *obs, uint8_t *compact, int fresh_world,
                                             int lane) {
     if (obs) craftax_render_symbolic_lanes(s, obs, fresh_world, lane, LANES);

@@ -126,7 +126,7 @@ static int launch_autoreset_chunk(CraftaxState *states, const int32_t *actions, 
     return 0;
 }
 
-/* craftax_cuda_track_episodes' outputs, when a step call runs it (NULL: the caller does). */
+/* The episode bookkeeping's buffers of a one-wait step call (craftax_cuda_env_step). */
 typedef struct {
     float *ret_acc;
     int32_t *len_acc;
@@ -138,43 +138,40 @@ typedef struct {
 
 static cudaEvent_t g_reset_done = NULL;
 
-/* The achievement rows of a one-wait step call: with the bookkeeping (CraftaxEnv.step: the
- * caller's buffers of its previous step) only the changed rows, and achievements_scaled too;
- * without, final_achievements densely. */
-static AchievementRows step_rows(uint8_t *final_achievements, const EpisodeTrack *track) {
-    if (!track) return dense_rows(final_achievements);
-    const AchievementRows rows = {final_achievements, track->achievements_scaled, 1};
+/* The achievement rows of a one-wait step call: the caller's buffers of its previous step
+ * (CraftaxEnv.step), so only the changed rows, achievements_scaled too. */
+static AchievementRows step_rows(uint8_t *final_achievements, const EpisodeTrack &track) {
+    const AchievementRows rows = {final_achievements, track.achievements_scaled, 1};
     return rows;
 }
 
-/* The end of a one-wait step call: the episode bookkeeping (track may be NULL), the wait, then
- * the action check's verdict. */
+/* The end of a one-wait step call: the episode bookkeeping, the wait, then the action check's
+ * verdict. */
 static int finish_step_call(int64_t num_envs, const float *rewards, const uint8_t *dones,
-                            const EpisodeTrack *track, const char *what) {
-    if (track) /* achievements_scaled: the step kernel's (step_rows) */
-        track_episodes_kernel<<<grid_for(num_envs), THREADS>>>(rewards, dones, NULL, num_envs, track->ret_acc,
-                                                                track->len_acc, track->ep_return, track->ep_length,
-                                                                track->discount, NULL, g_bad_action);
+                            const EpisodeTrack &track, const char *what) {
+    /* achievements_scaled: the step kernel's (step_rows) */
+    track_episodes_kernel<<<grid_for(num_envs), THREADS>>>(rewards, dones, NULL, num_envs, track.ret_acc, track.len_acc,
+                                                            track.ep_return, track.ep_length, track.discount, NULL,
+                                                            g_bad_action);
     const int rc = finish_launch(what);
     if (rc) return rc;
     return action_check_verdict();
 }
 
-/* The whole auto-reset step on the legacy stream with a single wait at the end: the optional
- * key split (split_from: env.step's key), the action check (its flag read back after the
- * wait; the step and bookkeeping kernels skip all work when it is set, so a rejected call
- * changes no state), the chunks, the reset stream joined by an event, the optional episode
- * bookkeeping. Each wait would cost the GPU the host's time to the next launch. */
+/* The whole auto-reset step on the legacy stream with a single wait at the end: the key split
+ * (split_from: env.step's key), the action check (its flag read back after the wait; the step
+ * and bookkeeping kernels skip all work when it is set, so a rejected call changes no state),
+ * the chunks, the reset stream joined by an event, the episode bookkeeping. Each wait would cost the GPU the host's time to the next launch. */
 static int step_autoreset_sync(CraftaxState *states, const int32_t *actions, uint32_t *keys, int64_t num_envs,
                                const CraftaxParams *params, float *obs, uint8_t *obs_compact, float *rewards,
                                uint8_t *dones, uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements,
-                               void *scratch, const CraftaxKey *split_from, const EpisodeTrack *track) {
+                               void *scratch, const CraftaxKey &split_from, const EpisodeTrack &track) {
     std::lock_guard<std::mutex> lock(g_autoreset_mutex);
     int rc = ensure_autoreset_locked(num_envs);
     if (rc) return rc;
     if (!g_reset_done) CUDA_TRY(cudaEventCreateWithFlags(&g_reset_done, cudaEventDisableTiming), "cudaEventCreate");
     std::lock_guard<std::mutex> check_lock(g_check_mutex);
-    if (split_from) key_split_kernel<<<grid_for(num_envs), THREADS>>>(*split_from, num_envs, keys);
+    key_split_kernel<<<grid_for(num_envs), THREADS>>>(split_from, num_envs, keys);
     rc = start_action_check(actions, num_envs);
     if (rc) return rc;
     /* Chunks: kernel A of chunk c+1 (legacy stream) overlaps kernel B of chunk c (the
@@ -270,12 +267,11 @@ static int launch_optimistic(CraftaxState *st, const int32_t *actions, const uin
     return 0;
 }
 /* The optimistic step with one wait at the end (as step_autoreset_sync): the host key stored by
- * a kernel, the action check's flag read back after the wait, the optional bookkeeping. */
+ * a kernel, the action check's flag read back after the wait, the episode bookkeeping. */
 static int step_optimistic_sync(void *states, const int32_t *actions, const uint32_t *key, int64_t num_envs,
                                 int32_t reset_ratio, const CraftaxParams *params, float *obs, uint8_t *obs_compact,
                                 float *rewards, uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
-                                uint8_t *final_achievements, int32_t *reset_worlds, void *scratch, void *work,
-                                const EpisodeTrack *track) {
+                                uint8_t *final_achievements, void *scratch, void *work, const EpisodeTrack &track) {
     std::lock_guard<std::mutex> check_lock(g_check_mutex);
     int rc = start_action_check(actions, num_envs);
     if (rc) return rc;
@@ -285,7 +281,7 @@ static int step_optimistic_sync(void *states, const int32_t *actions, const uint
     CUDA_TRY(cudaGetLastError(), "step_optimistic (key)");
     rc = launch_optimistic((CraftaxState *)states, actions, device_key, num_envs, reset_ratio, params, NULL, obs,
                                obs_compact, rewards, dones, terminated, truncated,
-                               step_rows(final_achievements, track), reset_worlds, scratch, work, 0, g_bad_action);
+                               step_rows(final_achievements, track), NULL, scratch, work, 0, g_bad_action);
     if (rc) return rc;
     return finish_step_call(num_envs, rewards, dones, track, "step_optimistic");
 }
