@@ -1,10 +1,12 @@
-/* craftax_cuda.h: the C API of the CUDA build (cuda/craftax_cuda.cu -> cuda/build/libcraftax_cuda.so).
+/* craftax_cuda.h: the public C API of the CUDA env library (cuda/craftax_cuda.cu ->
+ * cuda/build/libcraftax_cuda.so).
  *
- * Same functions as the C reference's API (reference_c/include/craftax_api.h,
+ * The calls follow the C reference's API (reference_c/include/craftax_api.h,
  * craftax_api_step.h), prefixed craftax_cuda_, with the same argument order and meaning,
- * except that every array argument is a DEVICE pointer; `params` (and `key` of
- * craftax_cuda_key_split) stay host pointers. Every call runs on the legacy default stream
- * and synchronizes before it returns, so outputs are ready when it returns.
+ * except that every array argument is a DEVICE pointer; `params` (and the `key` of
+ * craftax_cuda_env_step and craftax_cuda_env_step_optimistic) stay host pointers. Every call
+ * runs on the legacy default stream and synchronizes before it returns, so outputs are ready
+ * when it returns, except the *_stream calls, which only enqueue on the caller's stream.
  * Functions return 0 or a negative CRAFTAX_ERR_* code; craftax_cuda_last_error() gives the
  * message of the last CUDA failure.
  *
@@ -23,6 +25,10 @@
 extern "C" {
 #endif
 
+/* The version of this API; craftax_cuda_api_version() returns it, so a caller can tell a
+ * library built from another version of this header. */
+#define CRAFTAX_CUDA_API_VERSION 8
+
 #define CRAFTAX_ERR_NULL -1
 #define CRAFTAX_ERR_NUM_ENVS -2
 #define CRAFTAX_ERR_NO_MEMORY -3
@@ -35,15 +41,12 @@ size_t craftax_cuda_state_size(void);
 size_t craftax_cuda_scratch_size(void);
 /* World-generation scratch entries (craftax_cuda_scratch_size() bytes each) that the calls
  * taking `scratch` accept for num_envs envs: min(num_envs, the warps the GPU runs of the floor
- * kernel at once), at most 4,224 on an H200 (45 KB each: a floor's noise blends and cell lists, 186 MiB)
- * however many envs (API 5; before, an entry per env); craftax_cuda_generate_worlds_stream
- * takes an entry per world. */
+ * kernel at once), at most 4,224 on an H200 (45 KB each: a floor's noise blends and cell
+ * lists, 186 MiB) however many envs; craftax_cuda_generate_worlds_stream takes an entry per
+ * world. */
 int64_t craftax_cuda_scratch_entries(int64_t num_envs);
 size_t craftax_cuda_params_size(void);
 int craftax_cuda_obs_size(void);
-/* Bytes of one compact obs record (reference_c/include/craftax/obs.h: 51 float32 scalars,
- * then 8 bytes per view cell: block, item, visible, 40 mob bits; expands exactly). */
-int craftax_cuda_obs_compact_size(void);
 const char *craftax_cuda_last_error(void);
 
 /* Selects the device (default 0), checks it is usable and loads the kernels, so that their
@@ -64,58 +67,33 @@ int craftax_cuda_malloc_many(void **ptrs, const size_t *bytes, int count);
 int craftax_cuda_free(void *ptr);
 int craftax_cuda_memcpy_htod(void *dst, const void *src, size_t bytes);
 int craftax_cuda_memcpy_dtoh(void *dst, const void *src, size_t bytes);
-int craftax_cuda_memcpy_dtod(void *dst, const void *src, size_t bytes);
 int craftax_cuda_memset(void *dst, int value, size_t bytes);
 /* `height` rows of `width` bytes, row pitches in bytes (e.g. one leaf of every state). */
 int craftax_cuda_memcpy2d_dtoh(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t width,
                                size_t height);
 
-/* World-generation scratch of the calls without an explicit scratch argument: a cache
- * kept by the library, grown to the largest num_envs seen (reserve it ahead to see an
- * out-of-memory error early), freed by craftax_cuda_release_scratch. */
-int craftax_cuda_reserve_scratch(int64_t num_envs);
+/* Frees the buffers the library keeps between calls (the auto-reset done list and the action
+ * check's flag); the next call allocates them again. */
 void craftax_cuda_release_scratch(void);
 
-/* jax.random.split(key, num) of one raw host key into device memory: out uint32 [num, 2]. */
-int craftax_cuda_key_split(const uint32_t *key, int64_t num, uint32_t *out);
-
-/* As craftax_reset_with_keys / craftax_observe / craftax_step_with_keys /
- * craftax_step_autoreset of the C API, on device arrays. */
-int craftax_cuda_reset_with_keys(void *states, const uint32_t *keys, int64_t num_envs, const CraftaxParams *params,
-                                 float *obs);
-int craftax_cuda_observe(const void *states, int64_t num_envs, float *obs);
-int craftax_cuda_step_with_keys(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
-                                const CraftaxParams *params, float *obs, float *rewards, uint8_t *dones);
-int craftax_cuda_step_autoreset(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
-                                const CraftaxParams *params, float *obs, float *rewards, uint8_t *dones,
-                                uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements);
-
-/* The same calls with caller-owned scratch: craftax_cuda_scratch_entries(num_envs) entries
- * of craftax_cuda_scratch_size() bytes (world-generation space). */
-int craftax_cuda_step_with_keys_scratch(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
-                                        const CraftaxParams *params, float *obs, float *rewards, uint8_t *dones,
-                                        void *scratch);
-int craftax_cuda_reset_with_keys_scratch(void *states, const uint32_t *keys, int64_t num_envs,
-                                         const CraftaxParams *params, float *obs, void *scratch);
-int craftax_cuda_step_autoreset_scratch(void *states, const int32_t *actions, const uint32_t *keys,
-                                        int64_t num_envs, const CraftaxParams *params, float *obs, float *rewards,
-                                        uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
-                                        uint8_t *final_achievements, void *scratch);
-
-/* The same calls with the obs as float32 [N, 8268] (`obs`) and/or compact uint8 records
- * [N, craftax_cuda_obs_compact_size()] (`obs_compact`); either may be NULL (observe: not
- * both). craftax_cuda_expand_obs writes the float obs of N compact records (bitwise the
- * rendered obs; obs 16-byte aligned). */
+/* As craftax_reset_with_keys / craftax_observe / craftax_step_with_keys of the C API, on
+ * device arrays, with caller-owned scratch (craftax_cuda_scratch_entries(num_envs) entries of
+ * craftax_cuda_scratch_size() bytes: world-generation space) and the obs as float32
+ * [N, 8268] (`obs`) and/or compact uint8 records [N, 1008] (`obs_compact`: obs.h, 51 float32
+ * scalars then 8 bytes per view cell, expanding exactly); either may be NULL (observe: not
+ * both). craftax_cuda_observe is craftax_cuda_observe_ex with the float obs only.
+ * craftax_cuda_expand_obs writes the float obs of N compact records (bitwise the rendered
+ * obs; obs 16-byte aligned). */
 int craftax_cuda_reset_with_keys_ex(void *states, const uint32_t *keys, int64_t num_envs, const CraftaxParams *params,
                                     float *obs, uint8_t *obs_compact, void *scratch);
 int craftax_cuda_observe_ex(const void *states, int64_t num_envs, float *obs, uint8_t *obs_compact);
+int craftax_cuda_observe(const void *states, int64_t num_envs, float *obs);
 int craftax_cuda_step_with_keys_ex(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
                                    const CraftaxParams *params, float *obs, uint8_t *obs_compact, float *rewards,
                                    uint8_t *dones, void *scratch);
-int craftax_cuda_step_autoreset_ex(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
-                                   const CraftaxParams *params, float *obs, uint8_t *obs_compact, float *rewards,
-                                   uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
-                                   uint8_t *final_achievements, void *scratch);
+int craftax_cuda_step_with_keys_scratch(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
+                                        const CraftaxParams *params, float *obs, float *rewards, uint8_t *dones,
+                                        void *scratch);
 int craftax_cuda_expand_obs(const uint8_t *obs_compact, int64_t num_envs, float *obs);
 
 /* Resets generate level 0 of a world and leave levels 1-8 pending (CraftaxState's
@@ -129,7 +107,8 @@ int craftax_cuda_complete_floors(void *states, int64_t num_envs, const CraftaxPa
  * check or chunking, for callers that launch it inside their own stream work or CUDA graph
  * (the trainer, cuda/ppo_cuda.cu): actions must be valid; done_list is caller-owned device
  * memory of num_envs + 1 int32 (the list and its counter); dones is required (it also
- * carries the done flags between the step, obs and reset kernels). Same results as the call above. */
+ * carries the done flags between the step, obs and reset kernels). Same results as
+ * craftax_cuda_env_step's step. */
 int craftax_cuda_step_autoreset_stream(void *states, const int32_t *actions, const uint32_t *keys,
                                        int64_t num_envs, const CraftaxParams *params, float *obs, float *rewards,
                                        uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
@@ -139,12 +118,12 @@ int craftax_cuda_step_autoreset_stream(void *states, const int32_t *actions, con
 /* The auto-reset step runs a step kernel over all envs (collecting the done ones in a list)
  * and then a reset kernel over that list only, densely packed. With chunks > 1 (1..16,
  * default 1) envs are stepped in that many consecutive chunks of at least min_chunk_envs
- * envs (default 16384), each chunk's resets overlapping the next chunk's step; measured
- * slower on the H200 (cuda/NOTES.md, v2 and v35), kept as a knob. Results do not depend on it. */
+ * envs (default 16384), each chunk's resets overlapping the next chunk's step (slower on an
+ * H200; kept as a knob for other GPUs). Results do not depend on it. */
 int craftax_cuda_set_autoreset_chunks(int chunks, int64_t min_chunk_envs);
 
 /* Device-time split of the synchronous auto-reset step (chunks = 1), for benchmarks: with
- * profiling on, each craftax_cuda_step_autoreset(_scratch, _ex) call times its kernels with
+ * profiling on, each craftax_cuda_env_step call times its kernels with
  * CUDA events, and craftax_cuda_last_profile gives the last call's ms[4]: the step kernel
  * (game logic of every env), the obs kernel (not-done envs), the reset kernel (world
  * generation + obs of the done envs; it overlaps the obs kernel), and the whole (step start
@@ -152,19 +131,15 @@ int craftax_cuda_set_autoreset_chunks(int chunks, int64_t min_chunk_envs);
 int craftax_cuda_set_profiling(int on);
 int craftax_cuda_last_profile(float *ms);
 
-/* Episode bookkeeping of CraftaxEnv.step on the device, for every env i:
+/* CraftaxEnv.step in one call, one wait: keys = jax.random.split(key, N) (key: the host's
+ * two uint32 words; keys: device [N, 2], written), the auto-reset step (obs, rewards, dones,
+ * terminated, truncated and final_achievements as CraftaxSymbolicEnv.step gives them), then
+ * the episode bookkeeping, enqueued together. Bookkeeping, for every env i:
  *   ret_acc[i] += rewards[i]; len_acc[i] += 1;
  *   ep_return[i], ep_length[i] = done ? (ret_acc, len_acc) : (0, 0); then zero the
  *   accumulators where done; discount[i] = 1 - done;
  *   achievements_scaled[i, k] = final_achievements[i, k] * done * 100 (float32 [N, 67]).
- * Any output may be NULL. */
-int craftax_cuda_track_episodes(const float *rewards, const uint8_t *dones, const uint8_t *final_achievements,
-                                int64_t num_envs, float *ret_acc, int32_t *len_acc, float *ep_return,
-                                int32_t *ep_length, float *discount, float *achievements_scaled);
-
-/* CraftaxEnv.step in one call, one wait: keys = jax.random.split(key, N) (key: the host's
- * two uint32 words; keys: device [N, 2], written), then craftax_cuda_step_autoreset_ex and
- * craftax_cuda_track_episodes, enqueued together. Actions outside [0, 43) return
+ * ep_return, ep_length, discount and achievements_scaled may be NULL. Actions outside [0, 43) return
  * CRAFTAX_ERR_ARGUMENT with no state or accumulator changed (the outputs are undefined).
  * This call and craftax_cuda_env_step_optimistic update final_achievements and
  * achievements_scaled in place: only the rows of envs that end in this call or ended in the
@@ -180,9 +155,10 @@ int craftax_cuda_env_step(void *states, const int32_t *actions, const uint32_t *
 /* Optimistic resets (reference_c/include/craftax/step.h: craftax_optimistic_keys; the C API's
  * craftax_step_optimistic): one step of Craftax_Baselines' OptimisticResetVecEnvWrapper.
  * `work` is device memory of craftax_cuda_optimistic_work_size(num_envs) bytes, `scratch`
- * craftax_cuda_scratch_entries(num_envs) world-generation scratch entries. craftax_cuda_step_optimistic_ex: `key` (uint32
- * [2]) is a HOST pointer, synchronous (one wait), actions checked; the taken worlds are generated after
- * the step (only those). craftax_cuda_step_optimistic_stream: `key` is a DEVICE pointer,
+ * craftax_cuda_scratch_entries(num_envs) world-generation scratch entries.
+ * craftax_cuda_env_step_optimistic: `key` (uint32 [2]) is a HOST pointer, synchronous (one
+ * wait), actions checked; the taken worlds are generated after the step (only those).
+ * craftax_cuda_step_optimistic_stream: `key` is a DEVICE pointer,
  * enqueued on `stream` (graph-capturable), actions must be valid; with `worlds` (the step's
  * num_envs / reset_ratio worlds, from craftax_cuda_generate_worlds_stream) the ended envs
  * copy them instead. craftax_cuda_generate_worlds_stream: worlds[s * num_worlds + j] = the
@@ -191,8 +167,8 @@ int craftax_cuda_env_step(void *states, const int32_t *actions, const uint32_t *
  * reset, it generates level 0 and leaves levels 1-8 pending (craftax_cuda_complete_floors).
  * The obs of an env that took a world is that world's reset obs. */
 size_t craftax_cuda_optimistic_work_size(int64_t num_envs);
-/* CraftaxEnv.step with optimistic resets in one call, one wait: craftax_cuda_step_optimistic_ex
- * then craftax_cuda_track_episodes, enqueued together. Actions outside [0, 43) return
+/* CraftaxEnv.step with optimistic resets in one call, one wait: the optimistic step, then the
+ * episode bookkeeping (as craftax_cuda_env_step), enqueued together. Actions outside [0, 43) return
  * CRAFTAX_ERR_ARGUMENT with no state or accumulator changed (the outputs are undefined). */
 int craftax_cuda_env_step_optimistic(void *states, const int32_t *actions, const uint32_t *key, int64_t num_envs,
                                      int32_t reset_ratio, const CraftaxParams *params, float *obs,
@@ -200,11 +176,6 @@ int craftax_cuda_env_step_optimistic(void *states, const int32_t *actions, const
                                      uint8_t *truncated, uint8_t *final_achievements, float *ret_acc,
                                      int32_t *len_acc, float *ep_return, int32_t *ep_length, float *discount,
                                      float *achievements_scaled, void *scratch, void *work);
-int craftax_cuda_step_optimistic_ex(void *states, const int32_t *actions, const uint32_t *key, int64_t num_envs,
-                                    int32_t reset_ratio, const CraftaxParams *params, float *obs,
-                                    uint8_t *obs_compact, float *rewards, uint8_t *dones, uint8_t *terminated,
-                                    uint8_t *truncated, uint8_t *final_achievements, int32_t *reset_worlds,
-                                    void *scratch, void *work);
 int craftax_cuda_step_optimistic_stream(void *states, const int32_t *actions, const uint32_t *key, int64_t num_envs,
                                         int32_t reset_ratio, const CraftaxParams *params, const void *worlds,
                                         float *obs, uint8_t *obs_compact, float *rewards, uint8_t *dones,

@@ -1,71 +1,87 @@
-#!/bin/bash
-# cuda/dev/compare_sass.sh OLD NEW: compares the machine code (SASS) of two CUDA builds kernel by
-# kernel, e.g. a library before and after a refactor that should only have moved code:
-#   cuda/dev/compare_sass.sh /tmp/old/cuda/build/libcraftax_cuda.so cuda/build/libcraftax_cuda.so
-# OLD and NEW: anything cuobjdump reads (.so, .o, .cubin, executables). Prints one line per kernel
-# (identical, DIFFERENT, only in OLD, only in NEW) and a count; exits 1 if any kernel is not
-# identical, 2 on a usage or tool error. Set SHOW_DIFF=1 to print the diff of each different kernel.
-# Normalised: only the order of the kernels in the file and each instruction's offset comment
-# (/*0a30*/); the instruction text and its encoding words, control bits included, must match.
-set -euo pipefail
+#!/bin/sh
+# cuda/dev/compare_sass.sh OLD NEW: compares the SASS of every kernel in two builds of the CUDA
+# library (libcraftax_cuda.so, or an object such as build/craftax_cuda.o), kernel by kernel.
+#
+# Prints one line per kernel (identical / different / only in OLD / only in NEW) and exits 1
+# when any kernel differs or is missing from one side, so a change that only moves code can be
+# shown to compile to the same machine code. Each kernel's listing is compared with its
+# instruction offsets and encodings; only the order in which the kernels appear in the file is
+# ignored. Needs cuobjdump and nvdisasm: $CUOBJDUMP, else on PATH, else the pip wheels
+# nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm in the Python that runs this script.
+set -e
 if [ $# -ne 2 ]; then
-    echo "usage: $0 OLD NEW" >&2
+    echo "usage: $0 OLD.so NEW.so" >&2
     exit 2
 fi
-# cuobjdump: $CUOBJDUMP, else on PATH, else the nvidia-cuda-cuobjdump wheel in the checkout's .venv
-# (it runs nvdisasm, found beside it: the nvidia-cuda-nvdisasm wheel)
-CUOBJDUMP=${CUOBJDUMP:-$(command -v cuobjdump ||
-    ls "$(dirname "$0")"/../../.venv/lib/python3*/site-packages/nvidia/cu*/bin/cuobjdump 2>/dev/null | head -1)}
+PYTHON=${PYTHON:-python3}
 if [ -z "$CUOBJDUMP" ]; then
-    echo "cuobjdump not found: set CUOBJDUMP, or pip install nvidia-cuda-cuobjdump" >&2
-    exit 2
+    if command -v cuobjdump >/dev/null 2>&1; then
+        CUOBJDUMP=cuobjdump
+    else
+        wheel_bin=$("$PYTHON" -c 'import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], "cu13", "bin"))' 2>/dev/null || true)
+        if [ -x "$wheel_bin/cuobjdump" ]; then
+            CUOBJDUMP="$wheel_bin/cuobjdump"
+            PATH="$wheel_bin:$PATH" # cuobjdump -sass runs nvdisasm
+            export PATH
+        else
+            echo "$0: cuobjdump not found (set CUOBJDUMP, or pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)" >&2
+            exit 2
+        fi
+    fi
 fi
-export PATH="$PATH:$(dirname "$CUOBJDUMP")"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-"$CUOBJDUMP" -sass "$1" > "$tmp/old.sass" || exit 2
-"$CUOBJDUMP" -sass "$2" > "$tmp/new.sass" || exit 2
-SHOW_DIFF=${SHOW_DIFF:-0} python3 - "$tmp/old.sass" "$tmp/new.sass" <<'PY'
-import difflib, os, re, sys
+"$CUOBJDUMP" -sass "$1" >"$tmp/old.sass"
+"$CUOBJDUMP" -sass "$2" >"$tmp/new.sass"
+exec "$PYTHON" - "$tmp/old.sass" "$tmp/new.sass" <<'PY'
+import re
+import sys
+
 
 def kernels(path):
-    """{kernel name: [normalised lines]} of one cuobjdump -sass listing (one per arch it holds)."""
-    out, name, arch = {}, None, ""
+    """{(arch, kernel name): its listing}, every line stripped of trailing blanks."""
+    out, arch, name, body = {}, "?", None, []
+
+    def close():
+        if name is not None:
+            out[(arch, name)] = "\n".join(body)
+
     for line in open(path):
-        if line.startswith("arch = "):
-            arch = line.split("=", 1)[1].strip()
+        line = line.rstrip()
+        m = re.match(r"\s*code for (sm_\w+)", line)
+        if m:
+            close()
+            arch, name, body = m.group(1), None, []
+            continue
         m = re.match(r"\s*Function : (\S+)", line)
         if m:
-            name = f"{m.group(1)} [{arch}]"
-            if name in out:  # the same kernel in two cubins of one file: keep both copies
-                name += " (copy)"
-            out[name] = []
+            close()
+            name, body = m.group(1), []
             continue
-        if name is None or not line.strip() or line.strip().startswith("....."):
-            continue
-        out[name].append(re.sub(r"^\s*/\*[0-9a-f]{4,}\*/", "", line).rstrip())
+        if name is not None and line.strip():
+            body.append(line.strip())
+    close()
     return out
+
 
 old, new = kernels(sys.argv[1]), kernels(sys.argv[2])
 if not old or not new:
-    print("no SASS found in", sys.argv[1] if not old else sys.argv[2])
-    sys.exit(2)
+    sys.exit("no SASS found (is nvdisasm reachable?)")
 bad = 0
-for name in sorted(set(old) | set(new)):
-    if name not in new:
-        status = "only in OLD"
-    elif name not in old:
-        status = "only in NEW"
-    elif old[name] == new[name]:
-        status = "identical"
+for key in sorted(set(old) | set(new)):
+    arch, name = key
+    if key not in new:
+        verdict = "only in OLD"
+    elif key not in old:
+        verdict = "only in NEW"
+    elif old[key] == new[key]:
+        verdict = "identical"
     else:
-        status = "DIFFERENT"
-    bad += status != "identical"
-    print(f"{status:12s} {name}")
-    if status == "DIFFERENT" and os.environ["SHOW_DIFF"] == "1":
-        sys.stdout.writelines(l + "\n" for l in difflib.unified_diff(old[name], new[name], "OLD", "NEW", n=2,
-                                                                    lineterm=""))
-print(f"{len(set(old) | set(new)) - bad} identical, {bad} not identical "
-      f"({len(old)} kernels in OLD, {len(new)} in NEW)")
+        a, b = old[key].split("\n"), new[key].split("\n")
+        first = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+        verdict = f"different ({len(a)} vs {len(b)} lines, first at line {first + 1})"
+    bad += verdict != "identical"
+    print(f"{verdict:12s}  {arch}  {name}")
+print(f"{len(set(old) | set(new)) - bad} identical, {bad} not", file=sys.stderr)
 sys.exit(1 if bad else 0)
 PY

@@ -1,6 +1,6 @@
 /* cuda/dev/profile_step.cu: where one env step's time goes, subsystem by subsystem
- * (clock64 around each call of craftax_step_scratch's list, replicated here), on the
- * CUDA build's kernels (one thread per env, AoS states, per-env spawn scratch).
+ * (clock64 around each call of craftax_step_before_spawn's and craftax_step_after_spawn's
+ * list, replicated here), on the rules headers' kernels (one thread per env, AoS states).
  *
  *   nvcc -O3 -fmad=false -arch=sm_90 -std=c++17 -diag-suppress 20091 -Ireference_c/include \
  *        cuda/dev/profile_step.cu -o cuda/build/profile_step
@@ -25,9 +25,8 @@ static const char *PART_NAMES[NPARTS] = {
     "drink_potion", "read_book", "enchant", "boss_logic", "level_up_attributes", "move_player", "update_mobs",
     "spawn_mobs", "update_plants", "intrinsics", "clip_inventory", "inventory_achievements", "epilogue(reward,obs?)"};
 
-typedef union {
+typedef struct {
     CraftaxWorldGenScratch worldgen;
-    CraftaxSpawnScratch spawn;
 } Scratch;
 
 __global__ void reset_k(CraftaxState *states, int64_t n, CraftaxParams params, Scratch *scratch, uint32_t seed) {
@@ -45,7 +44,6 @@ __global__ void step_k(CraftaxState *states, int64_t n, CraftaxParams params, Sc
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     CraftaxState *state = &states[i];
-    CraftaxSpawnScratch *spawn = &scratch[i].spawn;
     CraftaxKey rng = craftax_split_at(CraftaxKey{{t * 7919u + 1u, (uint32_t)i}}, 0);
     int32_t action = (int32_t)(craftax_random_bits(rng, 99) % CRAFTAX_NUM_ACTIONS);
     long long acc[NPARTS];
@@ -77,7 +75,7 @@ __global__ void step_k(CraftaxState *states, int64_t n, CraftaxParams params, Sc
     craftax_level_up_attributes(state, action, &params); MARK();
     craftax_move_player(state, action, &params); MARK();
     craftax_update_mobs(state, craftax_split_next(&rng), &params); MARK();
-    craftax_spawn_mobs_scratch(state, craftax_split_next(&rng), &params, spawn); MARK();
+    craftax_spawn_mobs(state, craftax_split_next(&rng), &params); MARK();
     craftax_update_plants(state); MARK();
     craftax_update_player_intrinsics(state, action); MARK();
     craftax_clip_inventory_and_intrinsics(state, &params); MARK();

@@ -103,9 +103,8 @@ int craftax_step_optimistic(void *states, const int32_t *actions, const uint32_t
 #pragma omp parallel for num_threads(craftax_get_num_threads()) schedule(dynamic, 8)
     for (int64_t i = 0; i < num_envs; i++) {
         uint8_t term, ach[CRAFTAX_NUM_ACHIEVEMENTS];
-        CraftaxSpawnScratch spawn;
         const float r = craftax_step_env_ending(&all[i], craftax_split_at(step_parent, (uint32_t)i), actions[i],
-                                                params, &done[i], &term, ach, &spawn);
+                                                params, &done[i], &term, ach);
         if (rewards) rewards[i] = r;
         if (dones) dones[i] = done[i];
         if (terminated) terminated[i] = (uint8_t)(done[i] && term);

@@ -6,7 +6,7 @@
  * every value of that cumulative sum follows from counts of set bits, so the arrays are never
  * built: searchsorted evaluates the sum where it looks, with upstream's probe sequence (the
  * float sums are not monotone to the last ulp across blocks). Bit-identical to the arrays
- * (spawn_mobs since v3; world generation since v14).
+ * (spawn_mobs and world generation use it).
  */
 #ifndef CRAFTAX_CELL_CHOICE_H
 #define CRAFTAX_CELL_CHOICE_H
@@ -47,6 +47,7 @@ static inline CRAFTAX_HD void craftax_cell_rows_mark(uint64_t *rows, int cell, i
     }
 #endif
     (void)lane;
+    (void)lanes;
     if (flag) rows[cell / CRAFTAX_MAP_SIZE] |= (uint64_t)1 << (cell % CRAFTAX_MAP_SIZE);
 }
 static inline CRAFTAX_HD int craftax_cell_rows_get(const uint64_t *rows, int x, int y) {

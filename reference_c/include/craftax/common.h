@@ -27,8 +27,8 @@
 #define CRAFTAX_ALWAYS_INLINE inline
 #endif
 /* For code that a GPU kernel would otherwise inline at many sites (world generation's noise
- * and draws): one copy keeps the kernel inside the instruction cache (v14 profile: waiting
- * for instructions was two thirds of the floor kernel's stall cycles). Inline on a CPU. */
+ * and draws): one copy keeps the kernel inside the instruction cache (inlined, the floor
+ * kernel spent most of its stall cycles waiting for instructions). Inline on a CPU. */
 #ifdef __CUDA_ARCH__
 #define CRAFTAX_GPU_NOINLINE __noinline__
 #else

@@ -197,9 +197,8 @@ static inline CRAFTAX_HD int craftax_is_near_block(const CraftaxState *state, in
  * Only the attacked entry can change: every state reachable from reset has health > 0 at
  * every masked mob (world generation and spawns give masked mobs positive health, and this
  * function is the only place health falls, where it clears the mask at once), and
- * set_state admits no other (pycraftax/_state.py). The nine-level update made the projectile
- * scan's 18 calls a step the largest stall source of the step kernel (v17 profile: 15% of
- * its samples even after v9 limited it to a step's first call). */
+ * set_state admits no other (pycraftax/_state.py). Updating all nine levels here would make
+ * the projectile scan's 18 calls a step the largest stall source of the step kernel. */
 static inline CRAFTAX_HD void craftax_attack_mob_class(CraftaxState *state, const int32_t position[2],
                                                        const float damage_vector[3], int can_get_achievement,
                                                        int mob_class_index, int *did_kill_mob, int *is_attacking_mob) {

@@ -32,8 +32,8 @@ static inline CRAFTAX_HD uint32_t craftax_rotl32(uint32_t x, int r) { return (x 
 #define CRAFTAX_TF_GROUP_A CRAFTAX_TF_ROUND(13) CRAFTAX_TF_ROUND(15) CRAFTAX_TF_ROUND(26) CRAFTAX_TF_ROUND(6)
 #define CRAFTAX_TF_GROUP_B CRAFTAX_TF_ROUND(17) CRAFTAX_TF_ROUND(29) CRAFTAX_TF_ROUND(16) CRAFTAX_TF_ROUND(24)
 /* threefry2x32 of the counter (x0, x1): its two output words (a key where split uses them).
- * One GPU copy for all call sites (v16: 54.1 -> 62.6 M env steps/s at 962,560 envs; inlined
- * at every split and draw it pushed the kernels out of the instruction cache). The words come
+ * One GPU copy for all call sites (inlined at every split and draw it pushes the kernels out
+ * of the instruction cache). The words come
  * back by value: through an out pointer each call stored and reloaded them in local memory. */
 static CRAFTAX_GPU_NOINLINE CRAFTAX_HD CraftaxKey craftax_threefry2x32(CraftaxKey key, uint32_t x0, uint32_t x1) {
     const uint32_t k0 = key.k[0], k1 = key.k[1], k2 = key.k[0] ^ key.k[1] ^ 0x1BD11BDAu;

@@ -108,35 +108,14 @@ static inline CRAFTAX_HD float craftax_step_lanes(CraftaxState *state, CraftaxKe
     return craftax_lanes_from_first_f32(reward, lanes);
 }
 
-/* game_logic.py:craftax_step on one lane. `spawn` is unused (the scratch of earlier
- * versions' spawn_mobs; the signature stays for its callers). */
-static inline CRAFTAX_HD float craftax_step_scratch(CraftaxState *state, CraftaxKey rng, int32_t action,
-                                                    const CraftaxParams *params, CraftaxSpawnScratch *spawn) {
-    (void)spawn;
-    return craftax_step_lanes(state, rng, action, params, 0, 1, 0);
-}
-
-/* game_logic.py:craftax_step with spawn_mobs' arrays on the stack. */
-static inline CRAFTAX_HD float craftax_step(CraftaxState *state, CraftaxKey rng, int32_t action,
-                                            const CraftaxParams *params) {
-    CraftaxSpawnScratch spawn;
-    return craftax_step_scratch(state, rng, action, params, &spawn);
-}
-
-/* CraftaxSymbolicEnvNoAutoReset.step_env: step, done = is_terminal, obs (when not NULL). */
-static inline CRAFTAX_HD float craftax_step_env_scratch(CraftaxState *state, CraftaxKey rng, int32_t action,
-                                                        const CraftaxParams *params, float *obs, uint8_t *done,
-                                                        CraftaxSpawnScratch *spawn) {
-    const float reward = craftax_step_scratch(state, rng, action, params, spawn);
+/* CraftaxSymbolicEnvNoAutoReset.step_env on one lane: step, done = is_terminal, obs (when
+ * not NULL). */
+static inline CRAFTAX_HD float craftax_step_env(CraftaxState *state, CraftaxKey rng, int32_t action,
+                                                const CraftaxParams *params, float *obs, uint8_t *done) {
+    const float reward = craftax_step_lanes(state, rng, action, params, 0, 1, 0);
     *done = (uint8_t)craftax_is_game_over(state, params);
     if (obs) craftax_render_symbolic(state, obs, 0);
     return reward;
-}
-
-static inline CRAFTAX_HD float craftax_step_env(CraftaxState *state, CraftaxKey rng, int32_t action,
-                                                const CraftaxParams *params, float *obs, uint8_t *done) {
-    CraftaxSpawnScratch spawn;
-    return craftax_step_env_scratch(state, rng, action, params, obs, done, &spawn);
 }
 
 /* light_level as XLA compiles calculate_light_level inside the official auto-reset
@@ -151,22 +130,15 @@ static inline CRAFTAX_HD float craftax_light_level_autoreset(int32_t timestep, i
     return 1.0f - (a * a) * a;
 }
 
-/* CraftaxSymbolicEnv.step (auto-reset) of one env, in two parts so that a batched caller
- * can run the (rare, costly) reset part only for the envs that are done, e.g. densely
- * packed on a GPU. craftax_step_autoreset_one below is the two parts in order.
- *
- * Step part: key_step, key_reset = split(key); step_env(key_step); *done, *terminated
- * (the episode ended by death or by beating the boss, not only by the time limit);
- * final_achievements (when not NULL) receives the achievements of the stepped state.
- * When not done, the obs (when not NULL) is rendered and the state's light level is set as
- * the auto-reset env leaves it; when done, the state must go through the reset part (with
- * the same key) before it is used again. Returns the reward. craftax_autoreset_step_only is
- * this part without its not-done tail (craftax_autoreset_observe_part_lanes), for a batched
- * caller that renders the obs separately. */
+/* CraftaxSymbolicEnv.step (auto-reset) of one env is a step part and, where the env is
+ * done, a reset part with the same key, so that a batched caller can run the (rare, costly)
+ * reset part only for the envs that are done, e.g. densely packed on a GPU (cuda/).
+ * craftax_step_autoreset_one below is the two parts in order on one lane. */
+
 /* step_env(key_step) without its obs, plus what a resetting caller needs: *done,
  * *terminated (ended by death or by beating the boss, not only by the time limit) and
- * final_achievements (when not NULL) of the stepped state. */
-/* Lanes (common.h): the outputs are written by lane 0; the reward comes back in every lane. */
+ * final_achievements (when not NULL) of the stepped state. Lanes (common.h): the outputs are
+ * written by lane 0; the reward comes back in every lane. */
 static CRAFTAX_ALWAYS_INLINE CRAFTAX_HD float craftax_step_env_ending_lanes(CraftaxState *state, CraftaxKey key_step, int32_t action,
                                                              const CraftaxParams *params, uint8_t *done,
                                                              uint8_t *terminated, uint8_t *final_achievements,
@@ -179,15 +151,17 @@ static CRAFTAX_ALWAYS_INLINE CRAFTAX_HD float craftax_step_env_ending_lanes(Craf
     }
     return reward;
 }
+/* The same on one lane. */
 static inline CRAFTAX_HD float craftax_step_env_ending(CraftaxState *state, CraftaxKey key_step, int32_t action,
                                                        const CraftaxParams *params, uint8_t *done,
-                                                       uint8_t *terminated, uint8_t *final_achievements,
-                                                       CraftaxSpawnScratch *spawn) {
-    (void)spawn;
+                                                       uint8_t *terminated, uint8_t *final_achievements) {
     return craftax_step_env_ending_lanes(state, key_step, action, params, done, terminated, final_achievements, 0, 1,
                                          0);
 }
 
+/* The step part: key_step, key_reset = split(key); craftax_step_env_ending_lanes(key_step).
+ * When not done, the caller finishes it with craftax_autoreset_observe_part_lanes; when done,
+ * the state must go through the reset part (with the same key) before it is used again. */
 static CRAFTAX_ALWAYS_INLINE CRAFTAX_HD float craftax_autoreset_step_only_lanes(CraftaxState *state, CraftaxKey key, int32_t action,
                                                                  const CraftaxParams *params, uint8_t *done,
                                                                  uint8_t *terminated, uint8_t *final_achievements,
@@ -197,62 +171,35 @@ static CRAFTAX_ALWAYS_INLINE CRAFTAX_HD float craftax_autoreset_step_only_lanes(
     return craftax_step_env_ending_lanes(state, key_step, action, params, done, terminated, final_achievements, lane,
                                          lanes, share_scans);
 }
-static inline CRAFTAX_HD float craftax_autoreset_step_only(CraftaxState *state, CraftaxKey key, int32_t action,
-                                                           const CraftaxParams *params, uint8_t *done,
-                                                           uint8_t *terminated, uint8_t *final_achievements,
-                                                           CraftaxSpawnScratch *spawn) {
-    (void)spawn;
-    return craftax_autoreset_step_only_lanes(state, key, action, params, done, terminated, final_achievements, 0, 1,
-                                             0);
-}
-/* The step part's tail for a not-done env (lanes: common.h). */
+/* The step part's tail for a not-done env: the obs (when not NULL) and the light level as the
+ * auto-reset env leaves it (lanes: common.h). */
 static inline CRAFTAX_HD void craftax_autoreset_observe_part_lanes(CraftaxState *state, const CraftaxParams *params,
                                                                    float *obs, int lane, int lanes) {
     /* the obs sees step_env's (fused) light level, the returned state the unfused one */
     if (obs) craftax_render_symbolic_lanes(state, obs, 0, lane, lanes);
     if (lane == 0) state->light_level = craftax_light_level_autoreset(state->timestep, params->day_length);
 }
-static inline CRAFTAX_HD float craftax_autoreset_step_part(CraftaxState *state, CraftaxKey key, int32_t action,
-                                                           const CraftaxParams *params, float *obs, uint8_t *done,
-                                                           uint8_t *terminated, uint8_t *final_achievements,
-                                                           CraftaxSpawnScratch *spawn) {
-    const float reward =
-        craftax_autoreset_step_only(state, key, action, params, done, terminated, final_achievements, spawn);
-    if (!*done) craftax_autoreset_observe_part_lanes(state, params, obs, 0, 1);
-    return reward;
-}
-
-/* Reset part, for an env whose step part said done, with the same key: the state and obs
- * (when not NULL) become reset_env(key_reset). `scratch` is world-gen scratch space. */
-static inline CRAFTAX_HD void craftax_autoreset_reset_part_lanes(CraftaxState *state, CraftaxKey key,
-                                                                 const CraftaxParams *params, float *obs,
-                                                                 CraftaxWorldGenScratch *scratch, int lane,
-                                                                 int lanes) {
-    CraftaxKey key_step, key_reset;
-    craftax_split2(key, &key_step, &key_reset);
-    craftax_reset_env_lanes(key_reset, params, state, scratch, lane, lanes);
-    if (obs) craftax_render_symbolic_lanes(state, obs, 1, lane, lanes);
-}
-static inline CRAFTAX_HD void craftax_autoreset_reset_part(CraftaxState *state, CraftaxKey key,
-                                                           const CraftaxParams *params, float *obs,
-                                                           CraftaxWorldGenScratch *scratch) {
-    craftax_autoreset_reset_part_lanes(state, key, params, obs, scratch, 0, 1);
-}
 
 /* CraftaxSymbolicEnv.step (auto-reset) of one env: key_step, key_reset = split(key);
- * step_env(key_step); where done, the state and obs become reset_env(key_reset).
- * *terminated says whether the finished episode ended by death or by beating the boss (not
- * only by the time limit); final_achievements (when not NULL) receives the achievements of
- * the stepped state before any reset. `scratch` is world-gen scratch space, touched only
- * when done. Returns the reward. */
+ * step_env(key_step); where done, the state and obs (when not NULL) become
+ * reset_env(key_reset). *terminated says whether the finished episode ended by death or by
+ * beating the boss (not only by the time limit); final_achievements (when not NULL) receives
+ * the achievements of the stepped state before any reset. `scratch` is world-gen scratch
+ * space, touched only when done. Returns the reward. */
 static inline CRAFTAX_HD float craftax_step_autoreset_one(CraftaxState *state, CraftaxKey key, int32_t action,
                                                           const CraftaxParams *params, float *obs, uint8_t *done,
                                                           uint8_t *terminated, uint8_t *final_achievements,
                                                           CraftaxWorldGenScratch *scratch) {
-    CraftaxSpawnScratch spawn;
     const float reward =
-        craftax_autoreset_step_part(state, key, action, params, obs, done, terminated, final_achievements, &spawn);
-    if (*done) craftax_autoreset_reset_part(state, key, params, obs, scratch);
+        craftax_autoreset_step_only_lanes(state, key, action, params, done, terminated, final_achievements, 0, 1, 0);
+    if (!*done) {
+        craftax_autoreset_observe_part_lanes(state, params, obs, 0, 1);
+        return reward;
+    }
+    CraftaxKey key_step, key_reset;
+    craftax_split2(key, &key_step, &key_reset);
+    craftax_reset_env_lanes(key_reset, params, state, scratch, 0, 1);
+    if (obs) craftax_render_symbolic_lanes(state, obs, 1, 0, 1);
     return reward;
 }
 

@@ -379,14 +379,6 @@ static inline CRAFTAX_HD float craftax_sw_melee_spawn_chance(int32_t level, floa
     return fmaf(CRAFTAX_FLOOR_MOB_SPAWN_CHANCE[level][3], d * d, CRAFTAX_FLOOR_MOB_SPAWN_CHANCE[level][1]);
 }
 
-/* Caller-provided space of spawn_mobs. v2 kept its per-cell masks and 2304-float arrays
- * here (34.6 KB per env); v3 needs none (craftax_sw_spawn_candidates,
- * craftax_cell_choice_normalised), and the type stays so that the scratch-taking signatures
- * (craftax_step_scratch, ...) keep their form. */
-typedef struct {
-    uint8_t unused;
-} CraftaxSpawnScratch;
-
 /* Upstream's candidate mask of one cell for mob class cls (0 passive, 1 melee, 2 ranged):
  * block b, mob_map cell mob, distance d to the player. */
 static inline CRAFTAX_HD int craftax_sw_is_candidate(uint8_t b, uint8_t mob, float d, float despawn, int boss, int cls,
@@ -409,8 +401,8 @@ static inline CRAFTAX_HD int craftax_sw_is_candidate(uint8_t b, uint8_t mob, flo
  * box |dx|, |dy| < mob_despawn_distance is scanned: d >= |dx|, |dy| (sqrtf is monotone and
  * exact at squares), so no cell outside it is in range. Lanes (common.h) take consecutive
  * cells of a box row (one transaction per map for the warp), rows go four at a time with
- * their loads first (a row at a time waited a memory latency per row: a third of the fused
- * step kernel's stall samples, v10 profile), and a row's candidates come together by ballot.
+ * their loads first (a row at a time waits a memory latency per row, a large share of the
+ * step kernel's stalls), and a row's candidates come together by ballot.
  * Returns the number of candidates (every lane); ends synced. */
 static inline CRAFTAX_HD int32_t craftax_sw_spawn_candidates(const CraftaxState *s, const CraftaxParams *params,
                                                              int boss, int cls, int32_t ranged_type,
@@ -451,7 +443,7 @@ static inline CRAFTAX_HD int32_t craftax_sw_spawn_candidates(const CraftaxState 
 
 #ifdef __CUDA_ARCH__
 /* A warp's CraftaxCellChoice in shared memory, for the lanes that scan and choose together
- * (a per-lane copy in local memory, 1.1 KB, was written by every lane of the warp). The
+ * (a per-lane copy in local memory, 1.1 KB, would be written by every lane of the warp). The
  * step kernels run blocks of at most CRAFTAX_SW_BLOCK_WARPS warps. */
 #define CRAFTAX_SW_BLOCK_WARPS 4
 static __device__ __forceinline__ CraftaxCellChoice *craftax_sw_warp_choice(void) {
@@ -583,13 +575,7 @@ static inline CRAFTAX_HD void craftax_spawn_mobs_lanes(CraftaxState *s, CraftaxK
 }
 #undef CRAFTAX_SW_SPAWN_INTO
 
-/* game_logic.py:spawn_mobs (one lane; the scratch-taking form of earlier versions). */
-static inline CRAFTAX_HD void craftax_spawn_mobs_scratch(CraftaxState *s, CraftaxKey rng, const CraftaxParams *params,
-                                                         CraftaxSpawnScratch *w) {
-    (void)w;
-    craftax_spawn_mobs_lanes(s, rng, params, 0, 1, 0);
-}
-
+/* game_logic.py:spawn_mobs on one lane. */
 static inline CRAFTAX_HD void craftax_spawn_mobs(CraftaxState *s, CraftaxKey rng, const CraftaxParams *params) {
     craftax_spawn_mobs_lanes(s, rng, params, 0, 1, 0);
 }

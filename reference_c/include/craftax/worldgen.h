@@ -17,8 +17,8 @@
 #define CRAFTAX_SMOOTH_GRADS (2 * 4 * 4 + 7 * 25 + 13 * 13)
 
 /* Working memory of one floor, small enough (6.6 KB in the CUDA build) for a GPU warp to keep
- * in shared memory (v14; it held 48 x 48 float fields, p and cumsum arrays and padded dungeon
- * maps before, 70 KB in global memory). Callers pass it in. */
+ * in shared memory: no 48 x 48 float fields, p or cumsum arrays (noise is evaluated per cell,
+ * choices go over bit masks). Callers pass it in. */
 typedef struct {
     union {
         struct { /* shared by the lanes, read at every cell */
@@ -34,11 +34,11 @@ typedef struct {
     uint64_t ladder_rows[CRAFTAX_MAP_SIZE]; /* bit y of [x]: cell (x, y) can hold a ladder */
     uint64_t glow_rows[CRAFTAX_MAP_SIZE];   /* bit y of [x]: cell (x, y) glows as lava */
     /* The four fields' blends (water, mountain, path, tree), kept from the min/max pass for the
-     * map pass, which evaluated every field a second time per cell before (a sixth of the GPU floor
-     * kernel's instructions), and (per cell) the cells that the tree and ore draws are made for
-     * (craftax_smooth_trees_and_ores). 45 KB: a GPU keeps them in global memory (the kernel
-     * points these at its warp's CraftaxWorldGenGlobal: craftax_worldgen_attach), not in the
-     * warp's shared memory. */
+     * map pass, which would otherwise evaluate every field a second time per cell (a sixth of the
+     * GPU floor kernel's instructions), and (per cell) the cells that the tree and ore draws are
+     * made for (craftax_smooth_trees_and_ores). 45 KB: a GPU keeps them in global memory (the
+     * CUDA build points these at its warp's global scratch entry: cuda/env_common.cuh), not in
+     * the warp's shared memory. */
 #ifdef __CUDACC__
     float (*blend)[CRAFTAX_N][CRAFTAX_N];
     uint16_t *tree_cells, *ore_cells;
@@ -55,25 +55,6 @@ typedef struct {
     float tree_uniform[CRAFTAX_CELLS]; /* the tree draws, the same way */
 #endif
 } CraftaxWorldGenScratch;
-
-#ifdef __CUDACC__
-/* A GPU warp's global-memory part of the scratch. */
-typedef struct {
-    float blend[4][CRAFTAX_N][CRAFTAX_N];
-    uint16_t tree_cells[CRAFTAX_CELLS], ore_cells[CRAFTAX_CELLS];
-} CraftaxWorldGenGlobal;
-
-/* Points the warp's scratch w at its global part g (lane 0), then syncs the lanes. */
-static inline __device__ void craftax_worldgen_attach(CraftaxWorldGenScratch *w, CraftaxWorldGenGlobal *g, int lane,
-                                                      int lanes) {
-    if (lane == 0) {
-        w->blend = g->blend;
-        w->tree_cells = g->tree_cells;
-        w->ore_cells = g->ore_cells;
-    }
-    craftax_lanes_sync(lanes);
-}
-#endif
 
 /* Start index of jax.lax.dynamic_(update_)slice along a dimension of `size` for a window
  * of `window`: negative starts wrap once, then the start is clamped into [0, size-window]. */
@@ -146,7 +127,7 @@ static inline CRAFTAX_HD void craftax_cell_list_push(uint16_t *list, int32_t *co
 
 /* The trees, then the five ores, over the blocks the map pass wrote, a listed cell a lane:
  * drawn inside the map pass, a warp's 32 cells needed their draws at different points of the
- * rules, and each threefry call ran for ~5 of 32 lanes (v18 profile). An ore cell goes through
+ * rules, and each threefry call would run for ~5 of 32 lanes. An ore cell goes through
  * the five ores in turn in registers (one load and at most one store of its block): cells are
  * independent, and as an ore seldom lands the lanes draw in step. Then the masks of the final
  * blocks. */
@@ -258,8 +239,8 @@ static inline CRAFTAX_HD void craftax_generate_smoothworld(CraftaxKey rng, const
 #endif
     const float mountain_margin = craftax_glow_margin(mountain), tree_margin = craftax_glow_margin(tree);
     /* A lane's next cell's blends are loaded one cell ahead: the loop stores to the map, which
-     * the compiler cannot tell apart from the blends, so it kept each load after the previous
-     * cell's stores, and a GPU warp waited a memory latency per cell (v26 profile). */
+     * the compiler cannot tell apart from the blends, so it would keep each load after the
+     * previous cell's stores, and a GPU warp would wait a memory latency per cell. */
     const float *water_blends = &w->blend[0][0][0], *mountain_blends = &w->blend[1][0][0];
     const float *tree_blends = &w->blend[3][0][0];
     float water_next = water_blends[CRAFTAX_LANE_FIRST(lane)], mountain_next = mountain_blends[CRAFTAX_LANE_FIRST(lane)];
@@ -460,8 +441,8 @@ static inline CRAFTAX_HD void craftax_generate_dungeon(CraftaxKey rng, const Cra
     craftax_split2(rng, &rng, &sub); /* (the corridors' key, split here for all lanes) */
     CraftaxKey path_rng = sub;
     /* Rooms and corridors: every lane runs the scans (the same keys give every lane the same
-     * rooms and sinks) and the lanes share each room's and each corridor leg's cells (lane 0
-     * drew them all while 31 lanes waited, ~5% of the floor kernel's stall samples, v26).
+     * rooms and sinks) and the lanes share each room's and each corridor leg's cells (rather
+     * than lane 0 drawing them all while 31 lanes wait).
      * Rooms go in turn (a later room's cells cover an earlier room's chest or fountain);
      * corridors only turn walls into paths, a leg's cells are distinct, and the legs go in turn
      * too (a leg reads the walls the earlier ones left). */
