@@ -167,7 +167,8 @@ class CraftaxVecEnv:
 
     Spaces (gymnasium.spaces): `single_observation_space` (Box float32 [8268], or uint8
     [1008] with obs="compact"), `single_action_space` (Discrete(43)), and the batched
-    `observation_space` / `action_space` (gymnasium.vector.utils.batch_space of them).
+    `observation_space` / `action_space` (gymnasium.vector.utils.batch_space of them, built
+    on first use).
 
     Seeding: `make(seed=S)` starts the step key stream at PRNGKey(S). `reset(seed=S)` gives
     env i the world of split(PRNGKey(S), num_envs)[i] and restarts the step key stream at
@@ -203,7 +204,6 @@ class CraftaxVecEnv:
 
     def _make_spaces(self) -> None:
         import gymnasium
-        from gymnasium.vector.utils import batch_space
 
         if self.obs_mode == "compact":
             self.single_observation_space = gymnasium.spaces.Box(0, 255, (obs_compact.COMPACT_SIZE,), np.uint8)
@@ -211,8 +211,27 @@ class CraftaxVecEnv:
             self.single_observation_space = gymnasium.spaces.Box(np.float32(0.0), observation_high(), (OBS_SIZE,),
                                                                  np.float32)
         self.single_action_space = gymnasium.spaces.Discrete(NUM_ACTIONS)
-        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
-        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self._batched_spaces = None
+
+    def _batched(self):
+        # Built on first use: the batched Box holds two [num_envs, 8268] bound arrays (66 GB
+        # at a million envs), which make() must not allocate for a caller that never asks.
+        from gymnasium.vector.utils import batch_space
+
+        if self._batched_spaces is None:
+            self._batched_spaces = (batch_space(self.single_observation_space, self.num_envs),
+                                    batch_space(self.single_action_space, self.num_envs))
+        return self._batched_spaces
+
+    @property
+    def observation_space(self):
+        """The batched observation space (gymnasium Box [num_envs, ...]), built on first use."""
+        return self._batched()[0]
+
+    @property
+    def action_space(self):
+        """The batched action space (gymnasium MultiDiscrete [num_envs]), built on first use."""
+        return self._batched()[1]
 
     # -- the key stream -------------------------------------------------------------------
     @property
