@@ -429,22 +429,37 @@ def _contiguous_strides(shape, itemsize: int) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
+def _int32_on_device(actions, dtype: np.dtype):
+    """Integer device actions of another width converted on their own device (torch's .int(),
+    CuPy's and JAX's .astype): a policy's int64 samples need no host round trip."""
+    if not np.issubdtype(dtype, np.integer):
+        raise TypeError(f"actions must have an integer dtype, got {dtype}")
+    if callable(getattr(actions, "int", None)):
+        return actions.int()
+    if callable(getattr(actions, "astype", None)):
+        return actions.astype("int32")
+    raise TypeError(f"actions on the GPU must have dtype int32, got {dtype}")
+
+
 def _device_actions(actions, num_envs: int):
-    """The __cuda_array_interface__ of actions that live on the GPU (torch, CuPy, JAX, Numba
-    arrays), checked to be int32 [num_envs] and contiguous; None for host actions."""
+    """(the int32 device array to read, its __cuda_array_interface__) for actions that live on
+    the GPU (torch, CuPy, JAX, Numba arrays), checked to be [num_envs] and contiguous; None for
+    host actions. The array must stay alive until the step has read it."""
     cai = getattr(actions, "__cuda_array_interface__", None)
     if cai is None:
         return None
     dtype = np.dtype(cai["typestr"])
     if dtype != np.int32:
-        raise TypeError(f"actions on the GPU must have dtype int32, got {dtype} (convert them on the device: "
-                        "torch: actions.int(), CuPy/JAX: actions.astype('int32'))")
+        if tuple(cai["shape"]) != (num_envs,):
+            raise ValueError(f"actions must have shape ({num_envs},), got {tuple(cai['shape'])}")
+        actions = _int32_on_device(actions, dtype)
+        cai = actions.__cuda_array_interface__
     if tuple(cai["shape"]) != (num_envs,):
         raise ValueError(f"actions must have shape ({num_envs},), got {tuple(cai['shape'])}")
     strides = cai.get("strides")
     if strides is not None and tuple(strides) != (4,):
         raise ValueError("actions on the GPU must be contiguous")
-    return cai
+    return actions, cai
 
 
 @dataclass(frozen=True)
@@ -515,6 +530,7 @@ class CudaCraftaxEnv(CraftaxVecEnv):
         self._lib = load()
         self.device = self._lib.device_name
         self._expanded = None
+        self._device_actions_in_use = None
         self._params = to_c(params, self._lib.ffi)
         self._allocate()
         self._closed = False
@@ -644,12 +660,13 @@ class CudaCraftaxEnv(CraftaxVecEnv):
         """A device int32 pointer to the actions: the caller's device array in place, or the
         env's actions buffer filled from validated host actions (the kernels check the range)."""
         lib, n = self._lib, self.num_envs
-        cai = _device_actions(actions, n)
-        if cai is None:
+        device = _device_actions(actions, n)
+        if device is None:
             actions = check_actions(actions, n)
             lib.check(lib.lib.craftax_cuda_memcpy_htod(self._p("actions"), lib.ffi.from_buffer(actions),
                                                        actions.nbytes), "copy actions")
             return self._p("actions", "int32_t *")
+        self._device_actions_in_use, cai = device  # alive until the next step replaces it
         stream = cai.get("stream")
         if stream not in (None, 0, 1, 2):
             lib.check(lib.lib.craftax_cuda_stream_synchronize(stream), "waiting for the actions' stream")
