@@ -10,6 +10,7 @@ from __future__ import annotations
 import warnings
 
 from pycraftax.params import EnvParams, StaticEnvParams, split_params
+from pycraftax.vec_env import CraftaxVecEnv
 
 __version__ = "0.1.0"
 
@@ -87,4 +88,4 @@ def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, o
     return CraftaxEnv(num_envs, seed, env_params, static_params, resets=resets, reset_ratio=reset_ratio)
 
 
-__all__ = ["make", "list_envs", "cuda_available", "EnvParams", "StaticEnvParams", "__version__"]
+__all__ = ["make", "list_envs", "cuda_available", "CraftaxVecEnv", "EnvParams", "StaticEnvParams", "__version__"]
