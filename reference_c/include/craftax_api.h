@@ -7,6 +7,9 @@
  *
  * States are opaque byte buffers of craftax_state_size() bytes per env; the leaf table
  * describes where each upstream EnvState leaf lives inside one state.
+ *
+ * This is the public API only: the parity tests' hooks (craftax_test_*) are declared in
+ * reference_c/testing/ and built into the separate test extension pycraftax._craftax_test.
  */
 #ifndef CRAFTAX_API_H
 #define CRAFTAX_API_H
