@@ -374,3 +374,20 @@ def test_source_tree_import_says_why_the_extension_is_missing(tmp_path):
                          timeout=120)
     assert out.returncode != 0
     assert "Python imported the source tree" in out.stderr and "Run Python from another directory" in out.stderr
+
+
+def test_hook_tests_fail_without_the_test_extension_and_say_how_to_build_it():
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["pycraftax._craftax_test"] = None  # as in a build without PYCRAFTAX_TEST_HOOKS=1
+        import pycraftax._test_hooks
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0
+    assert "ImportError" in out.stderr and "PYCRAFTAX_TEST_HOOKS=1" in out.stderr
+
+
+def test_shipped_extension_has_no_test_hooks():
+    from pycraftax._native import lib
+
+    assert not [name for name in dir(lib) if name.startswith("craftax_test_")]
