@@ -391,3 +391,22 @@ def test_shipped_extension_has_no_test_hooks():
     from pycraftax._native import lib
 
     assert not [name for name in dir(lib) if name.startswith("craftax_test_")]
+
+
+@pytest.mark.parametrize("kwargs, exc, message", [
+    (dict(obs="half"), ValueError, r"obs must be one of \['float', 'compact'\]"),
+    (dict(obs="compact"), ValueError, "obs='compact' needs backend='cuda'"),
+    (dict(resets="sometimes"), ValueError, r"resets must be one of \['auto', 'optimistic'\]"),
+    (dict(resets="optimistic", reset_ratio=3), ValueError, "reset_ratio must be >= 1 and divide num_envs=4"),
+    (dict(resets="optimistic", reset_ratio=2.0), TypeError, "reset_ratio must be an int"),
+    (dict(reset_ratio=2), ValueError, "reset_ratio applies to resets='optimistic' only"),
+    (dict(seed=-1), ValueError, r"seed must be in \[0, 2\*\*32\)"),
+])
+def test_make_bad_arguments_name_the_argument_and_the_allowed_values(kwargs, exc, message):
+    with pytest.raises(exc, match=message):
+        make(4, **kwargs)
+
+
+def test_unknown_backend_lists_the_backends():
+    with pytest.raises(ValueError, match=r"choose one of \['auto', 'c', 'cuda'\]"):
+        pycraftax.make("Craftax-Symbolic-v1", num_envs=2, backend="tpu")
