@@ -179,7 +179,8 @@ class CraftaxVecEnv:
 
     Threads: every call holds the env's lock, so any method may be called from any thread;
     calls on one env run one at a time, and close() waits for a call in progress and makes
-    later calls raise RuntimeError. Distinct envs run in parallel.
+    later calls raise RuntimeError. Distinct envs run in parallel. backend="cuda" returns
+    views of buffers the env's next call overwrites, whichever thread makes it.
 
     An env owns native buffers: it is a context manager (`with make(...) as env:`), and
     copy.copy, copy.deepcopy and pickle raise TypeError; carry a state across with
