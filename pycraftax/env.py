@@ -13,6 +13,11 @@ from pycraftax.vec_env import NUM_ACTIONS, OBS_SIZE, CraftaxVecEnv, available_ho
 
 __all__ = ["CraftaxEnv", "HOST_BYTES_PER_ENV", "NUM_ACTIONS", "OBS_SIZE"]
 
+if int(lib.craftax_state_size()) != _state.STATE_SIZE:  # the buffers below are sized by the table
+    raise ImportError(f"pycraftax: the C extension's state is {int(lib.craftax_state_size())} bytes but "
+                      f"pycraftax/_leaf_table.py says {_state.STATE_SIZE}; rebuild the extension, or regenerate the "
+                      "table with `python reference_c/tools/write_leaf_table.py` after a layout change")
+
 # Host bytes per env of one step: the state, the obs step() returns and the one the caller
 # may still hold from the step before, and the per-env outputs (rewards, flags, 67 achievements).
 HOST_BYTES_PER_ENV = _state.STATE_SIZE + 2 * 4 * OBS_SIZE + 4 * 4 + 3 + 2 * NUM_ACHIEVEMENTS
