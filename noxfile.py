@@ -37,7 +37,7 @@ def _check_no_parity_skips(junit: Path) -> None:
 @nox.session
 def tests(session: nox.Session) -> None:
     """API contract + JAX-parity conformance tests (CI profile) against craftax 1.6.1 on the CPU."""
-    session.install("-e", ".[test,jax]", env=C_ONLY)
+    session.install("-e", ".[test,jax]", env={**C_ONLY, "PYCRAFTAX_TEST_HOOKS": "1"})
     junit = Path(session.create_tmp()) / "junit.xml"
     env = {"HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "ci")}
     session.run("pytest", "-ra", f"--junitxml={junit}", *session.posargs, env=env)
@@ -48,7 +48,7 @@ def tests(session: nox.Session) -> None:
 @nox.session
 def sanitize(session: nox.Session) -> None:
     """C reference built with AddressSanitizer + UBSan: API, robustness, reset and anchor tests run clean."""
-    session.install("cffi", "numpy", "pytest", "hypothesis", "jax==0.10.2", "jaxlib==0.10.2", "craftax==1.6.1", "scipy>=1.12",
+    session.install("cffi", "numpy", "gymnasium>=1.0", "pytest", "hypothesis", "jax==0.10.2", "jaxlib==0.10.2", "craftax==1.6.1", "scipy>=1.12",
                     "setuptools", "wheel")
     # Build in a copy of the tree: an in-place sanitizer build would replace the extension
     # that the other sessions' editable installs load.
@@ -60,7 +60,7 @@ def sanitize(session: nox.Session) -> None:
     session.chdir(tree)
     env = {"PYCRAFTAX_SANITIZE": "1"}
     session.run("pip", "install", "--no-build-isolation", "--force-reinstall", "--no-deps", "-e", ".",
-                env={**env, **C_ONLY})
+                env={**env, **C_ONLY, "PYCRAFTAX_TEST_HOOKS": "1"})
     tool = build / "craftax_tool_asan"
     tool_sources = ["reference_c/tools/craftax_tool.c"] + sorted(str(p) for p in Path("reference_c/src").glob("*.c"))
     flags = ["-std=c11", "-O1", "-g", "-ffp-contract=off", "-fopenmp", "-fsanitize=address,undefined",
@@ -94,7 +94,7 @@ def sanitize(session: nox.Session) -> None:
 @nox.session(default=False)
 def thorough(session: nox.Session) -> None:
     """The thorough Hypothesis profile (>= 2,000 world keys); run before a release."""
-    session.install("-e", ".[test,jax]", env=C_ONLY)
+    session.install("-e", ".[test,jax]", env={**C_ONLY, "PYCRAFTAX_TEST_HOOKS": "1"})
     session.run("pytest", "-ra", *session.posargs, env={"HYPOTHESIS_PROFILE": "thorough"})
 
 

@@ -6,6 +6,9 @@
 #                   the package without it (backend="cuda" then names the missing library)
 #   1               build it, and fail the install if it cannot be built
 #   0               do not build it
+#
+# PYCRAFTAX_TEST_HOOKS=1 also builds the test extension pycraftax._craftax_test (the parity hooks
+# of reference_c/testing/, which the shipped extension leaves out); noxfile.py's test sessions set it.
 import os
 import shutil
 import subprocess
@@ -59,4 +62,10 @@ class BuildExtWithCuda(build_ext):
             shutil.copy2(header, headers / header.name)
 
 
-setup(cffi_modules=["pycraftax/_build.py:ffibuilder"], cmdclass={"build_ext": BuildExtWithCuda})
+CFFI_MODULES = ["pycraftax/_build.py:ffibuilder"]
+if os.environ.get("PYCRAFTAX_TEST_HOOKS", "0") not in ("0", "1"):
+    raise SystemExit(f"PYCRAFTAX_TEST_HOOKS must be 0 or 1, got {os.environ['PYCRAFTAX_TEST_HOOKS']!r}")
+if os.environ.get("PYCRAFTAX_TEST_HOOKS") == "1":
+    CFFI_MODULES.append("pycraftax/_build.py:test_ffibuilder")
+
+setup(cffi_modules=CFFI_MODULES, cmdclass={"build_ext": BuildExtWithCuda})

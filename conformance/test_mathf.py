@@ -28,7 +28,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from craftax.craftax.util.game_logic_utils import calculate_light_level  # noqa: E402
 
-from pycraftax._native import ffi, lib  # noqa: E402
+from pycraftax._test_hooks import ffi, lib  # noqa: E402  (needs PYCRAFTAX_TEST_HOOKS=1)
 
 pytestmark = pytest.mark.jax
 

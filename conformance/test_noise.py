@@ -24,7 +24,7 @@ upstream = require_jax()
 import jax  # noqa: E402
 from craftax.craftax.util.noise import generate_fractal_noise_2d  # noqa: E402
 
-from pycraftax._native import ffi, lib  # noqa: E402
+from pycraftax._test_hooks import ffi, lib  # noqa: E402  (needs PYCRAFTAX_TEST_HOOKS=1)
 
 pytestmark = pytest.mark.jax
 

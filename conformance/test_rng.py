@@ -22,7 +22,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 from pycraftax import jax_random  # noqa: E402
-from pycraftax._native import ffi, lib  # noqa: E402
+from pycraftax._test_hooks import ffi, lib  # noqa: E402  (needs PYCRAFTAX_TEST_HOOKS=1)
 
 pytestmark = pytest.mark.jax
 

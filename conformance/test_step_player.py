@@ -33,7 +33,7 @@ from craftax.craftax.util import game_logic_utils as GU  # noqa: E402
 
 import pycraftax  # noqa: E402
 from pycraftax import _state  # noqa: E402
-from pycraftax._native import check, lib, ptr  # noqa: E402
+from pycraftax._test_hooks import check, lib, ptr  # noqa: E402  (needs PYCRAFTAX_TEST_HOOKS=1)
 from pycraftax.params import EnvParams, to_c  # noqa: E402
 
 # ---- Hypothesis settings ---------------------------------------------------------------------

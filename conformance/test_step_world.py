@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 import pycraftax  # noqa: E402
-from pycraftax._native import lib, ptr  # noqa: E402
+from pycraftax._test_hooks import lib, ptr  # noqa: E402  (needs PYCRAFTAX_TEST_HOOKS=1)
 from conformance import step_reference as ref  # noqa: E402
 from conformance.step_reference import NUM_INJECT_ENVS as NUM_ENVS, mutate, reset_states  # noqa: E402
 

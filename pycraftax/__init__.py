@@ -10,6 +10,7 @@ from __future__ import annotations
 import warnings
 
 from pycraftax.params import EnvParams, StaticEnvParams, split_params
+from pycraftax.vec_env import CraftaxVecEnv
 
 __version__ = "0.1.0"
 
@@ -48,26 +49,24 @@ def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, o
     params are upstream EnvParams fields (max_timesteps, day_length, always_diamond,
     mob_despawn_distance, max_attribute, god_mode, fractal_noise_angles); StaticEnvParams
     fields are accepted only at upstream's defaults.
+
+    num_envs is any integer >= 1 (numpy integers too). A batch that does not fit in the
+    memory it would use (host memory for "c", GPU memory for "cuda") raises MemoryError here,
+    saying how many envs fit. Seeding, threads and spaces: pycraftax.vec_env.CraftaxVecEnv.
     """
+    from pycraftax import vec_env
+    from pycraftax.jax_random import prng_key
+
     if env_id not in _ENV_IDS:
         raise ValueError(f"unknown env id {env_id!r}; available: {list(_ENV_IDS)}")
-    if isinstance(num_envs, bool) or not isinstance(num_envs, int):
-        raise TypeError(f"num_envs must be an int, got {type(num_envs).__name__}")
-    if num_envs < 1:
-        raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+    num_envs = vec_env.check_num_envs(num_envs)
     if backend not in _BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose one of {list(_BACKENDS)}")
-    if obs not in ("float", "compact"):
-        raise ValueError(f"obs must be 'float' or 'compact', got {obs!r}")
+    vec_env.check_obs_mode(obs)
     if obs == "compact" and backend != "cuda":
         raise ValueError("obs='compact' needs backend='cuda'")
     env_params, static_params = split_params(params)
-    from pycraftax.env import check_resets
-
-    check_resets(resets, reset_ratio, num_envs)
-
-    from pycraftax.jax_random import prng_key
-
+    vec_env.check_resets(resets, reset_ratio, num_envs)
     prng_key(seed)  # validates the seed before any allocation
     if backend in ("cuda", "auto"):
         from pycraftax import cuda_env
@@ -89,4 +88,4 @@ def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, o
     return CraftaxEnv(num_envs, seed, env_params, static_params, resets=resets, reset_ratio=reset_ratio)
 
 
-__all__ = ["make", "list_envs", "cuda_available", "EnvParams", "StaticEnvParams", "__version__"]
+__all__ = ["make", "list_envs", "cuda_available", "CraftaxVecEnv", "EnvParams", "StaticEnvParams", "__version__"]

@@ -1,11 +1,16 @@
-"""cffi builder of the C reference: ``pycraftax._craftax_c`` (API mode, out of line).
+"""cffi builders of the C reference: ``pycraftax._craftax_c`` (API mode, out of line), the
+shipped extension, and ``pycraftax._craftax_test``, the test hooks (reference_c/testing/).
 
-setup.py names this module in ``cffi_modules``; pip runs it while building the wheel.
+setup.py names ``ffibuilder`` in ``cffi_modules``, and ``test_ffibuilder`` too when
+PYCRAFTAX_TEST_HOOKS=1; pip runs them while building the wheel. The test extension shares the
+shipped one's types (ffi.include), so a CraftaxParams made by either works with both.
 The cdef is the project's real API header (and the params header it includes), with the
 preprocessor lines cffi cannot parse stripped, so there is no hand-kept copy to drift.
 
 Environment knobs (for developers, not users):
   PYCRAFTAX_SANITIZE=1   build with AddressSanitizer + UndefinedBehaviorSanitizer
+  PYCRAFTAX_TEST_HOOKS=1 also build the test extension pycraftax._craftax_test (the parity
+                         tests of conformance/ need it; noxfile.py's tests and sanitize set it)
   PYCRAFTAX_PORTABLE=1   leave out -march=native (for a wheel that must run on other
                          CPUs). -march=native changes no result (no fast-math, no FMA
                          contraction: only vector width and hardware fmaf), and doubles
@@ -22,10 +27,13 @@ from cffi import FFI
 
 ROOT = Path(__file__).resolve().parent.parent
 INCLUDE_DIR = ROOT / "reference_c" / "include"
+TESTING_DIR = ROOT / "reference_c" / "testing"
 PARAMS_HEADER = INCLUDE_DIR / "craftax" / "params.h"
 # The C API: craftax_api.h first, then any further craftax_api_*.h (e.g. the step API).
 API_HEADERS = [INCLUDE_DIR / "craftax_api.h"] + sorted(INCLUDE_DIR.glob("craftax_api_*.h"))
 SOURCES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "reference_c" / "src").glob("*.c"))
+TEST_HEADERS = sorted(TESTING_DIR.glob("craftax_test_*.h"))
+TEST_SOURCES = sorted(str(p.relative_to(ROOT)) for p in TESTING_DIR.glob("*.c"))
 
 # Float flags are part of the conformance contract (DESIGN.md "The rules header"):
 # -ffp-contract=off: gcc would otherwise fuse a*b+c into FMAs wherever it likes, and the
@@ -68,5 +76,19 @@ ffibuilder.set_source(
     extra_link_args=LINK_ARGS,
 )
 
+test_ffibuilder = FFI()
+test_ffibuilder.include(ffibuilder)
+test_ffibuilder.cdef("\n".join(cdef_text(h) for h in TEST_HEADERS))
+test_ffibuilder.set_source(
+    "pycraftax._craftax_test",
+    "\n".join(f'#include "{h.name}"' for h in API_HEADERS + TEST_HEADERS),
+    sources=TEST_SOURCES,
+    include_dirs=[str(INCLUDE_DIR), str(TESTING_DIR)],
+    extra_compile_args=COMPILE_ARGS,
+    extra_link_args=LINK_ARGS,
+)
+
 if __name__ == "__main__":
     ffibuilder.compile(tmpdir=str(ROOT / "build" / "cffi"), verbose=True)
+    if os.environ.get("PYCRAFTAX_TEST_HOOKS") == "1":
+        test_ffibuilder.compile(tmpdir=str(ROOT / "build" / "cffi"), verbose=True)

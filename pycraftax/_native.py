@@ -2,14 +2,36 @@
 
 from __future__ import annotations
 
+import importlib.metadata
+from pathlib import Path
+
 import numpy as np
+
+
+def _shadowing_note() -> str:
+    """Why the extension is missing when this package is a source tree that shadows an installed copy."""
+    here = Path(__file__).resolve().parent
+    if not (here.parent / "setup.py").is_file() or not (here.parent / "reference_c").is_dir():
+        return ""
+    try:
+        installed = Path(importlib.metadata.distribution("pycraftax").locate_file("pycraftax")).resolve()
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+    if installed == here:
+        return ""
+    return (
+        f" Python imported the source tree {here}, not the installed package ({installed}): the current "
+        "directory (or sys.path) puts the repository first and its pycraftax/ has no compiled extension. "
+        "Run Python from another directory, or install in place with `pip install -e .`."
+    )
+
 
 try:
     from pycraftax._craftax_c import ffi, lib
-except ImportError as exc:  # pragma: no cover - only without a build
+except ImportError as exc:
     raise ImportError(
-        "pycraftax's C extension is not built. Install the package with `pip install .` "
-        "(or `pip install -e .`) from the repository root; it needs a C compiler."
+        "pycraftax's C extension (pycraftax._craftax_c) is not built. Install the package with `pip install .` "
+        "(or `pip install -e .`) from the repository root; it needs a C compiler." + _shadowing_note()
     ) from exc
 
 ERRORS = {

@@ -3,7 +3,8 @@
 Names are the dotted paths of upstream EnvState leaves ("map", "inventory.wood",
 "melee_mobs.position", "state_rng"); shapes and dtypes are upstream's. The C struct
 stores some leaves narrower (block ids and bools in uint8): get_state widens them and
-set_state checks the values fit before narrowing.
+set_state checks the values fit before narrowing. The table is data (_leaf_table.py) so that
+the CUDA backend reads states without the C extension.
 """
 
 from __future__ import annotations
@@ -12,15 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pycraftax._native import ffi, lib
-
-_NUMPY_DTYPES = {
-    lib.CRAFTAX_DTYPE_UINT8: np.dtype(np.uint8),
-    lib.CRAFTAX_DTYPE_INT32: np.dtype(np.int32),
-    lib.CRAFTAX_DTYPE_FLOAT32: np.dtype(np.float32),
-    lib.CRAFTAX_DTYPE_UINT32: np.dtype(np.uint32),
-    lib.CRAFTAX_DTYPE_BOOL: np.dtype(np.bool_),
-}
+from pycraftax import _leaf_table
 
 
 @dataclass(frozen=True)
@@ -49,29 +42,18 @@ class Leaf:
 
 
 def _load_leaves() -> tuple[Leaf, ...]:
-    leaves = []
-    for i in range(lib.craftax_num_leaves()):
-        c = lib.craftax_leaf(i)
-        leaves.append(
-            Leaf(
-                name=ffi.string(c.name).decode(),
-                offset=int(c.offset),
-                storage=_NUMPY_DTYPES[c.storage_dtype],
-                dtype=_NUMPY_DTYPES[c.dtype],
-                shape=tuple(int(c.shape[k]) for k in range(c.ndim)),
-                min_value=int(c.min_value),
-                max_value=int(c.max_value),
-                level_stride=int(c.level_stride),
-            )
-        )
-    return tuple(leaves)
+    return tuple(
+        Leaf(name=name, offset=offset, storage=np.dtype(storage), dtype=np.dtype(dtype), shape=tuple(shape),
+             min_value=min_value, max_value=max_value, level_stride=level_stride)
+        for name, offset, storage, dtype, shape, min_value, max_value, level_stride in _leaf_table.LEAF_ROWS
+    )
 
 
 LEAVES: tuple[Leaf, ...] = _load_leaves()
 LEAF_BY_NAME = {leaf.name: leaf for leaf in LEAVES}
-STATE_SIZE = int(lib.craftax_state_size())
+STATE_SIZE = _leaf_table.STATE_SIZE
 # not a leaf: the CUDA build's pending levels (uint32 bit mask per env, state.h)
-FLOORS_PENDING_OFFSET = int(lib.craftax_state_floors_pending_offset())
+FLOORS_PENDING_OFFSET = _leaf_table.FLOORS_PENDING_OFFSET
 
 
 def get_state(states: np.ndarray) -> dict[str, np.ndarray]:

@@ -6,6 +6,7 @@ reproduced bit for bit by every backend):
   * step t uses env.step's own key stream (key, sub = split(key); keys = split(sub, N),
     key starting at PRNGKey(S)) and actions a[t, i] = floor(43 * u[t*N + i]) with
     u = jax.random.uniform(ACTION_KEY, (steps * N,)), ACTION_KEY = (0x41435449, S)
+    (pycraftax.jax_random.uniform, bit for bit)
   * hash = FNV-1a 64 chained over each step's obs (float32 [N, 8268]), reward (float32 [N])
     and done (uint8 [N]) bytes, starting from the FNV offset basis.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from pycraftax import jax_random
 from pycraftax._native import ffi, lib
 
 FNV_OFFSET = 0xCBF29CE484222325
@@ -27,10 +29,7 @@ ANCHORS = {
 
 
 def action_stream(num_envs: int, steps: int, seed: int) -> np.ndarray:
-    key = np.array([ACTION_KEY_WORD, seed], dtype=np.uint32)
-    u = np.empty(num_envs * steps, dtype=np.float32)
-    lib.craftax_test_uniform(ffi.cast("uint32_t *", ffi.from_buffer(key)), u.size,
-                             ffi.cast("float *", ffi.from_buffer(u)))
+    u = jax_random.uniform(np.array([ACTION_KEY_WORD, seed], dtype=np.uint32), num_envs * steps)
     return (u * np.float32(43.0)).astype(np.int32).reshape(steps, num_envs)
 
 

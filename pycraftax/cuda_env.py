@@ -16,6 +16,9 @@ overwrites them (as in PufferLib and EnvPool's GPU mode), so copy what you keep.
 Library lookup: $PYCRAFTAX_CUDA_LIB, else the newer of pycraftax/libcraftax_cuda.so (put
 there by `pip install` where nvcc is found) and the repository's cuda/build/libcraftax_cuda.so
 (built by `make -C cuda`), so that a developer's fresh `make` wins over an older install.
+
+This module needs neither the C extension nor a compiler: its pure-Python helpers (keys,
+leaf table, params, validation) are shared with the C backend through pycraftax.vec_env.
 """
 
 from __future__ import annotations
@@ -23,24 +26,26 @@ from __future__ import annotations
 import atexit
 import ctypes
 import os
+import re
 import threading
 import weakref
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from pycraftax import _state, jax_random, obs_compact
+from pycraftax import _state, obs_compact
 from pycraftax._cdef import cdef_declarations
-from pycraftax._native import ffi as c_ffi
 from pycraftax.achievements import ACHIEVEMENTS, NUM_ACHIEVEMENTS, log_achievements_to_info
-from pycraftax.env import NUM_ACTIONS, OBS_SIZE, check_actions, check_keys, check_resets, reset_keys
 from pycraftax.params import EnvParams, StaticEnvParams, to_c
-from pycraftax.spaces import Box, Discrete
+from pycraftax.vec_env import NUM_ACTIONS, OBS_SIZE, CraftaxVecEnv, check_actions
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _ROOT = _PACKAGE_DIR.parent
 _INSTALLED_HEADERS = _PACKAGE_DIR / "cuda_include"  # copied there by setup.py with the library
 _SOURCE_HEADERS = (_ROOT / "cuda", _ROOT / "reference_c" / "include" / "craftax")
+API_HEADER = "craftax_cuda.h"
+API_VERSION_DEFINE = "CRAFTAX_CUDA_API_VERSION"
 
 ERR_NULL, ERR_NUM_ENVS, ERR_NO_MEMORY, ERR_ARGUMENT, ERR_CUDA, ERR_NO_DEVICE = -1, -2, -3, -4, -5, -6
 _ERROR_TEXT = {
@@ -54,13 +59,6 @@ _ERROR_TEXT = {
 
 
 # -- loading ------------------------------------------------------------------------------------
-def _find(name: str, dirs) -> Path | None:
-    for d in dirs:
-        if (d / name).is_file():
-            return d / name
-    return None
-
-
 def library_path() -> Path | None:
     """Where libcraftax_cuda.so would be loaded from (None if nowhere)."""
     env = os.environ.get("PYCRAFTAX_CUDA_LIB")
@@ -72,30 +70,55 @@ def library_path() -> Path | None:
 
 
 def header_dirs(library: Path) -> tuple[Path, ...]:
-    """Where the headers that describe `library` are: the installed copies beside an
-    installed library, the source tree's beside a `make -C cuda` build."""
+    """Where find_header looks, in order: the installed copies beside an installed library,
+    the source tree's beside a `make -C cuda` build; the other place second."""
+    library = Path(library)
     if library.parent == _PACKAGE_DIR:
         return (_INSTALLED_HEADERS,) + _SOURCE_HEADERS
     return _SOURCE_HEADERS + (_INSTALLED_HEADERS,)
 
 
+def _find(name: str, dirs) -> Path | None:
+    # find_header's search; pycraftax/train/cuda_trainer.py calls it with header_dirs directly
+    for d in dirs:
+        if (Path(d) / name).is_file():
+            return Path(d) / name
+    return None
+
+
+def find_header(name: str, library_path) -> Path:
+    """The header `name` (e.g. "craftax_cuda.h", "ppo_cuda.h", "params.h") that describes the
+    CUDA library at `library_path`: pycraftax/cuda_include/ for an installed library, cuda/ and
+    reference_c/include/craftax/ of the source tree for a `make -C cuda` build.
+    FileNotFoundError naming the places searched when it is in none."""
+    dirs = header_dirs(library_path)
+    found = _find(name, dirs)
+    if found is not None:
+        return found
+    raise FileNotFoundError(f"pycraftax CUDA backend: header {name!r} not found in {[str(d) for d in dirs]}")
+
+
+def expected_api_version(header: Path) -> int:
+    """The API version `#define CRAFTAX_CUDA_API_VERSION <n>` of the header that describes the library."""
+    match = re.search(rf"^\s*#define\s+{API_VERSION_DEFINE}\s+(\d+)\b", header.read_text(), flags=re.M)
+    if match is None:
+        raise RuntimeError(f"pycraftax CUDA backend: {header} defines no {API_VERSION_DEFINE}; the header and "
+                           "the library come from different sources (rebuild: make -C cuda, or reinstall)")
+    return int(match.group(1))
+
+
 def bind(path: Path):
     """(ffi, lib) of the CUDA library at `path`, its cdef read from the headers that describe
-    that very library (header_dirs). Touches no GPU."""
+    that very library (find_header). Touches no GPU."""
     from cffi import FFI
 
-    dirs = header_dirs(path)
-    header = _find("craftax_cuda.h", dirs)
-    params_header = _find("params.h", dirs)
-    if header is None or params_header is None:
-        raise RuntimeError("pycraftax CUDA backend: cuda/craftax_cuda.h or craftax/params.h not found")
+    try:
+        header, params_header = find_header(API_HEADER, path), find_header("params.h", path)
+    except FileNotFoundError as exc:
+        raise RuntimeError(str(exc)) from exc
     ffi = FFI()
     ffi.cdef(cdef_declarations(params_header.read_text()) + "\n" + cdef_declarations(header.read_text()))
     return ffi, ffi.dlopen(str(path))
-
-
-API_VERSION = 8  # cuda/craftax_cuda.cu: 4 optimistic resets, 5 world-gen scratch by warp, 6 lazy floors, 7 env_step,
-#   8 env_step updates the achievement rows in place
 
 
 def _row_bytes(dtype, shape: tuple) -> int:
@@ -114,11 +137,14 @@ class _Lib:
                 f"{path}: state size {int(self.lib.craftax_cuda_state_size())} != the C extension's "
                 f"{_state.STATE_SIZE}; rebuild the CUDA library (make -C cuda) from the same headers"
             )
-        if int(self.lib.craftax_cuda_api_version()) < API_VERSION:
-            raise RuntimeError(f"{path}: API version {int(self.lib.craftax_cuda_api_version())} < {API_VERSION} "
-                               "(built from older sources); rebuild it (make -C cuda)")
-        if int(self.lib.craftax_cuda_params_size()) != c_ffi.sizeof("CraftaxParams"):
-            raise RuntimeError(f"{path}: CraftaxParams layout differs from the C extension's; rebuild it")
+        expected = expected_api_version(find_header(API_HEADER, path))
+        if int(self.lib.craftax_cuda_api_version()) != expected:
+            raise RuntimeError(f"{path}: API version {int(self.lib.craftax_cuda_api_version())}, but its header "
+                               f"{find_header(API_HEADER, path)} says {expected}; rebuild it (make -C cuda)")
+        if int(self.lib.craftax_cuda_params_size()) != self.ffi.sizeof("CraftaxParams"):
+            raise RuntimeError(f"{path}: CraftaxParams of the library and of craftax/params.h differ; rebuild it")
+        if int(self.lib.craftax_cuda_obs_size()) != OBS_SIZE:
+            raise RuntimeError(f"{path}: obs size {int(self.lib.craftax_cuda_obs_size())} != {OBS_SIZE}; rebuild it")
         rc = self.lib.craftax_cuda_init(int(os.environ.get("PYCRAFTAX_CUDA_DEVICE", "0")))
         if rc != 0:
             raise RuntimeError(f"pycraftax CUDA backend: no usable GPU ({self.last_error()})")
@@ -403,30 +429,53 @@ def _contiguous_strides(shape, itemsize: int) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
+def _int32_on_device(actions, dtype: np.dtype):
+    """Integer device actions of another width converted on their own device (torch's .int(),
+    CuPy's and JAX's .astype): a policy's int64 samples need no host round trip."""
+    if not np.issubdtype(dtype, np.integer):
+        raise TypeError(f"actions must have an integer dtype, got {dtype}")
+    if callable(getattr(actions, "int", None)):
+        return actions.int()
+    if callable(getattr(actions, "astype", None)):
+        return actions.astype("int32")
+    raise TypeError(f"actions on the GPU must have dtype int32, got {dtype}")
+
+
 def _device_actions(actions, num_envs: int):
-    """A device int32 [num_envs] array given as anything with __cuda_array_interface__, or None."""
+    """(the int32 device array to read, its __cuda_array_interface__) for actions that live on
+    the GPU (torch, CuPy, JAX, Numba arrays), checked to be [num_envs] and contiguous; None for
+    host actions. The array must stay alive until the step has read it."""
     cai = getattr(actions, "__cuda_array_interface__", None)
     if cai is None:
         return None
     dtype = np.dtype(cai["typestr"])
     if dtype != np.int32:
-        raise TypeError(f"device actions must be int32, got {dtype}")
+        if tuple(cai["shape"]) != (num_envs,):
+            raise ValueError(f"actions must have shape ({num_envs},), got {tuple(cai['shape'])}")
+        actions = _int32_on_device(actions, dtype)
+        cai = actions.__cuda_array_interface__
     if tuple(cai["shape"]) != (num_envs,):
         raise ValueError(f"actions must have shape ({num_envs},), got {tuple(cai['shape'])}")
     strides = cai.get("strides")
     if strides is not None and tuple(strides) != (4,):
-        raise ValueError("device actions must be contiguous")
-    return cai
+        raise ValueError("actions on the GPU must be contiguous")
+    return actions, cai
+
+
+@dataclass(frozen=True)
+class NativeHandles:
+    """Addresses for native code that drives a CudaCraftaxEnv's buffers itself (the CUDA
+    trainer): device addresses of the states and the world-generation scratch, the host
+    address of the env's CraftaxParams struct (valid while the env is open) and its size."""
+
+    states: int
+    scratch: int
+    params: int
+    params_size: int
 
 
 # -- the env ------------------------------------------------------------------------------------
 _LIVE_ENVS: "weakref.WeakSet[CudaCraftaxEnv]" = weakref.WeakSet()
-
-
-# make(..., obs=...): "float" returns the symbolic obs, float32 [N, 8268]; "compact" returns
-# compact uint8 records [N, 1008] (pycraftax.obs_compact), 33x fewer bytes, which
-# CudaCraftaxEnv.expand_obs() (GPU) or obs_compact.expand() (numpy) turn into the float obs.
-OBS_MODES = ("float", "compact")
 
 
 @atexit.register
@@ -438,15 +487,20 @@ def _close_live_envs() -> None:
         _LIB.lib.craftax_cuda_release_scratch()
 
 
-class CudaCraftaxEnv:
-    """`num_envs` full-Craftax envs on one GPU (Craftax-Symbolic-v1); the API of
-    pycraftax.env.CraftaxEnv, with device arrays (CudaArray) in place of numpy outputs.
+class CudaCraftaxEnv(CraftaxVecEnv):
+    """`num_envs` full-Craftax envs on one GPU (Craftax-Symbolic-v1): the contract of
+    pycraftax.vec_env.CraftaxVecEnv (seeding, threads, spaces), with device arrays (CudaArray)
+    in place of numpy outputs and bit for bit the C env's results.
 
-    step() also accepts actions already on the GPU (int32 [N], any object with
-    __cuda_array_interface__, e.g. a torch or CuPy array); invalid actions raise ValueError
-    and change nothing."""
+    obs="float" returns the symbolic obs, float32 [N, 8268]; "compact" returns compact uint8
+    records [N, 1008] (pycraftax.obs_compact), 33x fewer bytes, which expand_obs() (GPU) or
+    obs_compact.expand() (numpy) turn into the float obs.
 
-    env_id = "Craftax-Symbolic-v1"
+    step() reads actions already on the GPU in place (int32 [N], any object with
+    __cuda_array_interface__: torch, CuPy, JAX); invalid actions raise ValueError and change
+    nothing."""
+
+    backend = "cuda"
 
     # name -> (dtype, per-env shape); allocated together, all or nothing.
     _BUFFERS = {
@@ -470,27 +524,14 @@ class CudaCraftaxEnv:
 
     def __init__(self, num_envs: int, seed: int, params: EnvParams, static_params: StaticEnvParams,
                  obs: str = "float", resets: str = "auto", reset_ratio: int | None = None):
-        if obs not in OBS_MODES:
-            raise ValueError(f"obs must be one of {list(OBS_MODES)}, got {obs!r}")
-        self.obs_mode = obs
-        self.resets, self.reset_ratio = check_resets(resets, reset_ratio, num_envs)
+        self._buffers = {}
+        super().__init__(num_envs, seed, params, static_params, obs=obs, resets=resets, reset_ratio=reset_ratio)
+        self._closed = True  # until the buffers exist
         self._lib = load()
-        self.num_envs = num_envs
-        self.params = params
-        self.static_params = static_params
-        self.backend = "cuda"
         self.device = self._lib.device_name
-        if obs == "compact":
-            self.single_observation_space = Box(0, 255, (obs_compact.COMPACT_SIZE,), np.uint8)
-        else:
-            self.single_observation_space = Box(0.0, 1.0, (OBS_SIZE,), np.float32)
-        self.single_action_space = Discrete(NUM_ACTIONS)
-        self._key = jax_random.prng_key(seed)
-        self._closed = True
         self._expanded = None
-        c_params = to_c(params)
-        self._params = self._lib.ffi.new("CraftaxParams *")
-        self._lib.ffi.memmove(self._params, c_ffi.buffer(c_params), c_ffi.sizeof("CraftaxParams"))
+        self._device_actions_in_use = None
+        self._params = to_c(params, self._lib.ffi)
         self._allocate()
         self._closed = False
         _LIVE_ENVS.add(self)
@@ -576,40 +617,32 @@ class CudaCraftaxEnv:
         records on the GPU: `records` a device uint8 [N, 1008] array (default: the env's last
         compact obs). The result is a view of a buffer the env owns (overwritten by the next
         expand_obs)."""
-        self._check_open()
-        lib, n = self._lib, self.num_envs
-        if records is None:
-            if self.obs_mode != "compact":
-                raise ValueError("expand_obs() without records needs make(..., obs='compact')")
-            src = self._p("obs", "uint8_t *")
-        else:
-            cai = getattr(records, "__cuda_array_interface__", None)
-            if cai is None or tuple(cai["shape"]) != (n, obs_compact.COMPACT_SIZE) or cai["typestr"] != "|u1":
-                raise ValueError(f"records must be a device uint8 array of shape ({n}, {obs_compact.COMPACT_SIZE})")
-            if cai.get("strides") not in (None, (obs_compact.COMPACT_SIZE, 1)):
-                raise ValueError("records must be C-contiguous")
-            src = lib.ffi.cast("uint8_t *", cai["data"][0])
-        if self._expanded is None:
-            size = n * OBS_SIZE * 4
-            ptr = lib.ffi.new("void **")
-            lib.check(lib.lib.craftax_cuda_malloc(ptr, size), "allocating the expanded obs")
-            buf = _DeviceBuffer(lib, int(lib.ffi.cast("uintptr_t", ptr[0])), size)
-            self._buffers["obs_expanded"] = buf
-            self._expanded = CudaArray(buf, (n, OBS_SIZE), np.float32, device_id=lib.device_id)
-        lib.check(lib.lib.craftax_cuda_expand_obs(src, n, self._p("obs_expanded", "float *")), "expand_obs")
-        return self._expanded
+        with self._lock:
+            self._check_open()
+            lib, n = self._lib, self.num_envs
+            if records is None:
+                if self.obs_mode != "compact":
+                    raise ValueError("expand_obs() without records needs make(..., obs='compact')")
+                src = self._p("obs", "uint8_t *")
+            else:
+                cai = getattr(records, "__cuda_array_interface__", None)
+                if cai is None or tuple(cai["shape"]) != (n, obs_compact.COMPACT_SIZE) or cai["typestr"] != "|u1":
+                    raise ValueError(f"records must be a device uint8 array of shape ({n}, {obs_compact.COMPACT_SIZE})")
+                if cai.get("strides") not in (None, (obs_compact.COMPACT_SIZE, 1)):
+                    raise ValueError("records must be C-contiguous")
+                src = lib.ffi.cast("uint8_t *", cai["data"][0])
+            if self._expanded is None:
+                size = n * OBS_SIZE * 4
+                ptr = lib.ffi.new("void **")
+                lib.check(lib.lib.craftax_cuda_malloc(ptr, size), "allocating the expanded obs")
+                buf = _DeviceBuffer(lib, int(lib.ffi.cast("uintptr_t", ptr[0])), size)
+                self._buffers["obs_expanded"] = buf
+                self._expanded = CudaArray(buf, (n, OBS_SIZE), np.float32, device_id=lib.device_id)
+            lib.check(lib.lib.craftax_cuda_expand_obs(src, n, self._p("obs_expanded", "float *")), "expand_obs")
+            return self._expanded
 
-    # -- episodes ---------------------------------------------------------------------
-    def reset(self, seed: int | None = None):
-        """As CraftaxEnv.reset: env i gets key split(PRNGKey(seed), N)[i], or keys from the
-        env's own stream without a seed. Returns (obs CudaArray float32 [N, 8268], {})."""
-        self._key, keys = reset_keys(self._key, seed, self.num_envs)
-        return self.reset_with_keys(keys)
-
-    def reset_with_keys(self, keys):
-        """`reset_env(keys[i], params)` for every env i (keys: numpy uint32 [N, 2])."""
-        self._check_open()
-        keys = check_keys(keys, self.num_envs)
+    # -- native calls of CraftaxVecEnv -------------------------------------------------------
+    def _native_reset(self, keys: np.ndarray):
         lib, n = self._lib, self.num_envs
         lib.check(lib.lib.craftax_cuda_memcpy_htod(self._p("keys"), lib.ffi.from_buffer(keys), keys.nbytes), "copy keys")
         lib.check(
@@ -621,35 +654,31 @@ class CudaCraftaxEnv:
         )
         lib.check(lib.lib.craftax_cuda_memset(self._p("ret_acc"), 0, n * 4), "memset")
         lib.check(lib.lib.craftax_cuda_memset(self._p("len_acc"), 0, n * 4), "memset")
-        return self._views["obs"], {}
+        return self._views["obs"]
 
-    def _load_actions(self, actions):
+    def _prepare_actions(self, actions):
+        """A device int32 pointer to the actions: the caller's device array in place, or the
+        env's actions buffer filled from validated host actions (the kernels check the range)."""
         lib, n = self._lib, self.num_envs
-        cai = _device_actions(actions, n)
-        if cai is None:
+        device = _device_actions(actions, n)
+        if device is None:
             actions = check_actions(actions, n)
             lib.check(lib.lib.craftax_cuda_memcpy_htod(self._p("actions"), lib.ffi.from_buffer(actions),
                                                        actions.nbytes), "copy actions")
             return self._p("actions", "int32_t *")
+        self._device_actions_in_use, cai = device  # alive until the next step replaces it
         stream = cai.get("stream")
         if stream not in (None, 0, 1, 2):
             lib.check(lib.lib.craftax_cuda_stream_synchronize(stream), "waiting for the actions' stream")
         return lib.ffi.cast("int32_t *", cai["data"][0])
 
-    def step(self, actions):
-        """One step of every env with same-step auto-reset, exactly as CraftaxEnv.step
-        (same key stream, same results bit for bit). Returns (obs, reward, terminated,
-        truncated, info) as CudaArrays; info holds "done", "discount", "episode_return",
-        "episode_length", "achievements" (bool [N, 67]) and "Achievements/<name>" (float32
-        [N] column views), as CraftaxEnv.step."""
-        self._check_open()
+    def _native_step(self, actions_p, sub_key: np.ndarray):
+        # step, resets and bookkeeping in one call with one wait
         lib, n = self._lib, self.num_envs
-        actions_p = self._load_actions(actions)
-        next_key, sub = jax_random.split(self._key, 2)  # kept only if the step is accepted
         outputs = (*self._obs_ptrs(), self._p("reward", "float *"), self._p("done", "uint8_t *"),
                    self._p("terminated", "uint8_t *"), self._p("truncated", "uint8_t *"),
                    self._p("final_achievements", "uint8_t *"))
-        # step, resets and bookkeeping in one call with one wait
+        sub = np.ascontiguousarray(sub_key)
         if self.resets == "optimistic":
             code = lib.lib.craftax_cuda_env_step_optimistic(
                 self._p("states"), actions_p, lib.ffi.from_buffer("uint32_t[]", sub), n, self.reset_ratio,
@@ -662,7 +691,6 @@ class CudaCraftaxEnv:
             raise ValueError(f"step failed: actions must be integers in [0, {NUM_ACTIONS}) "
                              f"({lib.last_error()}); no env changed")
         lib.check(code, "step")
-        self._key = next_key
         v = self._views
         return v["obs"], v["reward"], v["terminated"], v["truncated"], dict(self._info_views)
 
@@ -680,23 +708,16 @@ class CudaCraftaxEnv:
                 self._p("episode_return", "float *"), self._p("episode_length", "int32_t *"),
                 self._p("discount", "float *"), self._p("achievements_scaled", "float *"))
 
-    def step_with_keys(self, actions, keys):
-        """Exactly upstream `step_env(keys[i], state_i, actions[i], params)` for every env
-        (no auto-reset). Returns (obs, reward, done, info) with info "discount" and
-        "Achievements/<name>" (= achievements * done * 100), as CraftaxEnv.step_with_keys."""
-        self._check_open()
+    def _native_step_with_keys(self, actions_p, keys: np.ndarray):
         lib, n = self._lib, self.num_envs
-        keys = check_keys(keys, n)
-        actions_p = self._load_actions(actions)
         lib.check(lib.lib.craftax_cuda_memcpy_htod(self._p("keys"), lib.ffi.from_buffer(keys), keys.nbytes), "copy keys")
-        lib.check(
-            lib.lib.craftax_cuda_step_with_keys_ex(
-                self._p("states"), actions_p, self._p("keys", "uint32_t *"), n, self._params,
-                *self._obs_ptrs(), self._p("reward", "float *"), self._p("done", "uint8_t *"),
-                self._p("scratch"),
-            ),
-            "step_with_keys",
-        )
+        code = lib.lib.craftax_cuda_step_with_keys_ex(
+            self._p("states"), actions_p, self._p("keys", "uint32_t *"), n, self._params,
+            *self._obs_ptrs(), self._p("reward", "float *"), self._p("done", "uint8_t *"), self._p("scratch"))
+        if code == ERR_ARGUMENT:
+            raise ValueError(f"step_with_keys failed: actions must be integers in [0, {NUM_ACTIONS}) "
+                             f"({lib.last_error()}); no env changed")
+        lib.check(code, "step_with_keys")
         self._clear_achievement_rows()  # its dones are not step()'s
         # info as CraftaxEnv builds it (host numpy): achievements of the new states.
         done = self._views["done"]
@@ -705,10 +726,7 @@ class CudaCraftaxEnv:
         info["discount"] = (1.0 - host_done.astype(np.float32)).astype(np.float32)
         return self._views["obs"], self._views["reward"], done, info
 
-    def observe(self):
-        """render_craftax_symbolic of the current states (CudaArray float32 [N, 8268]; with
-        obs="compact" the compact records, uint8 [N, 1008])."""
-        self._check_open()
+    def _native_observe(self):
         lib = self._lib
         lib.check(lib.lib.craftax_cuda_observe_ex(self._p("states"), self.num_envs, *self._obs_ptrs()), "observe")
         return self._views["obs"]
@@ -724,13 +742,14 @@ class CudaCraftaxEnv:
         """uint32 [N]: bit l set where env i's level l is not generated yet (lazy levels: a
         reset makes level 0, a descent the next; PYCRAFTAX_CUDA_EAGER_FLOORS=1 makes all nine).
         Reading it generates nothing, unlike get_state."""
-        self._check_open()
-        lib = self._lib
-        out = np.empty(self.num_envs, dtype=np.uint32)
-        src = lib.ffi.cast("char *", self._buffers["states"].ptr) + _state.FLOORS_PENDING_OFFSET
-        lib.check(lib.lib.craftax_cuda_memcpy2d_dtoh(lib.ffi.from_buffer(out), 4, src, _state.STATE_SIZE, 4,
-                                                     self.num_envs), "copy pending levels to host")
-        return out
+        with self._lock:
+            self._check_open()
+            lib = self._lib
+            out = np.empty(self.num_envs, dtype=np.uint32)
+            src = lib.ffi.cast("char *", self._buffers["states"].ptr) + _state.FLOORS_PENDING_OFFSET
+            lib.check(lib.lib.craftax_cuda_memcpy2d_dtoh(lib.ffi.from_buffer(out), 4, src, _state.STATE_SIZE, 4,
+                                                         self.num_envs), "copy pending levels to host")
+            return out
 
     def _host_states(self) -> np.ndarray:
         lib = self._lib
@@ -754,43 +773,38 @@ class CudaCraftaxEnv:
                                                      self.num_envs), f"copy {name} to host")
         return out
 
-    def get_state(self) -> dict[str, np.ndarray]:
-        """Every EnvState leaf, [num_envs, *upstream shape], upstream dtype (a host copy)."""
-        self._check_open()
-        return _state.get_state(self._host_states())
+    def _native_host_states(self) -> np.ndarray:
+        return self._host_states()
 
-    def set_state(self, state: dict[str, np.ndarray]) -> None:
-        """Replace every env's state (host numpy dict, as CraftaxEnv.set_state). Validates
-        all leaves first; on error nothing changes."""
-        self._check_open()
-        converted = _state.validate_state(state, self.num_envs)
+    def _native_write_states(self, converted: dict[str, np.ndarray]) -> None:
         host = self._host_states()
         _state.write_state(host, converted)
         lib = self._lib
         lib.check(lib.lib.craftax_cuda_memcpy_htod(self._p("states"), lib.ffi.from_buffer(host), host.nbytes),
                   "copy states to device")
 
-    # -- lifecycle --------------------------------------------------------------------
-    def close(self) -> None:
-        """Free the env's GPU memory now (arrays it returned become unusable)."""
-        if getattr(self, "_buffers", None):
-            for buffer in self._buffers.values():
-                buffer.free()
-            self._buffers = {}
+    def _native_close(self) -> None:
+        for buffer in self._buffers.values():
+            buffer.free()
+        self._buffers = {}
         self._expanded = None
-        self._closed = True
 
     def __del__(self):
         try:
             self.close()
-        except Exception:
+        except Exception:  # interpreter shutdown
             pass
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise RuntimeError("this env is closed")
+    # -- for native code that drives the buffers itself (the CUDA trainer) -------------------------
+    def native_handles(self) -> NativeHandles:
+        """The device addresses of the states and scratch buffers and the host address of the
+        env's CraftaxParams (all valid while the env is open), and sizeof(CraftaxParams)."""
+        with self._lock:
+            self._check_open()
+            ffi = self._lib.ffi
+            return NativeHandles(states=self._buffers["states"].ptr, scratch=self._buffers["scratch"].ptr,
+                                 params=int(ffi.cast("uintptr_t", self._params)),
+                                 params_size=ffi.sizeof("CraftaxParams"))
 
-    def __repr__(self) -> str:
-        resets = "" if self.resets == "auto" else f", resets='optimistic', reset_ratio={self.reset_ratio}"
-        return (f"CudaCraftaxEnv({self.env_id!r}, num_envs={self.num_envs}, backend='cuda', device={self.device!r}"
-                f"{resets})")
+    def _repr_details(self) -> str:
+        return f", device={self.device!r}"

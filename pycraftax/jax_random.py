@@ -1,16 +1,18 @@
-"""JAX-compatible PRNG keys as raw uint32 pairs (no JAX needed).
+"""JAX-compatible PRNG keys as raw uint32 pairs, in numpy (no JAX, no C extension).
 
 `prng_key(seed)` equals `jax.random.key_data(jax.random.PRNGKey(seed))` for the
-threefry2x32 default, and `split` equals `jax.random.split` under
-`jax_threefry_partitionable=True` (JAX's default since 0.5); both are computed by the
-C reference's threefry implementation.
+threefry2x32 default; `split` equals `jax.random.split` and `uniform` equals
+`jax.random.uniform(key, (num,))` under `jax_threefry_partitionable=True` (JAX's default
+since 0.5), where both draw threefry2x32 of the key over the counters 0..num-1.
+Pure numpy so that every backend (the CUDA one loads without the C extension) shares it.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from pycraftax._native import ffi, lib
+_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+_KEY_PARITY = np.uint32(0x1BD11BDA)
 
 
 def prng_key(seed: int) -> np.ndarray:
@@ -22,13 +24,50 @@ def prng_key(seed: int) -> np.ndarray:
     return np.array([0, int(seed)], dtype=np.uint32)
 
 
-def split(key: np.ndarray, num: int = 2) -> np.ndarray:
-    """jax.random.split(key, num) -> uint32 [num, 2]."""
+def _check_key(key) -> np.ndarray:
     key = np.ascontiguousarray(key, dtype=np.uint32)
     if key.shape != (2,):
         raise ValueError(f"key must have shape (2,), got {key.shape}")
+    return key
+
+
+def _check_num(num) -> int:
+    if isinstance(num, (bool, np.bool_)) or not isinstance(num, (int, np.integer)):
+        raise TypeError(f"num must be an int, got {type(num).__name__}")
     if num < 1:
         raise ValueError(f"num must be >= 1, got {num}")
-    out = np.empty((num, 2), dtype=np.uint32)
-    lib.craftax_key_split(ffi.cast("uint32_t *", ffi.from_buffer(key)), num, ffi.cast("uint32_t *", ffi.from_buffer(out)))
-    return out
+    return int(num)
+
+
+def threefry2x32(key: np.ndarray, x0: np.ndarray, x1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The threefry2x32 block cipher (20 rounds) of the counter pairs (x0[i], x1[i])."""
+    ks = (key[0], key[1], key[0] ^ key[1] ^ _KEY_PARITY)
+    x0 = x0.astype(np.uint32) + ks[0]
+    x1 = x1.astype(np.uint32) + ks[1]
+    for i in range(5):
+        for r in _ROTATIONS[i % 2]:
+            x0 += x1
+            x1 = (x1 << np.uint32(r)) | (x1 >> np.uint32(32 - r))
+            x1 ^= x0
+        x0 += ks[(i + 1) % 3]
+        x1 += ks[(i + 2) % 3] + np.uint32(i + 1)
+    return x0, x1
+
+
+def _counter_blocks(key: np.ndarray, num: int) -> tuple[np.ndarray, np.ndarray]:
+    counters = np.arange(num, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        return threefry2x32(key, (counters >> np.uint64(32)).astype(np.uint32), counters.astype(np.uint32))
+
+
+def split(key: np.ndarray, num: int = 2) -> np.ndarray:
+    """jax.random.split(key, num) -> uint32 [num, 2]."""
+    bits0, bits1 = _counter_blocks(_check_key(key), _check_num(num))
+    return np.stack([bits0, bits1], axis=-1)
+
+
+def uniform(key: np.ndarray, num: int) -> np.ndarray:
+    """jax.random.uniform(key, (num,)) -> float32 [num] in [0, 1)."""
+    bits0, bits1 = _counter_blocks(_check_key(key), _check_num(num))
+    mantissa = ((bits0 ^ bits1) >> np.uint32(9)) | np.float32(1.0).view(np.uint32)
+    return mantissa.view(np.float32) - np.float32(1.0)

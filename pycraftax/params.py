@@ -7,8 +7,6 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from pycraftax._native import ffi, lib
-
 # Shapes of the four fractal_noise_angles overrides: the gradient grids of the water,
 # mountain, path and tree noise fields of generate_smoothworld.
 NOISE_ANGLE_SHAPES = ((4, 4), (4, 4), (7, 25), (13, 13))
@@ -103,10 +101,14 @@ def _check_env_param(name: str, value) -> None:
         raise ValueError(f"{name} must be in [{lo}, {hi}], got {value}")
 
 
-def to_c(params: EnvParams):
-    """A CraftaxParams struct (owned by the returned cdata) holding `params`."""
+def to_c(params: EnvParams, ffi=None):
+    """A CraftaxParams struct (owned by the returned cdata) holding `params`, made by `ffi`
+    (the C extension's by default; the CUDA backend passes the ffi of its own library). Every
+    field is written here from `params`, whose defaults are upstream's, and the angle arrays
+    of absent overrides stay zero as in craftax_default_params."""
+    if ffi is None:
+        from pycraftax._native import ffi
     c = ffi.new("CraftaxParams *")
-    lib.craftax_default_params(c)
     c.max_timesteps = params.max_timesteps
     c.day_length = params.day_length
     c.always_diamond = int(bool(params.always_diamond))

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "craftax/rng.h"
 #include "craftax_api.h"
 #include "craftax_api_step.h"
 
@@ -90,8 +91,8 @@ int main(int argc, char **argv) {
         uint32_t *reset_keys = make_keys(n, seed);
         if (!states || !obs || !rewards || !uniforms || !dones || !actions || !step_keys || !reset_keys) return 1;
         if (craftax_reset_with_keys(states, reset_keys, n, &params, obs) != 0) return 1;
-        const uint32_t action_key[2] = {0x41435449u, seed};
-        craftax_test_uniform(action_key, (uint32_t)(n * steps), uniforms);
+        const CraftaxKey action_key = {{0x41435449u, seed}};
+        for (uint32_t i = 0; i < (uint32_t)(n * steps); i++) uniforms[i] = craftax_uniform(action_key, i);
         uint32_t key[2] = {0u, seed}, pair[4];
         uint64_t h = 0xcbf29ce484222325ULL;
         for (int64_t t = 0; t < steps; t++) {

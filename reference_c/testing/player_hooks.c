@@ -1,6 +1,7 @@
-/* player_hooks.c: test hooks of the player-side subsystems (craftax_api_player.h). */
+/* player_hooks.c: test hooks of the player-side subsystems (craftax_test_player.h), built into
+ * pycraftax._craftax_test only (PYCRAFTAX_TEST_HOOKS=1). */
 #include "craftax_api.h"
-#include "craftax_api_player.h"
+#include "craftax_test_player.h"
 
 #include <stdlib.h>
 

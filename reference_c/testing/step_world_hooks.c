@@ -1,5 +1,6 @@
-/* step_world_api.c: the world-subsystem test hook (craftax_api_step_world.h). */
-#include "craftax_api_step_world.h"
+/* step_world_hooks.c: the world-subsystem test hook (craftax_test_step_world.h), built into
+ * pycraftax._craftax_test only (PYCRAFTAX_TEST_HOOKS=1). */
+#include "craftax_test_step_world.h"
 
 #include "craftax/step_world.h"
 #include "craftax_api.h"

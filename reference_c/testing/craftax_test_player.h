@@ -1,10 +1,11 @@
-/* craftax_api_player.h: test hooks of the player-side subsystems of craftax_step
+/* craftax_test_player.h: test hooks of the player-side subsystems of craftax_step
  * (reference_c/include/craftax/step_player.h, game_logic_utils.h), for the JAX parity
- * tests of conformance/test_step_player.py. Read by cffi's cdef: plain declarations and
+ * tests of conformance/test_step_player.py. Part of the test extension pycraftax._craftax_test
+ * (PYCRAFTAX_TEST_HOOKS=1), not of the shipped API. Read by cffi's cdef: plain declarations and
  * `#define CRAFTAX_<NAME> <int>` lines only.
  */
-#ifndef CRAFTAX_API_PLAYER_H
-#define CRAFTAX_API_PLAYER_H
+#ifndef CRAFTAX_TEST_PLAYER_H
+#define CRAFTAX_TEST_PLAYER_H
 
 #include <stdint.h>
 

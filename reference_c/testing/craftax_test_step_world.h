@@ -1,8 +1,9 @@
-/* craftax_api_step_world.h: test hook of the C API applying one world subsystem of
- * craftax_step (craftax/step_world.h) to a batch of states. Read by cffi as cdef.
+/* craftax_test_step_world.h: test hook of the C API applying one world subsystem of
+ * craftax_step (craftax/step_world.h) to a batch of states. Part of the test extension
+ * pycraftax._craftax_test (PYCRAFTAX_TEST_HOOKS=1), not of the shipped API. Read by cffi as cdef.
  */
-#ifndef CRAFTAX_API_STEP_WORLD_H
-#define CRAFTAX_API_STEP_WORLD_H
+#ifndef CRAFTAX_TEST_STEP_WORLD_H
+#define CRAFTAX_TEST_STEP_WORLD_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,0 +1,30 @@
+"""The test extension pycraftax._craftax_test: the parity hooks of reference_c/testing/
+(craftax_test_* functions and CRAFTAX_SUB_* ids), which the shipped extension leaves out.
+
+It exists only in a build made with PYCRAFTAX_TEST_HOOKS=1; importing this module without it
+raises ImportError saying how to build it, so a test that needs the hooks fails, never skips.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+try:
+    from pycraftax._craftax_test import ffi, lib
+except ImportError as exc:
+    raise ImportError(
+        "pycraftax's test extension (pycraftax._craftax_test) is not built; the parity tests need it. "
+        "Build it from the repository root with: PYCRAFTAX_TEST_HOOKS=1 PYCRAFTAX_CUDA=0 "
+        "pip install --no-build-isolation --no-deps -e .  (nox -s tests does this)"
+    ) from exc
+
+from pycraftax._native import check  # noqa: E402  (the error codes are the shipped API's)
+
+
+def ptr(array: np.ndarray, ctype: str):
+    """A C pointer of the test extension's ffi to a C-contiguous numpy array (no copy)."""
+    assert array.flags.c_contiguous, "internal error: non-contiguous buffer passed to C"
+    return ffi.cast(ctype, ffi.from_buffer(array, require_writable=False))
+
+
+__all__ = ["check", "ffi", "lib", "ptr"]

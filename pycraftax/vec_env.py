@@ -1,0 +1,416 @@
+"""The contract of every pycraftax batch env: `CraftaxVecEnv`, the base of the C env
+(pycraftax.env.CraftaxEnv, backend="c") and the CUDA env (pycraftax.cuda_env.CudaCraftaxEnv).
+
+The base holds everything that does not depend on where the envs live: argument
+validation and its error messages, the spaces, the key stream, the reset/step signatures,
+the lock that makes calls from several threads safe, close, repr, the context-manager
+protocol and the copy/pickle refusal. A backend implements only its native calls
+(the `_native_*` methods). Pure Python and numpy: no backend's extension is imported here.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+
+from pycraftax import jax_random, obs_compact
+from pycraftax.params import EnvParams, StaticEnvParams
+
+OBS_SIZE = 8268
+NUM_ACTIONS = 43
+OBS_MODES = ("float", "compact")
+RESET_MODES = ("auto", "optimistic")
+DEFAULT_RESET_RATIO = 16
+
+
+# -- argument checks shared by make() and both backends ----------------------------------------
+def check_num_envs(num_envs) -> int:
+    """num_envs as a Python int: any integer (numpy integers included) >= 1."""
+    if isinstance(num_envs, (bool, np.bool_)) or not isinstance(num_envs, (int, np.integer)):
+        raise TypeError(f"num_envs must be an int >= 1, got {type(num_envs).__name__} {num_envs!r}")
+    if num_envs < 1:
+        raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+    return int(num_envs)
+
+
+def check_obs_mode(obs: str) -> str:
+    if obs not in OBS_MODES:
+        raise ValueError(f"obs must be one of {list(OBS_MODES)}, got {obs!r}")
+    return obs
+
+
+def check_resets(resets: str, reset_ratio, num_envs: int) -> tuple[str, int | None]:
+    """Validate make()'s reset strategy; returns (resets, reset_ratio or None for "auto").
+
+    "auto": upstream CraftaxSymbolicEnv.step, a fresh world per ended episode.
+    "optimistic": Craftax_Baselines' OptimisticResetVecEnvWrapper (the official PPO-RNN's
+    default): num_envs / reset_ratio fresh worlds per step, shared by the envs that ended;
+    reset_ratio defaults to min(16, num_envs), as ppo_rnn.py sets it, and must divide num_envs.
+    """
+    if resets not in RESET_MODES:
+        raise ValueError(f"resets must be one of {list(RESET_MODES)}, got {resets!r}")
+    if resets == "auto":
+        if reset_ratio is not None:
+            raise ValueError("reset_ratio applies to resets='optimistic' only")
+        return resets, None
+    if reset_ratio is None:
+        reset_ratio = min(DEFAULT_RESET_RATIO, num_envs)
+    if isinstance(reset_ratio, (bool, np.bool_)) or not isinstance(reset_ratio, (int, np.integer)):
+        raise TypeError(f"reset_ratio must be an int, got {type(reset_ratio).__name__}")
+    if reset_ratio < 1 or num_envs % reset_ratio:
+        raise ValueError(f"reset_ratio must be >= 1 and divide num_envs={num_envs}, got {reset_ratio}")
+    return resets, int(reset_ratio)
+
+
+def check_keys(keys, num_envs: int) -> np.ndarray:
+    """Validate raw JAX keys: uint32 [num_envs, 2]."""
+    if not isinstance(keys, np.ndarray):
+        raise TypeError(f"keys must be a numpy uint32 array of shape ({num_envs}, 2), got {type(keys).__name__}")
+    if keys.dtype != np.uint32:
+        raise TypeError(f"keys must have dtype uint32 (raw jax.random key data), got {keys.dtype}")
+    if keys.shape != (num_envs, 2):
+        raise ValueError(f"keys must have shape ({num_envs}, 2), got {keys.shape}")
+    return np.ascontiguousarray(keys)
+
+
+def _dlpack_on_cpu(actions) -> bool:
+    device = getattr(actions, "__dlpack_device__", None)
+    return device is not None and int(device()[0]) == 1  # kDLCPU
+
+
+def host_array(actions, num_envs: int) -> np.ndarray:
+    """`actions` as a numpy array: numpy itself; a CPU tensor through DLPack without a copy
+    (torch, JAX); an array on a device through its `.cpu()` (torch) or `__array__` (JAX),
+    one host copy. Python lists are refused, so that a per-element Python loop is never hidden here."""
+    if isinstance(actions, np.ndarray):
+        return actions
+    if _dlpack_on_cpu(actions):
+        return np.from_dlpack(actions)
+    if hasattr(actions, "__dlpack__") and callable(getattr(actions, "cpu", None)):
+        return np.from_dlpack(actions.cpu())
+    if hasattr(actions, "__array__"):
+        return np.asarray(actions)
+    raise TypeError(
+        f"actions must be an integer array of shape ({num_envs},): a numpy array, a torch tensor or a "
+        f"JAX array, got {type(actions).__name__}"
+    )
+
+
+def check_actions(actions, num_envs: int) -> np.ndarray:
+    """Validate actions: an integer array (numpy, torch, JAX) of shape (num_envs,) with values
+    in [0, 43); returns them as a C-contiguous numpy int32 array."""
+    actions = host_array(actions, num_envs)
+    if not np.issubdtype(actions.dtype, np.integer):
+        raise TypeError(f"actions must have an integer dtype, got {actions.dtype}")
+    if actions.shape != (num_envs,):
+        raise ValueError(f"actions must have shape ({num_envs},), got {actions.shape}")
+    if actions.size and (actions.min() < 0 or actions.max() >= NUM_ACTIONS):
+        bad = int(np.flatnonzero((actions < 0) | (actions >= NUM_ACTIONS))[0])
+        raise ValueError(f"actions[{bad}] = {actions[bad]} is outside [0, {NUM_ACTIONS})")
+    return np.ascontiguousarray(actions, dtype=np.int32)
+
+
+def available_host_memory() -> int | None:
+    """Bytes the kernel says can be allocated without swapping (MemAvailable), None if unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        return None
+
+
+# -- observation bounds ------------------------------------------------------------------------
+def _div10_max(n: int) -> float:
+    """The larger of upstream's two roundings of n / 10 (craftax_div10 in obs.h)."""
+    return float(max(np.float32(n) / np.float32(10), np.float32(n) * np.float32(0.1)))
+
+
+# The 51 scalars after the map view, in obs.h's CRAFTAX_OBS_SCALARS order, at their largest:
+# integer fields at the top of their set_state domain (the leaf table), player_health at
+# get_max_health = 8 + strength with strength <= 99, light_level <= 1 (1 - |cos|^3). The
+# map view before them is one-hot and visibility flags, all in [0, 1].
+_SCALAR_HIGH = (
+    [1.0] * 10  # sqrt(n) / 10 of wood .. arrows, n <= 99
+    + [49.5, 1.0, 1.0]  # books / 2, pickaxe / 4, sword / 4
+    + [2.0, 2.0, 99.0]  # sword and bow enchantment, bow
+    + [1.0] * 6  # sqrt(potions) / 10
+    + [_div10_max(8 + 99)]  # health / 10
+    + [_div10_max(99)] * 8  # food, drink, energy, mana, xp, dexterity, strength, intelligence / 10
+    + [1.0] * 4  # direction one-hot
+    + [1.0] * 4  # armour / 2, armour <= 2
+    + [2.0] * 4  # armour enchantments
+    + [1.0] * 5  # light level, sleeping, resting, two learned spells
+    + [_div10_max(8)]  # player_level / 10
+    + [1.0, 1.0]  # level cleared, boss vulnerable
+)
+NUM_OBS_SCALARS = len(_SCALAR_HIGH)
+
+
+def observation_high() -> np.ndarray:
+    """float32 [8268]: the largest value each symbolic obs entry takes (the lower bound is 0)."""
+    high = np.ones(OBS_SIZE, dtype=np.float32)
+    high[OBS_SIZE - NUM_OBS_SCALARS:] = _SCALAR_HIGH
+    return high
+
+
+# -- the base class ----------------------------------------------------------------------------
+class CraftaxVecEnv:
+    """`num_envs` full-Craftax envs stepped as one batch (Craftax-Symbolic-v1).
+
+    Spaces (gymnasium.spaces): `single_observation_space` (Box float32 [8268], or uint8
+    [1008] with obs="compact"), `single_action_space` (Discrete(43)), and the batched
+    `observation_space` / `action_space` (gymnasium.vector.utils.batch_space of them, built
+    on first use).
+
+    Seeding: `make(seed=S)` starts the step key stream at PRNGKey(S). `reset(seed=S)` gives
+    env i the world of split(PRNGKey(S), num_envs)[i] and restarts the step key stream at
+    PRNGKey(S); each step then takes `key, sub = split(key)` and env i steps with
+    split(sub, num_envs)[i] (resets="auto"), so reset(seed=S) and the actions fix the whole
+    trajectory, on every backend bit for bit. reset() without a seed draws the worlds from
+    the stream (key, sub = split(key); split(sub, num_envs)).
+
+    Threads: every call holds the env's lock, so any method may be called from any thread;
+    calls on one env run one at a time, and close() waits for a call in progress and makes
+    later calls raise RuntimeError. Distinct envs run in parallel. backend="cuda" returns
+    views of buffers the env's next call overwrites, whichever thread makes it.
+
+    An env owns native buffers: it is a context manager (`with make(...) as env:`), and
+    copy.copy, copy.deepcopy and pickle raise TypeError; carry a state across with
+    get_state() / set_state().
+    """
+
+    env_id = "Craftax-Symbolic-v1"
+    backend = ""
+
+    def __init__(self, num_envs: int, seed: int, params: EnvParams, static_params: StaticEnvParams,
+                 obs: str = "float", resets: str = "auto", reset_ratio: int | None = None):
+        self.num_envs = check_num_envs(num_envs)
+        self.obs_mode = check_obs_mode(obs)
+        self.resets, self.reset_ratio = check_resets(resets, reset_ratio, self.num_envs)
+        self.params = params
+        self.static_params = static_params
+        self._key = jax_random.prng_key(seed)
+        self._lock = threading.RLock()
+        self._closed = False
+        self._needs_reset = True
+        self._make_spaces()
+
+    def _make_spaces(self) -> None:
+        import gymnasium
+
+        if self.obs_mode == "compact":
+            self.single_observation_space = gymnasium.spaces.Box(0, 255, (obs_compact.COMPACT_SIZE,), np.uint8)
+        else:
+            self.single_observation_space = gymnasium.spaces.Box(np.float32(0.0), observation_high(), (OBS_SIZE,),
+                                                                 np.float32)
+        self.single_action_space = gymnasium.spaces.Discrete(NUM_ACTIONS)
+        self._batched_spaces = None
+
+    def _batched(self):
+        # Built on first use: the batched Box holds two [num_envs, 8268] bound arrays (66 GB
+        # at a million envs), which make() must not allocate for a caller that never asks.
+        from gymnasium.vector.utils import batch_space
+
+        if self._batched_spaces is None:
+            self._batched_spaces = (batch_space(self.single_observation_space, self.num_envs),
+                                    batch_space(self.single_action_space, self.num_envs))
+        return self._batched_spaces
+
+    @property
+    def observation_space(self):
+        """The batched observation space (gymnasium Box [num_envs, ...]), built on first use."""
+        return self._batched()[0]
+
+    @property
+    def action_space(self):
+        """The batched action space (gymnasium MultiDiscrete [num_envs]), built on first use."""
+        return self._batched()[1]
+
+    # -- the key stream -------------------------------------------------------------------
+    @property
+    def key(self) -> np.ndarray:
+        """The step key stream's current key (raw uint32 [2], a copy)."""
+        with self._lock:
+            return self._key.copy()
+
+    @key.setter
+    def key(self, value) -> None:
+        if not isinstance(value, np.ndarray) or value.dtype != np.uint32 or value.shape != (2,):
+            shape = getattr(value, "shape", None)
+            dtype = getattr(value, "dtype", type(value).__name__)
+            raise TypeError(f"key must be a numpy uint32 array of shape (2,), got {dtype} {shape}")
+        with self._lock:
+            self._key = value.copy()
+
+    # -- episodes ---------------------------------------------------------------------------
+    def reset(self, seed: int | None = None):
+        """Reset every env. With `seed`, env i gets key split(PRNGKey(seed), num_envs)[i],
+        exactly as `jax.vmap(env.reset)(jax.random.split(PRNGKey(seed), num_envs))`, and the
+        step key stream restarts at PRNGKey(seed); without, the keys come from the stream.
+        Returns (obs [num_envs, ...], {})."""
+        with self._lock:
+            self._check_open()
+            if seed is None:
+                stream, sub = jax_random.split(self._key, 2)
+            else:
+                stream = sub = jax_random.prng_key(seed)
+            obs = self._native_reset(jax_random.split(sub, self.num_envs))
+            self._key = stream
+            self._needs_reset = False
+            return obs, {}
+
+    def reset_with_keys(self, keys: np.ndarray):
+        """`reset_env(keys[i], params)` of upstream's symbolic env for every env i (keys:
+        numpy uint32 [num_envs, 2]); the step key stream is untouched."""
+        with self._lock:
+            self._check_open()
+            obs = self._native_reset(check_keys(keys, self.num_envs))
+            self._needs_reset = False
+            return obs, {}
+
+    def step(self, actions):
+        """One step of every env with same-step auto-reset, like upstream CraftaxSymbolicEnv.step.
+
+        actions: integers in [0, 43), shape (num_envs,): a numpy array, a torch tensor or a JAX
+        array (CPU ones through DLPack without a copy; on backend="cuda" a device array is
+        read in place through __cuda_array_interface__).
+
+        `key, sub = split(key)`. resets="auto": env i steps with key k_i, where
+        k = split(sub, num_envs); inside, key_step, key_reset = split(k_i) exactly as upstream's
+        auto-reset env. resets="optimistic": OptimisticResetVecEnvWrapper.step(sub, ...)
+        (see check_resets). Where an episode ended, obs is the first obs of the next episode.
+
+        Returns (obs [N, ...], reward float32 [N], terminated bool [N], truncated bool [N],
+        info). terminated: died or beat the necromancer; truncated: timestep reached
+        max_timesteps (and not terminated). info holds, for every env, "episode_return"
+        (float32) and "episode_length" (int32) of the episode that just ended (0 where none
+        ended), "achievements" bool [N, 67] of the finished episode, "done", "discount" and
+        upstream's "Achievements/<name>" entries. Invalid actions raise and change nothing.
+        """
+        with self._lock:
+            self._check_stepping("step")
+            prepared = self._prepare_actions(actions)
+            stream, sub = jax_random.split(self._key, 2)
+            out = self._native_step(prepared, sub)
+            self._key = stream
+            return out
+
+    def step_with_keys(self, actions, keys: np.ndarray):
+        """Exactly upstream `step_env(keys[i], state_i, actions[i], params)` of the symbolic
+        env for every env: no auto-reset (a finished episode keeps evolving); the step key
+        stream is untouched.
+
+        Returns (obs, reward float32 [N], done bool [N], info) with upstream's info:
+        "Achievements/<name>" = achievements * done * 100 and "discount" = 1 - done.
+        """
+        with self._lock:
+            self._check_stepping("step_with_keys")
+            keys = check_keys(keys, self.num_envs)
+            return self._native_step_with_keys(self._prepare_actions(actions), keys)
+
+    def observe(self):
+        """render_craftax_symbolic of the current states (the compact records with obs="compact")."""
+        with self._lock:
+            self._check_open()
+            return self._native_observe()
+
+    # -- states -----------------------------------------------------------------------------
+    def get_state(self) -> dict[str, np.ndarray]:
+        """Every EnvState leaf, [num_envs, *upstream shape], upstream dtype (a host copy)."""
+        from pycraftax import _state
+
+        with self._lock:
+            self._check_open()
+            return _state.get_state(self._native_host_states())
+
+    def set_state(self, state: dict[str, np.ndarray]) -> None:
+        """Replace every env's state (a dict as get_state returns). Validates all leaves first
+        (dtypes, shapes, value domains, and health > 0 at every masked melee, passive and
+        ranged mob, as in every state reachable from reset); on error nothing changes."""
+        from pycraftax import _state
+
+        with self._lock:
+            self._check_open()
+            converted = _state.validate_state(state, self.num_envs)
+            self._native_write_states(converted)
+            self._needs_reset = False
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def close(self) -> None:
+        """Free the env's memory; a call in progress on another thread finishes first, later
+        calls raise RuntimeError. Closing twice is a no-op."""
+        lock = getattr(self, "_lock", None)
+        if lock is None:  # __init__ failed before the lock existed
+            return
+        with lock:
+            if not self._closed:
+                self._closed = True
+                self._native_close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def _refuse_copy(self, *args):
+        raise TypeError(
+            f"{type(self).__name__} cannot be copied or pickled: it owns native buffers. Copy its "
+            "states with env.get_state() and load them into another env with set_state()"
+        )
+
+    __copy__ = __deepcopy__ = __reduce_ex__ = __reduce__ = __getstate__ = _refuse_copy
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"this env is closed ({self!r})")
+
+    def _check_stepping(self, what: str) -> None:
+        self._check_open()
+        if self._needs_reset:
+            raise RuntimeError(f"{what}() before the first reset: call env.reset() (or reset_with_keys / set_state)")
+
+    def _repr_details(self) -> str:
+        return ""
+
+    def __repr__(self) -> str:
+        resets = "" if self.resets == "auto" else f", resets='optimistic', reset_ratio={self.reset_ratio}"
+        obs = "" if self.obs_mode == "float" else f", obs={self.obs_mode!r}"
+        closed = ", closed" if self._closed else ""
+        return (f"{type(self).__name__}({self.env_id!r}, num_envs={self.num_envs}, backend={self.backend!r}"
+                f"{self._repr_details()}{obs}{resets}{closed})")
+
+    # -- what a backend implements ------------------------------------------------------------
+    def _prepare_actions(self, actions):
+        """Validated actions in the form the backend's step reads (host int32 here)."""
+        return check_actions(actions, self.num_envs)
+
+    def _native_reset(self, keys: np.ndarray):
+        raise NotImplementedError
+
+    def _native_step(self, actions, sub_key: np.ndarray):
+        raise NotImplementedError
+
+    def _native_step_with_keys(self, actions, keys: np.ndarray):
+        raise NotImplementedError
+
+    def _native_observe(self):
+        raise NotImplementedError
+
+    def _native_host_states(self) -> np.ndarray:
+        """uint8 [num_envs, STATE_SIZE]: the states as host bytes (a copy or a view)."""
+        raise NotImplementedError
+
+    def _native_write_states(self, converted: dict[str, np.ndarray]) -> None:
+        raise NotImplementedError
+
+    def _native_close(self) -> None:
+        raise NotImplementedError
