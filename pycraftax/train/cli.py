@@ -240,12 +240,7 @@ def rank_argv(args, out: str) -> list[str]:
 
 def _check_world(args, rdv, backend: str) -> None:
     """--gpus, and a rendezvous of several ranks, need the CUDA trainer (`backend`: the one this
-    run would use); --gpus inside a world must match it; a launch needs as many GPUs visible."""
-    if args.gpus is not None and args.gpus < 1:
-        raise ValueError(f"--gpus must be an integer >= 1, got {args.gpus}")
-    if rdv.world_size > 1 and args.gpus is not None and args.gpus != rdv.world_size:
-        raise ValueError(f"--gpus {args.gpus} inside a run of WORLD_SIZE={rdv.world_size} ranks (torchrun or a "
-                         "scheduler set it): drop --gpus, the launcher already chose the GPUs")
+    run would use); a launch needs as many GPUs visible."""
     if (args.gpus is not None or rdv.world_size > 1) and backend != "cuda":
         what = f"--gpus {args.gpus}" if args.gpus is not None else f"WORLD_SIZE={rdv.world_size}"
         given = f"a checkpoint of the {backend!r} trainer" if args.resume else f"--backend {args.backend}"
@@ -265,8 +260,13 @@ def cmd_train(args) -> int:
 
     rank = 0
     try:
+        if args.gpus is not None and args.gpus < 1:
+            raise ValueError(f"--gpus must be an integer >= 1, got {args.gpus}")
         rdv = distributed.Rendezvous.from_environ()
         rank = rdv.rank
+        if rdv.world_size > 1 and args.gpus is not None and args.gpus != rdv.world_size:
+            raise ValueError(f"--gpus {args.gpus} inside a run of WORLD_SIZE={rdv.world_size} ranks (torchrun or a "
+                             "scheduler set it): drop --gpus, the launcher already chose the GPUs")
         if rdv.world_size > 1:
             distributed.bind_local_device(rdv)  # before anything touches CUDA: this rank's GPU is its device 0
         if args.blas_threads < 1:
