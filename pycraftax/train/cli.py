@@ -303,10 +303,34 @@ def cmd_train(args) -> int:
         print(f"pycraftax train{where}: error: {e}", file=sys.stderr)
         return 2
     if launching:
-        return distributed.launch(args.gpus, [*TRAIN_COMMAND, *rank_argv(args, out)])
+        return _launch(args.gpus, [*TRAIN_COMMAND, *rank_argv(args, out)])
     if rdv.world_size > 1:
         return _train_rank(args, rdv, out, backend)
     return _train(args, out, backend)
+
+
+def _launch(gpus: int, argv: list[str]) -> int:
+    """distributed.launch, with Ctrl-C left to the ranks: they share the terminal's process group,
+    so each gets it and they stop together after an update with a checkpoint (a second Ctrl-C
+    interrupts them). SIGTERM to the launcher ends it, and launch passes it on to the ranks."""
+    import signal
+    import threading
+
+    from pycraftax.train import distributed
+
+    def terminate(signum, frame):
+        raise SystemExit(128 + signum)
+
+    if threading.current_thread() is not threading.main_thread():
+        return distributed.launch(gpus, argv)
+    # a Python handler, not SIG_IGN: the ranks would inherit an ignored SIGINT through exec
+    saved = {signal.SIGINT: signal.signal(signal.SIGINT, lambda signum, frame: None),
+             signal.SIGTERM: signal.signal(signal.SIGTERM, terminate)}
+    try:
+        return distributed.launch(gpus, argv)
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
 
 
 def _train(args, out: str, backend: str) -> int:
