@@ -211,6 +211,67 @@ def test_a_stop_on_one_rank_stops_every_rank_at_the_same_update(tmp_path):
     assert group.sent == {"stop/1/1": b""}
 
 
+# ---- two real ranks on the CPU -------------------------------------------------------------------
+# `pycraftax train` as one rank, with the NumPy trainer standing in for the CUDA one (argv[1]: the
+# update after which rank 1 fails, or -1): the CLI's rank path, the store, the stop votes, the
+# checkpoint barriers and the closing barrier run between real processes.
+CPU_RANK = """import dataclasses, os, sys
+from pycraftax.train import cli as train_cli, cuda_trainer
+from pycraftax.train.distributed import shard_path
+from pycraftax.train.trainer import Trainer
+fail_after = int(sys.argv[1])
+
+def start_rank(config, out, rank=0, world_size=1, group=None, **options):
+    trainer = Trainer(dataclasses.replace(config, seed=config.seed + rank), out if rank == 0 else None)
+    trainer.join_ranks(rank, world_size, group, None if rank == 0 else shard_path(os.path.join(out, "checkpoint.npz"),
+                                                                                  rank))
+    if rank == 1 and fail_after >= 0:
+        iterate = trainer.iterate
+        def failing():
+            if trainer.update == fail_after:
+                raise RuntimeError("a failure of rank 1")
+            return iterate()
+        trainer.iterate = failing
+    return trainer
+
+cuda_trainer.start_rank = start_rank
+train_cli.resolve_backend = lambda args: "cuda"
+from pycraftax.cli import main
+sys.exit(main(["train", *sys.argv[2:]]))
+"""
+
+
+def test_two_cpu_ranks_train_through_the_launcher(monkeypatch, tmp_path):
+    monkeypatch.setattr(cuda_trainer, "visible_gpu_count", lambda: 2)
+    monkeypatch.setattr(train_cli, "TRAIN_COMMAND", (sys.executable, "-c", CPU_RANK, "-1"))
+    out = tmp_path / "run"
+    assert cli.main(["train", "--gpus", "2", "--backend", "cuda", "--out", str(out), "--quiet", "--checkpoint-every",
+                     "2", *TINY_FLAGS]) == 0
+    assert set(os.listdir(out)) - {"learning_curve.png"} == {"checkpoint.npz", "checkpoint.rank1.npz", "metrics.jsonl",
+                                                             "params.npz"}
+    meta = read_checkpoint(str(out / "checkpoint.npz"))["meta"]
+    assert (meta["world_size"], meta["update"], meta["env_steps"]) == (2, 3, 2 * 3 * 32)
+    assert json.loads(str(interop.read_npz(str(out / "checkpoint.rank1.npz"))["shard"])) == dict(
+        rank=1, world_size=2, update=3)
+
+
+def test_a_failing_rank_ends_the_other_with_a_clear_error(tmp_path):
+    from pycraftax.train.distributed import Rendezvous, _free_port
+
+    port = _free_port("127.0.0.1")
+    procs = []
+    for rank in (0, 1):
+        env = dict(os.environ, **Rendezvous(rank=rank, world_size=2, local_rank=rank, master_addr="127.0.0.1",
+                                            master_port=port).environ())
+        procs.append(subprocess.Popen([sys.executable, "-c", CPU_RANK, "1", "--backend", "cuda", "--out",
+                                       str(tmp_path), "--quiet", *TINY_FLAGS], env=env, stderr=subprocess.PIPE,
+                                      text=True))
+    errors = [p.communicate(timeout=120)[1] for p in procs]
+    assert [p.returncode for p in procs] == [1, 1], errors
+    assert "(rank 1 of 2): error: RuntimeError: a failure of rank 1" in errors[1], errors[1]
+    assert "(rank 0 of 2): error: RankFailedError: rank 0: rank 1 died" in errors[0], errors[0]
+
+
 # ---- resuming a checkpoint of several ranks ----------------------------------------------------------
 def test_same_world_size_restores_each_ranks_envs(two_rank_run):
     path = str(two_rank_run / "checkpoint.npz")

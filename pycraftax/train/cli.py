@@ -367,7 +367,9 @@ def _train_rank(args, rdv, out: str, backend: str) -> int:
     the store sees it die and the other ranks stop with RankFailedError (or, inside an iteration,
     NCCL's error at the trainer's timeout) instead of waiting."""
     from pycraftax.train import cuda_trainer, distributed
+    from pycraftax.train.trainer import set_blas_threads
 
+    set_blas_threads(args.blas_threads)
     try:
         group = distributed.init_process_group(rdv)
         options = dict(tf32=not args.no_tf32)

@@ -316,6 +316,7 @@ class RunLoop:
 
         _, per_rank = distributed.split_checkpoint(self.state_arrays(), self.params)
         per_rank["shard"] = np.array(json.dumps(dict(rank=self.rank, world_size=self.world_size, update=self.update)))
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)  # rank 0's out dir may be on another host
         tmp = f"{path}.tmp{os.getpid()}"
         write_npz_fast(tmp, per_rank)
         os.replace(tmp, path)
