@@ -423,30 +423,27 @@ class CudaTrainer(RunLoop):
         key = np.asarray(data["envkey"], np.uint32)
         self.env.key = key.copy()
         p.begin(key)
-        params = {k: data[k] for k in npp.param_shapes(self.model_config)}
-        p.set_params(params)
-        p.set_tensors(BUF_ADAM_MU, {k: data[f"opt/mu/{k}"] for k in params})
-        p.set_tensors(BUF_ADAM_NU, {k: data[f"opt/nu/{k}"] for k in params})
         p.write(BUF_RET_ACC, np.asarray(data["env_episode_return"], np.float32))
         p.write(BUF_LEN_ACC, np.asarray(data["env_episode_length"], np.int32))
         p.write(BUF_CUR_OBS, np.asarray(data["obs"], np.float32))
         p.write(BUF_LAST_DONE, np.asarray(data["last_done"], np.uint8))
         p.write(BUF_HSTATE, np.asarray(data["hstate"], np.float32))
-        p.write(BUF_COUNTERS, np.asarray(data["counters"], np.int64))
+        self._restore_learner(data)
 
-    def load_learner(self, data: dict) -> None:
-        """The learner state of a checkpoint (weights, Adam moments, counters, update count,
-        env steps, history) over this trainer's fresh envs: a resume on another world size."""
+    def _restore_learner(self, data: dict) -> None:
+        """Weights, Adam moments and counters from a checkpoint's arrays."""
         p = self.ppo
         params = {k: data[k] for k in npp.param_shapes(self.model_config)}
         p.set_params(params)
         p.set_tensors(BUF_ADAM_MU, {k: data[f"opt/mu/{k}"] for k in params})
         p.set_tensors(BUF_ADAM_NU, {k: data[f"opt/nu/{k}"] for k in params})
         p.write(BUF_COUNTERS, np.asarray(data["counters"], np.int64))
-        meta = data["meta"]
-        self.update = int(meta["update"])
-        self.env_steps = int(meta.get("env_steps", self.update * self.config.steps_per_update))
-        self.history = list(meta.get("history", []))
+
+    def load_learner(self, data: dict) -> None:
+        """The learner state of a checkpoint (weights, Adam moments, counters, and the run's
+        progress) over this trainer's fresh envs: a resume on another world size."""
+        self._restore_learner(data)
+        self.load_progress(data["meta"])
 
     def close(self) -> None:
         self.ppo.close()

@@ -336,13 +336,17 @@ class RunLoop:
     def load_state(self, data: dict) -> None:
         """Restore the shared state from a checkpoint's arrays, then the trainer's own."""
         self.env.set_state({k[4:]: v for k, v in data.items() if k.startswith("env/")})
-        self.update = int(data["meta"]["update"])
-        self.env_steps = int(data["meta"].get("env_steps", self.update * self.config.steps_per_update))
+        self.load_progress(data["meta"])
         self.window_returns.extend(data["window_returns"].tolist())
         self.window_lengths.extend(data["window_lengths"].tolist())
         self.window_ach.extend(list(data["window_ach"]))
-        self.history = list(data["meta"].get("history", []))
         self.restore_backend(data)
+
+    def load_progress(self, meta: dict) -> None:
+        """How far the run is, from a checkpoint's meta: updates, env steps, history."""
+        self.update = int(meta["update"])
+        self.env_steps = int(meta.get("env_steps", self.update * self.config.steps_per_update))
+        self.history = list(meta.get("history", []))
 
     def _truncate_metrics(self) -> None:
         """Drop metric lines past the current update (after a resume from an older checkpoint)."""
