@@ -308,6 +308,58 @@ def test_a_missing_or_foreign_shard_cannot_resume(two_rank_run, tmp_path):
         read_rank_checkpoint(path, 1, 2)
 
 
+# ---- the CUDA trainer's rank setup, the trainer stood in for ---------------------------------------
+class StandInCudaTrainer(Trainer):
+    """The NumPy trainer under the CUDA trainer's name, recording how start_rank and resume_rank
+    build and restore it."""
+
+    BACKEND = "cuda"
+
+    def __init__(self, config, out_dir=None, *, _restore=None, **options):
+        super().__init__(config, out_dir, _restore=_restore)
+        self.ppo, self.options, self.restored, self.learner = object(), options, _restore is not None, None
+
+    def load_learner(self, data):
+        self.learner = data
+
+
+@pytest.fixture
+def stand_in(monkeypatch):
+    joined = []
+    monkeypatch.setattr(cuda_trainer, "CudaTrainer", StandInCudaTrainer)
+    monkeypatch.setattr("pycraftax.train.distributed.join_trainer", lambda ppo, group: joined.append((ppo, group)))
+    return joined
+
+
+def test_start_rank_seeds_each_rank_and_gives_only_rank_zero_the_run(stand_in, tmp_path):
+    config = TrainConfig(**TINY, seed=5)
+    group = FakeGroup(1, 2)
+    trainer = cuda_trainer.start_rank(config, str(tmp_path), 1, 2, group, tf32=False)
+    assert (trainer.config.seed, trainer.out_dir, trainer.rank, trainer.world_size) == (6, None, 1, 2)
+    assert trainer.shard_file == str(tmp_path / "checkpoint.rank1.npz") and trainer.options == dict(tf32=False)
+    assert stand_in == [(trainer.ppo, group)]
+    first = cuda_trainer.start_rank(config, str(tmp_path))
+    assert (first.config.seed, first.out_dir, first.shard_file) == (5, str(tmp_path), None)
+
+
+def test_resume_rank_restores_or_starts_fresh_envs(stand_in, two_rank_run, tmp_path):
+    import shutil
+
+    path = str(tmp_path / "checkpoint.npz")
+    with pytest.raises(ValueError, match="a checkpoint of the 'c' trainer, not 'cuda'"):
+        cuda_trainer.resume_rank(str(two_rank_run / "checkpoint.npz"), str(tmp_path))
+    saved = read_checkpoint(str(two_rank_run / "checkpoint.npz"))
+    saved["meta"] = np.array(json.dumps(dict(saved["meta"], backend="cuda")))
+    np.savez(path, **saved)
+    shutil.copy(shard_path(str(two_rank_run / "checkpoint.npz"), 1), shard_path(path, 1))
+    trainer, note = cuda_trainer.resume_rank(path, str(tmp_path), 1, 2, FakeGroup(1, 2))
+    assert trainer.restored and trainer.learner is None and "continue their envs exactly" in note
+    assert (trainer.config.seed, trainer.out_dir, trainer.update) == (1, None, 3)
+    trainer, note = cuda_trainer.resume_rank(path, str(tmp_path))
+    assert not trainer.restored and trainer.learner["meta"]["world_size"] == 2 and "envs start fresh" in note
+    assert (trainer.config.seed, trainer.out_dir) == (0, str(tmp_path))
+
+
 # ---- on GPUs ---------------------------------------------------------------------------------------
 def _gpus() -> int:
     return cuda_trainer.visible_gpu_count() if cuda_trainer.available() else 0
