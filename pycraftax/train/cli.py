@@ -5,6 +5,11 @@ The recipe is always explicit: `--recipe` (default "small", the CPU job) picks t
 flags override single fields, and the recipe in effect is printed with its values at the
 start. The backend (`--backend`) chooses where to train, never what.
 
+Several GPUs: `--gpus N` (with `--backend cuda`) starts one `python -m pycraftax train`
+process per GPU of this host with the torchrun variables set (distributed.launch); a process
+started with those variables (by that launcher, torchrun or a scheduler) is one rank of the run:
+rank 0 prints, logs and checkpoints, the others write only their envs' state.
+
 A new run never writes over another: an --out that holds a run's files is refused (the
 message says how to resume it) unless --force, which deletes those files first. Outputs and
 inputs are checked before any training starts.
@@ -100,6 +105,10 @@ def add_train_args(p) -> None:
                    help="stop with a checkpoint before an update would end past this many minutes (continue "
                         "with --resume); SIGTERM and Ctrl-C also stop after the current update with a checkpoint "
                         "(default: no limit)")
+    p.add_argument("--gpus", type=int, default=None, metavar="N",
+                   help="train on N GPUs of this host, one process each, gradients averaged over NCCL; needs "
+                        "--backend cuda; --num-envs and --total-timesteps count per GPU (default: one GPU, or the "
+                        "world that torchrun's RANK/WORLD_SIZE variables describe)")
     p.add_argument("--blas-threads", type=int, default=1, help="OpenBLAS threads (see trainer.set_blas_threads)")
     p.add_argument("--quiet", action="store_true", help="no progress display (default: a bar on a terminal, "
                    "a line every 30 s otherwise)")
@@ -195,11 +204,12 @@ def _check_out_dir(out: str, force: bool, keep_dir: str | None = None) -> None:
         os.remove(os.path.join(out, name))
 
 
-def closing_summary(trainer, start_update: int, seconds: float) -> str:
+def closing_summary(trainer, start_update: int, seconds: float, world_size: int = 1) -> str:
+    """The run's last line; env steps and steps/s count all `world_size` ranks."""
     from pycraftax.train.loop import WINDOW
 
     c = trainer.config
-    steps = (trainer.update - start_update) * c.steps_per_update
+    steps = (trainer.update - start_update) * c.steps_per_update * world_size
     last = trainer.history[-1]["return_window"] if trainer.history else None
     state = "done" if trainer.stop_reason is None else f"stopped ({trainer.stop_reason})"
     ret = "no episode has ended yet" if last is None else f"return (mean of the last {WINDOW} episodes) {last:.2f}"
@@ -207,14 +217,63 @@ def closing_summary(trainer, start_update: int, seconds: float) -> str:
             f"{format_duration(seconds)} ({steps / max(seconds, 1e-9):,.0f} steps/s); {ret}")
 
 
-def cmd_train(args) -> int:
-    from pycraftax.train.loop import now, read_checkpoint
+TRAIN_COMMAND = (sys.executable, "-m", "pycraftax", "train")  # what the launcher runs on every rank
 
+
+def rank_argv(args, out: str) -> list[str]:
+    """The `pycraftax train` options that give a rank this command's run: every option as
+    parsed, --out resolved, --gpus left out (each rank is one of the N)."""
+    argv = ["--recipe", args.recipe, "--backend", args.backend, "--out", out, "--blas-threads", str(args.blas_threads)]
+    for name in CONFIG_FLAGS:
+        value = getattr(args, "cfg_" + name)
+        if value is not None:
+            argv += [_flag(name), repr(value) if isinstance(value, float) else str(value)]
+    for switch in ("no_anneal_lr", "no_tf32", "force", "quiet"):
+        if getattr(args, switch):
+            argv.append(_flag(switch))
+    if args.resume:
+        argv += ["--resume", args.resume]
+    if args.time_limit is not None:
+        argv += ["--time-limit", repr(args.time_limit)]
+    return argv
+
+
+def _check_world(args, rdv, backend: str) -> None:
+    """--gpus, and a rendezvous of several ranks, need the CUDA trainer (`backend`: the one this
+    run would use); a launch needs as many GPUs visible."""
+    if (args.gpus is not None or rdv.world_size > 1) and backend != "cuda":
+        what = f"--gpus {args.gpus}" if args.gpus is not None else f"WORLD_SIZE={rdv.world_size}"
+        given = f"a checkpoint of the {backend!r} trainer" if args.resume else f"--backend {args.backend}"
+        raise ValueError(f"{what}: training on GPUs needs --backend cuda, not {given}")
+    if rdv.world_size == 1 and (args.gpus or 1) > 1:
+        from pycraftax.train import cuda_trainer
+
+        visible = cuda_trainer.visible_gpu_count()
+        if visible < args.gpus:
+            raise ValueError(f"--gpus {args.gpus}: the CUDA driver sees {visible} GPU(s) (CUDA_VISIBLE_DEVICES="
+                             f"{os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}); ask for at most {visible}")
+
+
+def cmd_train(args) -> int:
+    from pycraftax.train import distributed
+    from pycraftax.train.loop import read_checkpoint
+
+    rank = 0
     try:
+        if args.gpus is not None and args.gpus < 1:
+            raise ValueError(f"--gpus must be an integer >= 1, got {args.gpus}")
+        rdv = distributed.Rendezvous.from_environ()
+        rank = rdv.rank
+        if rdv.world_size > 1 and args.gpus is not None and args.gpus != rdv.world_size:
+            raise ValueError(f"--gpus {args.gpus} inside a run of WORLD_SIZE={rdv.world_size} ranks (torchrun or a "
+                             "scheduler set it): drop --gpus, the launcher already chose the GPUs")
+        if rdv.world_size > 1:
+            distributed.bind_local_device(rdv)  # before anything touches CUDA: this rank's GPU is its device 0
         if args.blas_threads < 1:
             raise ValueError(f"--blas-threads must be >= 1, got {args.blas_threads}")
         if args.time_limit is not None and not (math.isfinite(args.time_limit) and args.time_limit > 0):
             raise ValueError(f"--time-limit must be a positive number of minutes, got {args.time_limit}")
+        launching = rdv.world_size == 1 and (args.gpus or 1) > 1
         if args.resume:
             explicit = [_flag(n) for n in CONFIG_FLAGS if getattr(args, "cfg_" + n) is not None]
             if args.no_anneal_lr:
@@ -226,43 +285,138 @@ def cmd_train(args) -> int:
             if not os.path.exists(args.resume):
                 raise ValueError(f"--resume: no checkpoint at {args.resume}")
             backend = read_checkpoint(args.resume)["meta"].get("backend", "c")
+            _check_world(args, rdv, backend)
             resume_dir = os.path.dirname(os.path.abspath(args.resume))
             out = args.out or resume_dir
-            _check_out_dir(out, args.force, keep_dir=resume_dir)
+            if rank == 0:
+                _check_out_dir(out, args.force, keep_dir=resume_dir)
         else:
             config = config_from_args(args)
-            backend = resolve_backend(args)
+            # the launcher itself leaves CUDA alone: its ranks load it, each on its own GPU
+            backend = args.backend if launching else resolve_backend(args)
+            _check_world(args, rdv, backend)
             out = args.out or f"runs/ppo-rnn-seed{config.seed}"
-            _check_out_dir(out, args.force)
-    except ValueError as e:  # interop.NotACheckpointError included
-        print(f"pycraftax train: error: {e}", file=sys.stderr)
+            if rank == 0:
+                _check_out_dir(out, args.force)
+    except ValueError as e:  # interop.NotACheckpointError and RendezvousError included
+        where = f" (rank {rank})" if rank else ""
+        print(f"pycraftax train{where}: error: {e}", file=sys.stderr)
         return 2
+    if launching:
+        return _launch(args.gpus, [*TRAIN_COMMAND, *rank_argv(args, out)])
+    if rdv.world_size > 1:
+        return _train_rank(args, rdv, out, backend)
+    return _train(args, out, backend)
+
+
+def _launch(gpus: int, argv: list[str]) -> int:
+    """distributed.launch, with Ctrl-C left to the ranks: they share the terminal's process group,
+    so each gets it and they stop together after an update with a checkpoint (a second Ctrl-C
+    interrupts them). SIGTERM to the launcher ends it, and launch passes it on to the ranks."""
+    import signal
+    import threading
+
+    from pycraftax.train import distributed
+
+    def terminate(signum, frame):
+        raise SystemExit(128 + signum)
+
+    if threading.current_thread() is not threading.main_thread():
+        return distributed.launch(gpus, argv)
+    # a Python handler, not SIG_IGN: the ranks would inherit an ignored SIGINT through exec
+    saved = {signal.SIGINT: signal.signal(signal.SIGINT, lambda signum, frame: None),
+             signal.SIGTERM: signal.signal(signal.SIGTERM, terminate)}
+    try:
+        return distributed.launch(gpus, argv)
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
+def _train(args, out: str, backend: str) -> int:
+    """One process: the CPU or the CUDA trainer."""
     from pycraftax.train.trainer import Trainer, set_blas_threads
 
     set_blas_threads(args.blas_threads)
-    options = {}
     if backend == "cuda":
-        from pycraftax.train.cuda_trainer import CudaTrainer
+        from pycraftax.train import cuda_trainer
 
-        cls, options = CudaTrainer, dict(tf32=not args.no_tf32)
-    else:
-        cls = Trainer
-    if args.resume:
-        trainer = cls.resume(args.resume, out_dir=out, **options)
-        config = trainer.config
-        print(f"resumed {args.resume} at update {trainer.update:,}/{config.num_updates:,}: "
-              f"{describe_sizes(config)}")
+        options = dict(tf32=not args.no_tf32)
+        if args.resume:
+            try:
+                trainer, note = cuda_trainer.resume_rank(args.resume, out, **options)
+            except ValueError as e:  # ReshardError included
+                print(f"pycraftax train: error: {e}", file=sys.stderr)
+                return 2
+            _print_resumed(args.resume, trainer, note)
+        else:
+            print(describe_recipe(args))
+            trainer = cuda_trainer.start_rank(config_from_args(args), out, **options)
+    elif args.resume:
+        trainer = Trainer.resume(args.resume, out_dir=out)
+        _print_resumed(args.resume, trainer, None)
     else:
         print(describe_recipe(args))
-        trainer = cls(config, out, **options)
-    print(f"{cls.TITLE} ({config.dtype}) on Craftax-Symbolic-v1 ({cls.BACKEND} env): {describe_sizes(config)}, "
-          f"{config.num_updates:,} updates -> {trainer.out_dir}")
+        trainer = Trainer(config_from_args(args), out)
+    _run_and_report(args, trainer, 1)
+    return 0
+
+
+def _train_rank(args, rdv, out: str, backend: str) -> int:
+    """One rank of a run over several GPUs. A rank that fails exits without leaving the group, so
+    the store sees it die and the other ranks stop with RankFailedError (or, inside an iteration,
+    NCCL's error at the trainer's timeout) instead of waiting."""
+    from pycraftax.train import cuda_trainer, distributed
+    from pycraftax.train.trainer import set_blas_threads
+
+    set_blas_threads(args.blas_threads)
+    try:
+        group = distributed.init_process_group(rdv)
+        options = dict(tf32=not args.no_tf32)
+        if args.resume:
+            trainer, note = cuda_trainer.resume_rank(args.resume, out, rdv.rank, rdv.world_size, group, **options)
+            if rdv.is_main:
+                _print_resumed(args.resume, trainer, note)
+        else:
+            if rdv.is_main:
+                print(describe_recipe(args))
+            trainer = cuda_trainer.start_rank(config_from_args(args), out, rdv.rank, rdv.world_size, group,
+                                              **options)
+        _run_and_report(args, trainer, rdv.world_size, quiet=not rdv.is_main)
+    except Exception as e:  # noqa: BLE001 - every failure of a rank ends it the same way
+        print(f"pycraftax train (rank {rdv.rank} of {rdv.world_size}): error: {type(e).__name__}: {e}",
+              file=sys.stderr)
+        sys.stderr.flush()
+        sys.stdout.flush()
+        os._exit(2 if isinstance(e, ValueError) else 1)  # no clean goodbye: the others must see this rank end
+    group.close()
+    return 0
+
+
+def _print_resumed(path: str, trainer, note: str | None) -> None:
+    config = trainer.config
+    print(f"resumed {path} at update {trainer.update:,}/{config.num_updates:,}: {describe_sizes(config)}")
+    if note:
+        print(f"  {note}")
+
+
+def _run_and_report(args, trainer, world_size: int, quiet: bool = False) -> None:
+    """Train with the signal handlers on; rank 0 (quiet False) prints the run's summary."""
+    from pycraftax.train.loop import now
+
+    config = trainer.config
+    if not quiet:
+        ranks = f" x {world_size} GPUs (per GPU)" if world_size > 1 else ""
+        print(f"{trainer.TITLE} ({config.dtype}) on Craftax-Symbolic-v1 ({trainer.BACKEND} env): "
+              f"{describe_sizes(config)}{ranks}, {config.num_updates:,} updates -> {trainer.out_dir}")
     t0 = now()
     start_update = trainer.update
     with stop_on_signals(trainer):
-        trainer.run(progress=not args.quiet,
+        trainer.run(progress=not (args.quiet or quiet),
                     time_limit_s=None if args.time_limit is None else 60.0 * args.time_limit)
-    print(closing_summary(trainer, start_update, now() - t0))
+    if quiet:
+        return
+    print(closing_summary(trainer, start_update, now() - t0, world_size))
     metrics_path = os.path.join(trainer.out_dir, "metrics.jsonl")
     if os.path.exists(metrics_path):
         from pathlib import Path
@@ -274,7 +428,6 @@ def cmd_train(args) -> int:
         print(f"continue with: pycraftax train --resume {os.path.join(trainer.out_dir, 'checkpoint.npz')}")
     print(f"metrics: {os.path.join(trainer.out_dir, 'metrics.jsonl')}, checkpoint: "
           f"{os.path.join(trainer.out_dir, 'checkpoint.npz')}, weights: {os.path.join(trainer.out_dir, 'params.npz')}")
-    return 0
 
 
 def add_eval_args(p) -> None:

@@ -20,12 +20,17 @@ so the update recomputes the rollout's log-probs and values bitwise (first-epoch
 exactly 1). The encoder is sparse by default (gather-sum over each obs row's nonzeros;
 encoder="dense" for one GEMM over the whole obs).
 
+Over several GPUs (one process per GPU, see distributed.py), `start_rank` and `resume_rank`
+build this rank's trainer and join it to the others; the TrainConfig describes one rank (its
+envs, its share of the env steps), so N ranks train on N times the batch and env steps.
+
 The low-level handle (PPO) is also what conformance/test_cuda_trainer.py checks against
 numpy_ppo: set/get parameters by flax name, loss and gradients on a minibatch, GAE, Adam.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import os
 import sys
@@ -418,20 +423,91 @@ class CudaTrainer(RunLoop):
         key = np.asarray(data["envkey"], np.uint32)
         self.env.key = key.copy()
         p.begin(key)
-        params = {k: data[k] for k in npp.param_shapes(self.model_config)}
-        p.set_params(params)
-        p.set_tensors(BUF_ADAM_MU, {k: data[f"opt/mu/{k}"] for k in params})
-        p.set_tensors(BUF_ADAM_NU, {k: data[f"opt/nu/{k}"] for k in params})
         p.write(BUF_RET_ACC, np.asarray(data["env_episode_return"], np.float32))
         p.write(BUF_LEN_ACC, np.asarray(data["env_episode_length"], np.int32))
         p.write(BUF_CUR_OBS, np.asarray(data["obs"], np.float32))
         p.write(BUF_LAST_DONE, np.asarray(data["last_done"], np.uint8))
         p.write(BUF_HSTATE, np.asarray(data["hstate"], np.float32))
+        self._restore_learner(data)
+
+    def _restore_learner(self, data: dict) -> None:
+        """Weights, Adam moments and counters from a checkpoint's arrays."""
+        p = self.ppo
+        params = {k: data[k] for k in npp.param_shapes(self.model_config)}
+        p.set_params(params)
+        p.set_tensors(BUF_ADAM_MU, {k: data[f"opt/mu/{k}"] for k in params})
+        p.set_tensors(BUF_ADAM_NU, {k: data[f"opt/nu/{k}"] for k in params})
         p.write(BUF_COUNTERS, np.asarray(data["counters"], np.int64))
+
+    def load_learner(self, data: dict) -> None:
+        """The learner state of a checkpoint (weights, Adam moments, counters, and the run's
+        progress) over this trainer's fresh envs: a resume on another world size."""
+        self._restore_learner(data)
+        self.load_progress(data["meta"])
 
     def close(self) -> None:
         self.ppo.close()
         self.env.close()
+
+
+def _join(trainer: CudaTrainer, out_dir: str | None, rank: int, world_size: int, group) -> CudaTrainer:
+    from pycraftax.train import distributed
+
+    shard = None if rank == 0 else distributed.shard_path(os.path.join(out_dir, "checkpoint.npz"), rank)
+    trainer.join_ranks(rank, world_size, group, shard)
+    distributed.join_trainer(trainer.ppo, group)
+    return trainer
+
+
+def start_rank(config: TrainConfig, out_dir: str, rank: int = 0, world_size: int = 1, group=None,
+               **options) -> CudaTrainer:
+    """Rank `rank`'s trainer of a new run, joined to the others (group: its ProcessGroup, None
+    with one process): its envs and sampling seeded with distributed.rank_seed, out_dir on rank
+    0 only (the others write their shard there). `options` go to CudaTrainer."""
+    from pycraftax.train import distributed
+
+    rank_config = dataclasses.replace(config, seed=distributed.rank_seed(config.seed, rank))
+    trainer = CudaTrainer(rank_config, out_dir if rank == 0 else None, **options)
+    return _join(trainer, out_dir, rank, world_size, group)
+
+
+def resume_rank(path: str, out_dir: str, rank: int = 0, world_size: int = 1, group=None,
+                **options) -> tuple[CudaTrainer, str]:
+    """(trainer, note): rank `rank`'s trainer continuing checkpoint `path` on `world_size`
+    ranks, and distributed.plan_resume's note. Its own envs continue exactly where the world size
+    is the one saved; on another world size the learner state carries over and the envs start
+    fresh. ReshardError where the checkpoint cannot resume so."""
+    from pycraftax.train import distributed
+    from pycraftax.train.loop import read_rank_checkpoint
+
+    plan, data = read_rank_checkpoint(path, rank, world_size)
+    backend = data["meta"].get("backend", "c")
+    if backend != CudaTrainer.BACKEND:
+        raise ValueError(f"{path}: a checkpoint of the {backend!r} trainer, not {CudaTrainer.BACKEND!r}")
+    config = TrainConfig.from_dict(data["meta"]["config"])
+    rank_config = dataclasses.replace(config, seed=distributed.rank_seed(config.seed, rank))
+    rank_out = out_dir if rank == 0 else None
+    if plan.envs == "restore":
+        trainer = CudaTrainer(rank_config, rank_out, _restore=data, **options)
+    else:
+        trainer = CudaTrainer(rank_config, rank_out, **options)
+        trainer.load_learner(data)
+    return _join(trainer, out_dir, rank, world_size, group), plan.note
+
+
+def visible_gpu_count() -> int:
+    """The GPUs this process may use (CUDA_VISIBLE_DEVICES applied), asked of the CUDA driver
+    (libcuda.so.1) without creating a context; 0 without a driver."""
+    import ctypes
+
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return 0
+    count = ctypes.c_int(0)
+    if cuda.cuInit(0) != 0 or cuda.cuDeviceGetCount(ctypes.byref(count)) != 0:
+        return 0
+    return int(count.value)
 
 
 def default_backend() -> str:

@@ -13,6 +13,11 @@ RunLoop and supplies its iteration and its own state:
 Outputs in out_dir: metrics.jsonl (one line per update), checkpoint.npz (every
 `checkpoint_every` updates, at a stop and at the end), params.npz (final weights, flax
 names, see interop.py) and learning_curve.png (if matplotlib is importable).
+
+One rank of a run over several GPUs (`join_ranks`, see distributed.py): rank 0 writes all of
+the above; every other rank has no out_dir and writes only its envs' state, to its shard beside
+the checkpoint. Metrics count the env steps of all ranks; the ranks agree after every update
+on whether to stop, so a time limit or a signal on one rank stops them all at the same update.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from pycraftax.train.config import TrainConfig
 CHECKPOINT_VERSION = 1
 WINDOW = 64  # episodes in the running return / achievement window
 RUN_FILES = ("metrics.jsonl", "checkpoint.npz", "params.npz", "learning_curve.png")  # what a run writes
+SHARD_PATTERN = "checkpoint.rank*.npz"  # the other ranks' env states (distributed.shard_path)
 
 
 def now() -> float:
@@ -83,8 +89,43 @@ def read_checkpoint(path: str) -> dict:
 
 
 def existing_run_files(out_dir: str) -> list[str]:
-    """The files of a run already in out_dir (empty when there is none)."""
-    return [name for name in RUN_FILES if os.path.exists(os.path.join(out_dir, name))]
+    """The files of a run already in out_dir, the ranks' shards included (empty when there is none)."""
+    import glob
+
+    shards = sorted(os.path.basename(p) for p in glob.glob(os.path.join(glob.escape(out_dir), SHARD_PATTERN)))
+    return [name for name in RUN_FILES if os.path.exists(os.path.join(out_dir, name))] + shards
+
+
+def read_rank_checkpoint(path: str, rank: int, world_size: int) -> tuple:
+    """(plan, arrays) for resuming checkpoint `path` as rank `rank` of `world_size`:
+    distributed.plan_resume's plan, and the arrays to load. With "restore", a rank above 0 gets
+    the replicated learner state of `path` with its own envs' state from its shard; with
+    "reset", the arrays hold the learner state to carry over (the envs start fresh).
+    ReshardError where the checkpoint cannot resume on this world size."""
+    from pycraftax.train import distributed
+
+    data = read_checkpoint(path)
+    meta = data["meta"]
+    config = TrainConfig.from_dict(meta["config"])
+    saved_world = int(meta.get("world_size", 1))
+    present = [r for r in range(1, saved_world) if os.path.exists(distributed.shard_path(path, r))]
+    plan = distributed.plan_resume(saved_world, config.num_envs, world_size, num_minibatches=config.num_minibatches,
+                                   shards_present=present)
+    if plan.envs == "restore" and rank > 0:
+        shard_file = distributed.shard_path(path, rank)
+        shard = interop.read_npz(shard_file)
+        if "shard" not in shard:
+            raise distributed.ReshardError(f"{shard_file} is not a rank's shard of a checkpoint")
+        info = json.loads(str(shard.pop("shard")))
+        if (info.get("update"), info.get("world_size"), info.get("rank")) != (meta["update"], saved_world, rank):
+            raise distributed.ReshardError(
+                f"{shard_file} holds rank {info.get('rank')} of {info.get('world_size')} at update "
+                f"{info.get('update')}, but {path} is at update {meta['update']} of {saved_world} rank(s): the shard "
+                "belongs to another checkpoint (restore the matching files, or resume on another world size to start "
+                "fresh envs)")
+        # a shard holds every per-rank entry (split_checkpoint): they replace rank 0's
+        data = {**data, **shard}
+    return plan, data
 
 
 def progress_detail(m: dict) -> str:
@@ -108,6 +149,16 @@ class RunLoop:
         self.window_ach: deque = deque(maxlen=WINDOW)
         self.history: list[dict] = []
         self.update = 0
+        self.env_steps = 0  # of all ranks, over the whole run (resumes on other world sizes included)
+        self.rank, self.world_size, self.group, self.shard_file = 0, 1, None, None
+
+    def join_ranks(self, rank: int, world_size: int, group, shard_file: str | None) -> None:
+        """Makes this loop rank `rank` of `world_size` (group: distributed.ProcessGroup). A rank
+        above 0 must have no out_dir; it writes its envs' state to `shard_file` whenever rank 0
+        checkpoints."""
+        if rank > 0 and (self.out_dir is not None or shard_file is None):
+            raise ValueError(f"rank {rank} writes no run files (out_dir None), only its shard (shard_file)")
+        self.rank, self.world_size, self.group, self.shard_file = rank, world_size, group, shard_file
 
     # -- what a trainer supplies --------------------------------------------------------
     def iterate(self) -> Iteration:
@@ -131,18 +182,19 @@ class RunLoop:
         """Count the update, feed the episode windows and build its metrics line."""
         c = self.config
         self.update += 1
+        self.env_steps += self.world_size * c.steps_per_update
         episodes = it.episodes
         for ret, length, ach in episodes:
             self.window_returns.append(ret)
             self.window_lengths.append(length)
             self.window_ach.append(ach)
-        m = dict(update=self.update, env_steps=self.update * c.steps_per_update, episodes=len(episodes),
+        m = dict(update=self.update, env_steps=self.env_steps, episodes=len(episodes),
                  episode_return=(float(np.mean([e[0] for e in episodes])) if episodes else None),
                  episode_length=(float(np.mean([e[1] for e in episodes])) if episodes else None),
                  return_window=(float(np.mean(self.window_returns)) if self.window_returns else None),
                  length_window=(float(np.mean(self.window_lengths)) if self.window_lengths else None),
                  window_episodes=len(self.window_returns),
-                 **it.losses, sps=c.steps_per_update / it.seconds, **it.timings)
+                 **it.losses, sps=self.world_size * c.steps_per_update / it.seconds, **it.timings)
         if self.window_ach:
             rates = np.mean(np.stack(self.window_ach), 0)
             m["achievements"] = {NAMES_BY_INDEX[i]: float(rates[i]) for i in range(NUM_ACHIEVEMENTS)}
@@ -180,12 +232,16 @@ class RunLoop:
             self._truncate_metrics()
             metrics_f = open(os.path.join(self.out_dir, "metrics.jsonl"), "a")
         if progress is True:
-            progress = Progress(c.num_updates * c.steps_per_update, "steps", start=self.update * c.steps_per_update)
+            left = (c.num_updates - self.update) * self.world_size * c.steps_per_update
+            progress = Progress(self.env_steps + left, "steps", start=self.env_steps)
         bar = progress or None
         try:
-            while self.update < end and self.stop_reason is None:
+            stopping = None  # the stop decision taken after an update (a signal may set stop_reason any time)
+            while self.update < end and stopping is None:
                 t_update = now()
                 m = self.step()
+                if self.group is not None:
+                    self.group.check()
                 longest = max(longest, now() - t_update)
                 lines.append(m)
                 if metrics_f:
@@ -198,9 +254,15 @@ class RunLoop:
                 if (self.stop_reason is None and time_limit_s is not None and self.update < end
                         and now() - t_start + longest > time_limit_s):
                     self.stop_reason = f"time limit of {time_limit_s:g} s"
-                if self.out_dir and (self.update % c.checkpoint_every == 0 or self.update == end
-                                     or self.stop_reason is not None):
-                    self.save_checkpoint(os.path.join(self.out_dir, "checkpoint.npz"))
+                stopping = self.stop_reason if self.group is None else self._agree_on_stop()
+                if self.update % c.checkpoint_every == 0 or self.update == end or stopping is not None:
+                    if self.out_dir:
+                        self.save_checkpoint(os.path.join(self.out_dir, "checkpoint.npz"))
+                    elif self.shard_file:
+                        self.save_shard(self.shard_file)
+                    if self.group is not None:  # a rank that failed to write ends the others here
+                        self.group.barrier(f"checkpoint {self.update}")
+            self.stop_reason = stopping
         finally:
             if metrics_f:
                 metrics_f.close()
@@ -211,6 +273,17 @@ class RunLoop:
         if self.out_dir and (self.update == c.num_updates or self.stop_reason is not None):
             self.plot()
         return lines
+
+    def _agree_on_stop(self) -> str | None:
+        """This update's stop decision of all ranks: the first rank's reason to stop, or None
+        (every rank must run the same updates, or NCCL waits on the one that stopped)."""
+        store = self.group.store
+        store.set(f"stop/{self.update}/{self.rank}", (self.stop_reason or "").encode())
+        for r in range(self.world_size):
+            reason = store.get(f"stop/{self.update}/{r}").decode()
+            if reason:
+                return reason if r == self.rank else f"{reason} on rank {r}"
+        return None
 
     # -- checkpoints ----------------------------------------------------------------------
     def state_arrays(self) -> dict[str, np.ndarray]:
@@ -224,7 +297,8 @@ class RunLoop:
         arrays["window_ach"] = (np.stack(self.window_ach) if self.window_ach
                                 else np.zeros((0, NUM_ACHIEVEMENTS), bool))
         meta = dict(version=CHECKPOINT_VERSION, backend=self.BACKEND, config=self.config.to_dict(),
-                    update=self.update, history=self.history, **self.backend_meta())
+                    update=self.update, env_steps=self.env_steps, world_size=self.world_size, history=self.history,
+                    **self.backend_meta())
         arrays["meta"] = np.array(json.dumps(meta))
         return arrays
 
@@ -233,6 +307,18 @@ class RunLoop:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         tmp = f"{path}.tmp{os.getpid()}"
         write_npz_fast(tmp, self.state_arrays())
+        os.replace(tmp, path)
+
+    def save_shard(self, path: str) -> None:
+        """This rank's envs' state (distributed.split_checkpoint's per-rank part), atomic, with
+        "shard": which rank of how many wrote it at which update."""
+        from pycraftax.train import distributed
+
+        _, per_rank = distributed.split_checkpoint(self.state_arrays(), self.params)
+        per_rank["shard"] = np.array(json.dumps(dict(rank=self.rank, world_size=self.world_size, update=self.update)))
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)  # rank 0's out dir may be on another host
+        tmp = f"{path}.tmp{os.getpid()}"
+        write_npz_fast(tmp, per_rank)
         os.replace(tmp, path)
 
     @classmethod
@@ -250,12 +336,17 @@ class RunLoop:
     def load_state(self, data: dict) -> None:
         """Restore the shared state from a checkpoint's arrays, then the trainer's own."""
         self.env.set_state({k[4:]: v for k, v in data.items() if k.startswith("env/")})
-        self.update = int(data["meta"]["update"])
+        self.load_progress(data["meta"])
         self.window_returns.extend(data["window_returns"].tolist())
         self.window_lengths.extend(data["window_lengths"].tolist())
         self.window_ach.extend(list(data["window_ach"]))
-        self.history = list(data["meta"].get("history", []))
         self.restore_backend(data)
+
+    def load_progress(self, meta: dict) -> None:
+        """How far the run is, from a checkpoint's meta: updates, env steps, history."""
+        self.update = int(meta["update"])
+        self.env_steps = int(meta.get("env_steps", self.update * self.config.steps_per_update))
+        self.history = list(meta.get("history", []))
 
     def _truncate_metrics(self) -> None:
         """Drop metric lines past the current update (after a resume from an older checkpoint)."""
