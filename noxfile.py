@@ -38,6 +38,8 @@ def _check_no_parity_skips(junit: Path) -> None:
 def tests(session: nox.Session) -> None:
     """API contract + JAX-parity conformance tests (CI profile) against craftax 1.6.1 on the CPU."""
     session.install("-e", ".[test,jax]", env={**C_ONLY, "PYCRAFTAX_TEST_HOOKS": "1"})
+    # torch's CPU build, so the torch-input tests and the CleanRL example run rather than skip
+    session.install("torch==2.13.0")
     junit = Path(session.create_tmp()) / "junit.xml"
     env = {"HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "ci")}
     session.run("pytest", "-ra", f"--junitxml={junit}", *session.posargs, env=env)

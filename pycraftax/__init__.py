@@ -7,85 +7,15 @@
 
 from __future__ import annotations
 
-import warnings
-
-from pycraftax.params import EnvParams, StaticEnvParams, split_params
+from pycraftax.params import EnvParams, StaticEnvParams
+from pycraftax.registry import cuda_available, list_envs, make
 from pycraftax.vec_env import CraftaxVecEnv
 
 __version__ = "0.1.0"
 
-_ENV_IDS = ("Craftax-Symbolic-v1",)
-_BACKENDS = ("auto", "c", "cuda")
-
-
-def list_envs() -> list[str]:
-    """Env ids this build provides (upstream's names)."""
-    return list(_ENV_IDS)
-
-
-def cuda_available() -> bool:
-    """Whether backend="cuda" can be used here: cuda/build/libcraftax_cuda.so (or
-    $PYCRAFTAX_CUDA_LIB) loads and a GPU is visible. `pycraftax.cuda_env.unavailable_reason()`
-    says why not."""
-    from pycraftax import cuda_env
-
-    return cuda_env.available()
-
-
-def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, obs: str = "float",
-         resets: str = "auto", reset_ratio: int | None = None, **params):
-    """Create `num_envs` envs of `env_id`.
-
-    resets: "auto" (default) resets each env that ends with a fresh world of its own, as
-    upstream's CraftaxSymbolicEnv.step; "optimistic" is Craftax_Baselines'
-    OptimisticResetVecEnvWrapper, the official PPO-RNN's default: num_envs / reset_ratio
-    fresh worlds per step (reset_ratio defaults to min(16, num_envs) and must divide
-    num_envs), shared by the envs that ended.
-
-    obs: "float" (default) returns the symbolic obs, float32 [N, 8268]; "compact" (needs
-    backend="cuda") returns compact uint8 records [N, 1008] that expand exactly to it
-    (env.expand_obs() on the GPU, pycraftax.obs_compact.expand() in numpy).
-
-    params are upstream EnvParams fields (max_timesteps, day_length, always_diamond,
-    mob_despawn_distance, max_attribute, god_mode, fractal_noise_angles); StaticEnvParams
-    fields are accepted only at upstream's defaults.
-
-    num_envs is any integer >= 1 (numpy integers too). A batch that does not fit in the
-    memory it would use (host memory for "c", GPU memory for "cuda") raises MemoryError here,
-    saying how many envs fit. Seeding, threads and spaces: pycraftax.vec_env.CraftaxVecEnv.
-    """
-    from pycraftax import vec_env
-    from pycraftax.jax_random import prng_key
-
-    if env_id not in _ENV_IDS:
-        raise ValueError(f"unknown env id {env_id!r}; available: {list(_ENV_IDS)}")
-    num_envs = vec_env.check_num_envs(num_envs)
-    if backend not in _BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}; choose one of {list(_BACKENDS)}")
-    vec_env.check_obs_mode(obs)
-    if obs == "compact" and backend != "cuda":
-        raise ValueError("obs='compact' needs backend='cuda'")
-    env_params, static_params = split_params(params)
-    vec_env.check_resets(resets, reset_ratio, num_envs)
-    prng_key(seed)  # validates the seed before any allocation
-    if backend in ("cuda", "auto"):
-        from pycraftax import cuda_env
-
-        reason = cuda_env.unavailable_reason()
-        if reason is None:
-            return cuda_env.CudaCraftaxEnv(num_envs, seed, env_params, static_params, obs=obs, resets=resets,
-                                           reset_ratio=reset_ratio)
-        if backend == "cuda":
-            raise RuntimeError(
-                f"backend='cuda' is not available: {reason}; use backend='c' (or 'auto', which falls back to C)"
-            )
-        warnings.warn(
-            f"pycraftax: no CUDA backend available ({reason}), using the C reference (backend='c')", stacklevel=2
-        )
-
-    from pycraftax.env import CraftaxEnv
-
-    return CraftaxEnv(num_envs, seed, env_params, static_params, resets=resets, reset_ratio=reset_ratio)
-
-
 __all__ = ["make", "list_envs", "cuda_available", "CraftaxVecEnv", "EnvParams", "StaticEnvParams", "__version__"]
+
+# The gymnasium ids (pycraftax/<env id>) resolve to make().
+from pycraftax.gymnasium_env import register_envs  # noqa: E402
+
+register_envs()

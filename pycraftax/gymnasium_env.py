@@ -19,7 +19,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-import pycraftax
+from pycraftax import registry
 from pycraftax import jax_random
 
 NAMESPACE = "pycraftax"
@@ -35,11 +35,11 @@ def gym_id(env_id: str) -> str:
 
 
 def register_envs() -> list[str]:
-    """Register every id of `pycraftax.list_envs()` with gymnasium (idempotent); returns the
+    """Register every id of `registry.list_envs()` with gymnasium (idempotent); returns the
     gymnasium ids. `gymnasium.make(id)` gives a `CraftaxGymEnv`, `gymnasium.make_vec(id,
     num_envs=N)` a `CraftaxVectorEnv` (its vector entry point)."""
     ids = []
-    for env_id in pycraftax.list_envs():
+    for env_id in registry.list_envs():
         name = gym_id(env_id)
         if name not in gymnasium.registry:
             gymnasium.register(
@@ -86,7 +86,7 @@ class CraftaxGymEnv(gymnasium.Env):
     an episode ends with terminated or truncated and the obs of its final state; `reset()`
     starts the next one.
 
-    Seeding: `reset(seed=S)` builds the world `pycraftax.make(env_id, num_envs=1).reset(seed=S)`
+    Seeding: `reset(seed=S)` builds the world `registry.make(env_id, num_envs=1).reset(seed=S)`
     builds (key split(PRNGKey(S), 1)[0]) and starts the step key stream at split(PRNGKey(S))[1];
     each step takes `stream, key = split(stream)` and runs upstream `step_env(key, ...)`; a reset
     without a seed takes its world key from the same stream. So (S, actions) fixes the whole
@@ -106,7 +106,7 @@ class CraftaxGymEnv(gymnasium.Env):
             if name in params:
                 raise TypeError(f"{name!r} does not apply to the single env, which resets only on reset() "
                                 f"(seed it with reset(seed=...))")
-        self._env = pycraftax.make(env_id, num_envs=1, backend=backend, **params)
+        self._env = registry.make(env_id, num_envs=1, backend=backend, **params)
         self.backend = self._env.backend
         self.observation_space = to_gymnasium_space(self._env.single_observation_space)
         self.action_space = to_gymnasium_space(self._env.single_action_space)
@@ -198,7 +198,7 @@ class CraftaxVectorEnv(VectorEnv):
             raise ValueError(f"render_mode must be None, got {render_mode!r}")
         if isinstance(num_envs, np.integer):
             num_envs = int(num_envs)
-        self._env = pycraftax.make(env_id, num_envs=num_envs, backend=backend, seed=seed, **make_kwargs)
+        self._env = registry.make(env_id, num_envs=num_envs, backend=backend, seed=seed, **make_kwargs)
         self.num_envs = self._env.num_envs
         self.backend = self._env.backend
         self.metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}

@@ -632,8 +632,6 @@ def join_trainer(ppo, group: ProcessGroup | None, timeout: float = DEFAULT_TIMEO
         return
     import numpy as np
 
-    from pycraftax.train.cuda_trainer import BUF_ADAM_MU, BUF_ADAM_NU, BUF_PARAMS
-
     ffi, lib = ppo.ffi, ppo.lib
     path = find_nccl()
     if path:
@@ -641,7 +639,8 @@ def join_trainer(ppo, group: ProcessGroup | None, timeout: float = DEFAULT_TIMEO
     config = {k: v for k, v in ppo.config.to_dict().items() if k != "seed"}
     group.check_same("training configuration", dict(config, num_params=int(ppo.num_params),
                                                     adam_count=int(ppo.counters[1])))
-    buffers = {"params": BUF_PARAMS, "adam_mu": BUF_ADAM_MU, "adam_nu": BUF_ADAM_NU}
+    buffers = {"params": lib.CRAFTAX_PPO_BUF_PARAMS, "adam_mu": lib.CRAFTAX_PPO_BUF_ADAM_MU,
+               "adam_nu": lib.CRAFTAX_PPO_BUF_ADAM_NU}
     mine = {k: ppo.read(b, np.float32) for k, b in buffers.items()} if group.rank == 0 else None
     learner = group.broadcast_arrays("learner state", mine)
     if group.rank != 0:
