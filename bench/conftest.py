@@ -127,7 +127,8 @@ class Throughput:
         probe = time.perf_counter() - t0
         rounds = int(min(max(min_rounds, seconds / max(probe, 1e-9)), max_rounds))
         self.benchmark.pedantic(fn, rounds=rounds, iterations=1, warmup_rounds=warmup_rounds)
-        median = self.benchmark.stats.stats.median
+        # --benchmark-disable runs fn once and keeps no stats: the probe's time stands in
+        median = self.benchmark.stats.stats.median if self.benchmark.stats else probe
         rate = items / median
         self.benchmark.extra_info.update(unit=unit, items_per_round=items, throughput=rate,
                                          warmup_rounds=warmup_rounds, **info)

@@ -40,6 +40,14 @@ class Result:
                           median_s=b.get("stats", {}).get("median"), rounds=b.get("stats", {}).get("rounds"))
                      for b in data.get("benchmarks", [])]
 
+    def on_device(self, gpu: bool) -> "Result":
+        """A copy holding the rows measured on a GPU (gpu=True) or on the CPU: a JAX peer runs on
+        the CPU of a GPU machine where its JAX has no GPU backend."""
+        copy = object.__new__(Result)
+        copy.__dict__.update(self.__dict__)
+        copy.rows = [row for row in self.rows if ("cpu" not in str(row.get("device", "cpu")).lower()) == gpu]
+        return copy
+
     def find(self, test: str, **match) -> dict | None:
         for row in self.rows:
             if row["test"] == test and all(row.get(k) == v for k, v in match.items()):
@@ -275,10 +283,12 @@ def build_report(results: Path, plot_dir: Path | None = None) -> str:
         lines += [" ".join(f"![{n}]({plot_dir.name}/{n})" for n in names), ""] if names else []
     for (suite, kind), c in sorted(newest.items()):
         if suite == "c":
-            lines += cpu_sections(c, newest.get(("upstream", kind)), newest.get(("envpool", kind)))
+            up = newest.get(("upstream", kind))
+            lines += cpu_sections(c, up and up.on_device(gpu=False), newest.get(("envpool", kind)))
     for (suite, kind), cuda in sorted(newest.items()):
         if suite == "cuda":
-            lines += gpu_sections(cuda, newest.get(("upstream", kind)))
+            up = newest.get(("upstream", kind))
+            lines += gpu_sections(cuda, up.on_device(gpu=True) if up and up.on_device(gpu=True).rows else None)
     trainers = [r for (s, _), r in sorted(newest.items()) if s == "trainer"]
     if trainers:
         lines += trainer_section(trainers)

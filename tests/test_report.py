@@ -83,7 +83,7 @@ def test_a_suite_without_its_own_section_gets_a_generic_table(tmp_path):
     assert "## jax_loop" in text and "| test_loop | num_envs=8 | 1,234 | env steps/s |" in text
 
 
-def test_gpu_ratio_against_upstream_on_the_same_gpu(tmp_path):
+def test_gpu_ratio_against_upstream_on_the_same_gpu_only(tmp_path):
     report = _report_module()
     gpu = {"gpu": "GPU Y", "cpu": "CPU Z", "cores": 16}
     _write(tmp_path / "2026-01-01-gpu-y-cuda.json",
@@ -91,9 +91,11 @@ def test_gpu_ratio_against_upstream_on_the_same_gpu(tmp_path):
                                                     throughput=2.0e6)))
     _write(tmp_path / "2026-01-01-gpu-y-upstream.json",
            _result("2026-01-01T10:01:00", gpu, dict(test="test_step", num_envs=4096, mode="optimistic",
-                                                    env="Craftax-Symbolic-v1", throughput=5.0e5)))
+                                                    env="Craftax-Symbolic-v1", device="cuda:0", throughput=5.0e5),
+                   dict(test="test_step", num_envs=64, mode="auto", env="Craftax-Symbolic-v1", device="TFRT_CPU_0",
+                        throughput=1.0e6)))  # upstream on the host CPU: not a GPU peer
     text = report.build_report(tmp_path)
-    assert "| 4,096 | - | 2.0 M | - | - | 4x |" in text
+    assert "| 4,096 | - | 2.0 M | - | - | 4x |" in text and "| 64 | 1.0 M |" not in text.split("## CUDA")[1]
 
 
 def test_plots_are_written(tmp_path):
