@@ -160,7 +160,8 @@ def bench(session: nox.Session) -> None:
     bench/results/<date>-<machine kind>-<suite>.json, replacing that kind's older one; then
     bench/REPORT.md. Extra arguments go to every pytest run (`-- --bench-quick`: small sizes);
     `-- --benchmark-compare` compares each suite with its last committed result of this machine kind."""
-    session.install("-e", ".[jax]", "pytest", "pytest-benchmark")
+    if session.venv_backend != "none":  # with --no-venv the calling environment must have these
+        session.install("-e", ".[jax]", "pytest", "pytest-benchmark")
     kind = session.run("python", "-c", MACHINE_KIND, silent=True).strip().splitlines()[-1]
     date = time.strftime("%Y-%m-%d", time.gmtime())
     args = list(session.posargs)
@@ -179,7 +180,7 @@ def bench(session: nox.Session) -> None:
                 against = [f"--benchmark-compare={previous}"]
             else:
                 session.log(f"{suite}: no committed result of machine kind {kind} to compare with")
-        session.run("pytest", "-p", "no:cacheprovider", str(test_file.relative_to(ROOT)), f"--benchmark-json={out}",
+        session.run("python", "-m", "pytest", "-p", "no:cacheprovider", str(test_file.relative_to(ROOT)), f"--benchmark-json={out}",
                     "--benchmark-columns=median,iqr,rounds", "--benchmark-sort=name", *against, *args)
         if not out.exists():
             session.log(f"{suite}: no benchmark ran here (the skip reasons are above), no result written")
@@ -195,7 +196,8 @@ def bench(session: nox.Session) -> None:
 @nox.session(default=False)
 def report(session: nox.Session) -> None:
     """bench/REPORT.md and bench/plots/*.png from the newest result of each suite in bench/results/."""
-    session.install("matplotlib")
+    if session.venv_backend != "none":
+        session.install("matplotlib")
     session.run("python", "bench/report.py", *session.posargs)
 
 
