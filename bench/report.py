@@ -125,6 +125,10 @@ def cpu_sections(c: Result, up: Result | None, pool: Result | None) -> list[str]
         rows.append([e, one, alln, auto, opt, ratio(alln, auto), ratio(alln, opt)])
     out += table(["envs", "C 1 thr", f"C {n} thr", "upstream auto-reset", "upstream optimistic",
                   "C / upstream auto", "C / upstream optimistic"], rows)
+    compile_s = [r["setup_seconds"] for r in (up.rows if up else []) if "setup_seconds" in r]
+    if compile_s:
+        out += ["", f"Upstream's JIT compilation (first call, not in the rates): {min(compile_s):.0f}-"
+                f"{max(compile_s):.0f} s per configuration."]
     rows = []
     for e in sorted(set(c.values("test_reset", "num_envs")) | set(up.values("test_reset", "num_envs") if up else [])):
         alln, theirs = c.rate("test_reset", num_envs=e, threads=n), up.rate("test_reset", num_envs=e) if up else None
