@@ -101,6 +101,7 @@ def pycraftax_machine_info() -> dict:
 
 def pytest_benchmark_update_machine_info(config, machine_info):
     machine_info["pycraftax"] = pycraftax_machine_info()
+    machine_info["pycraftax"]["bench_quick"] = config.getoption("bench_quick")
 
 
 def pytest_benchmark_update_commit_info(config, commit_info):

@@ -36,6 +36,7 @@ class Result:
         self.cores = info.get("cores")
         self.commit = str(data.get("commit_info", {}).get("id") or info.get("commit") or "?")[:10]
         self.note = data.get("converted_from")
+        self.quick = bool(info.get("bench_quick"))
         self.rows = [dict(b.get("extra_info", {}), test=b.get("name", "?").split("[")[0],
                           median_s=b.get("stats", {}).get("median"), rounds=b.get("stats", {}).get("rounds"))
                      for b in data.get("benchmarks", [])]
@@ -66,6 +67,7 @@ class Result:
         gpu = self.machine != self.cpu
         where = f"{self.machine}" + (f", {self.cores} cores" if self.cores and not gpu else "")
         text = f"`{self.path.name}`: {where}, commit {self.commit}, {self.when[:16].replace('T', ' ')} UTC"
+        text += " (--bench-quick: small sizes and few rounds, a check rather than a figure)" if self.quick else ""
         return text + (f" (converted from the older `{self.note}`)" if self.note else "")
 
 
