@@ -143,14 +143,15 @@ def cpu_sections(c: Result, up: Result | None, pool: Result | None) -> list[str]
         out += ["", "Observation rendering alone, observations/s:", ""]
         out += table(["envs", "C 1 thr", f"C {n} thr"], obs)
     classic = sorted(set(up.values("test_step_classic", "num_envs") if up else [])
-                     | set(pool.values("test_step", "num_envs") if pool else []))
+                     | set(pool.values("test_step", "num_envs") if pool else [])
+                     | set(c.values("test_step_classic", "num_envs")))
     if classic:
         out += ["", f"Classic ({CLASSIC}; EnvPool's Craftax is Classic), env steps/s; pycraftax's Classic appears "
                 "here once the package provides it (bench/test_bench_envpool.py):", ""]
         rows = [[e, up.rate("test_step_classic", num_envs=e, mode="auto") if up else None,
                  up.rate("test_step_classic", num_envs=e, mode="optimistic") if up else None,
                  pool.rate("test_step", num_envs=e) if pool else None,
-                 pool.rate("test_pycraftax_classic", num_envs=e) if pool else None] for e in classic]
+                 c.rate("test_step_classic", num_envs=e)] for e in classic]
         out += table(["envs", "upstream auto-reset", "upstream optimistic", "EnvPool", "pycraftax C"], rows)
     return out + [""]
 
