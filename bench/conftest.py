@@ -4,8 +4,9 @@ Every benchmark goes through the `throughput` fixture: it picks rounds for a sta
 runs pytest-benchmark's pedantic mode, and writes into `extra_info` the unit (env steps/s,
 worlds/s, training steps/s), the items one round processes and the throughput at the
 median round time, so that bench/report.py reads figures, never recomputes them. The
-machine block of the JSON gets the CPU model, usable cores, GPU and driver, compiler flags
-and the commit (pytest-benchmark's own commit block reads git, which a copied tree lacks).
+machine block of the JSON gets the CPU model, usable cores, GPU and driver, compiler flags,
+package versions and the machine kind; the commit block takes $PYCRAFTAX_COMMIT where the tree
+was copied without git.
 
 `--bench-quick` runs every suite at small sizes and few rounds: a check that the suites work,
 not a figure to publish.
@@ -88,7 +89,9 @@ def pycraftax_machine_info() -> dict:
     from pycraftax import _build
     from pycraftax.bench import machine_info
 
-    info = {**machine_info(), **nvidia_smi()}
+    # the commit goes to pytest-benchmark's commit_info: in the machine block it would make every
+    # --benchmark-compare across commits warn that the machine differs
+    info = {k: v for k, v in machine_info().items() if k != "commit"} | nvidia_smi()
     info.update(
         c_compile_args=" ".join(_build.COMPILE_ARGS),
         nvcc_flags=nvcc_flags(),
@@ -105,8 +108,10 @@ def pytest_benchmark_update_machine_info(config, machine_info):
 
 
 def pytest_benchmark_update_commit_info(config, commit_info):
-    if os.environ.get("PYCRAFTAX_COMMIT"):  # a tree copied without .git (a GPU machine) names its commit
-        commit_info["id"] = os.environ["PYCRAFTAX_COMMIT"]
+    from pycraftax.bench import git_commit
+
+    if os.environ.get("PYCRAFTAX_COMMIT") or not commit_info.get("id"):
+        commit_info["id"] = git_commit()  # $PYCRAFTAX_COMMIT names a tree copied without .git (a GPU machine)
 
 
 class Throughput:
