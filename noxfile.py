@@ -178,7 +178,8 @@ def bench(session: nox.Session) -> None:
         if compare:
             previous = _last_committed_result(session, kind, suite)
             if previous:
-                against = [f"--benchmark-compare={previous}"]
+                # one table per benchmark: its committed and current rows, the factor between them
+                against = [f"--benchmark-compare={previous}", "--benchmark-group-by=name"]
             else:
                 session.log(f"{suite}: no committed result of machine kind {kind} to compare with")
         session.run("python", "-m", "pytest", "-p", "no:cacheprovider", str(test_file.relative_to(ROOT)), f"--benchmark-json={out}",
