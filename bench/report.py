@@ -84,7 +84,9 @@ def fmt(value) -> str:
 
 
 def ratio(a: float | None, b: float | None) -> str:
-    return f"{a / b:,.0f}x" if a and b else "-"
+    if not (a and b):
+        return "-"
+    return f"{a / b:,.0f}x" if a / b >= 10 else f"{a / b:,.1f}x"
 
 
 def table(header: list[str], rows: list[list]) -> list[str]:
@@ -116,15 +118,17 @@ def cpu_sections(c: Result, up: Result | None, pool: Result | None) -> list[str]
     out += [f"- upstream: {up.caption()}"] if up else ["- upstream: not measured (no upstream result of this kind)"]
     out += [f"- EnvPool: {pool.caption()}" if pool else "- EnvPool: not measured (envpool>=1.2.7 needs Python >= 3.12)"]
     out += ["", f"Env steps/s, {SYMBOLIC}, uniformly random actions, observations every step. Upstream is "
-            f"jit(vmap) over a lax.scan on all cores; `C {n} thr` uses all {n} cores; ratios are all cores "
-            "against all cores at the same batch size.", ""]
+            f"jit(vmap) over a lax.scan on all {n} cores; `C {n} thr` uses them all too. A ratio is the C "
+            f"reference's better thread count (it never uses more cores than upstream) over upstream at the "
+            "same batch size.", ""]
     sizes = sorted(set(c.values("test_step", "num_envs")) | set(up.values("test_step", "num_envs") if up else []))
     rows = []
     for e in sizes:
         one, alln = c.rate("test_step", num_envs=e, threads=1), c.rate("test_step", num_envs=e, threads=n)
         auto = up.rate("test_step", num_envs=e, mode="auto", env=SYMBOLIC) if up else None
         opt = up.rate("test_step", num_envs=e, mode="optimistic", env=SYMBOLIC) if up else None
-        rows.append([e, one, alln, auto, opt, ratio(alln, auto), ratio(alln, opt)])
+        best = max((r for r in (one, alln) if r), default=None)
+        rows.append([e, one, alln, auto, opt, ratio(best, auto), ratio(best, opt)])
     out += table(["envs", "C 1 thr", f"C {n} thr", "upstream auto-reset", "upstream optimistic",
                   "C / upstream auto", "C / upstream optimistic"], rows)
     compile_s = [r["setup_seconds"] for r in (up.rows if up else []) if "setup_seconds" in r]
@@ -133,8 +137,9 @@ def cpu_sections(c: Result, up: Result | None, pool: Result | None) -> list[str]
                 f"{max(compile_s):.0f} s per configuration."]
     rows = []
     for e in sorted(set(c.values("test_reset", "num_envs")) | set(up.values("test_reset", "num_envs") if up else [])):
-        alln, theirs = c.rate("test_reset", num_envs=e, threads=n), up.rate("test_reset", num_envs=e) if up else None
-        rows.append([e, c.rate("test_reset", num_envs=e, threads=1), alln, theirs, ratio(alln, theirs)])
+        one, alln = c.rate("test_reset", num_envs=e, threads=1), c.rate("test_reset", num_envs=e, threads=n)
+        theirs = up.rate("test_reset", num_envs=e) if up else None
+        rows.append([e, one, alln, theirs, ratio(max((r for r in (one, alln) if r), default=None), theirs)])
     out += ["", "World generation (reset), worlds/s:", ""]
     out += table(["envs", "C 1 thr", f"C {n} thr", "upstream jit(vmap(reset_env))", "C / upstream"], rows)
     obs = [[e, c.rate("test_observe", num_envs=e, threads=1), c.rate("test_observe", num_envs=e, threads=n)]
@@ -146,8 +151,8 @@ def cpu_sections(c: Result, up: Result | None, pool: Result | None) -> list[str]
                      | set(pool.values("test_step", "num_envs") if pool else [])
                      | set(c.values("test_step_classic", "num_envs")))
     if classic:
-        out += ["", f"Classic ({CLASSIC}; EnvPool's Craftax is Classic), env steps/s; pycraftax's Classic appears "
-                "here once the package provides it (bench/test_bench_envpool.py):", ""]
+        out += ["", f"Classic ({CLASSIC}; EnvPool's Craftax is Classic), env steps/s on all cores; pycraftax's "
+                "Classic appears once the package provides it (bench/test_bench_c.py):", ""]
         rows = [[e, up.rate("test_step_classic", num_envs=e, mode="auto") if up else None,
                  up.rate("test_step_classic", num_envs=e, mode="optimistic") if up else None,
                  pool.rate("test_step", num_envs=e) if pool else None,

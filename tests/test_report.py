@@ -95,7 +95,7 @@ def test_gpu_ratio_against_upstream_on_the_same_gpu_only(tmp_path):
                    dict(test="test_step", num_envs=64, mode="auto", env="Craftax-Symbolic-v1", device="TFRT_CPU_0",
                         throughput=1.0e6)))  # upstream on the host CPU: not a GPU peer
     text = report.build_report(tmp_path)
-    assert "| 4,096 | - | 2.0 M | - | - | 4x |" in text and "| 64 | 1.0 M |" not in text.split("## CUDA")[1]
+    assert "| 4,096 | - | 2.0 M | - | - | 4.0x |" in text and "| 64 | 1.0 M |" not in text.split("## CUDA")[1]
 
 
 def test_plots_are_written(tmp_path):
