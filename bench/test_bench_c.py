@@ -49,14 +49,13 @@ def test_step(throughput, step_envs, threads):
     assert rate > 0 and loop.calls > 0
 
 
-@pytest.mark.parametrize("obs_threads", THREADS)
-def test_observe(throughput, obs_envs, obs_threads):
+def test_observe(throughput, obs_envs, threads):
     loop = StepLoop(obs_envs)
     for _ in range(16):  # states past their first step, not all fresh worlds
         loop.step()
-    with c_threads(obs_threads):
+    with c_threads(threads):
         rate = throughput(loop.observe, items=obs_envs, unit="observations/s", backend="c", num_envs=obs_envs,
-                          **_per_core(obs_threads))
+                          **_per_core(threads))
     assert rate > 0 and loop.obs.any()
 
 
