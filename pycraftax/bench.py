@@ -158,10 +158,6 @@ def _cores_used(threads: int) -> int:
     return min(threads, usable_cores())
 
 
-def keys_for(num: int, seed: int) -> np.ndarray:
-    return jax_random.split(jax_random.prng_key(seed), num)
-
-
 def bench_worldgen(num_envs: int = 64, threads: int = 1, min_seconds: float = 2.0, seed: int = 0,
                    progress=None) -> dict:
     """Worlds per second of the C reference's reset_env over `num_envs`-wide batches."""
