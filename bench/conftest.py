@@ -99,6 +99,9 @@ def pycraftax_machine_info() -> dict:
         settings={k: v for k, v in sorted(os.environ.items()) if k.startswith("PYCRAFTAX_") and k != "PYCRAFTAX_COMMIT"},
     )
     info["kind"] = machine_kind(info)
+    # other jobs on the machine starve the C reference's OpenMP threads (they spin at barriers):
+    # the load at the end of the run tells a reader whether the figures are of an idle machine
+    info["load_average_1min"] = os.getloadavg()[0]
     return info
 
 

@@ -37,6 +37,7 @@ class Result:
         self.commit = str(data.get("commit_info", {}).get("id") or info.get("commit") or "?")[:10]
         self.note = data.get("converted_from")
         self.quick = bool(info.get("bench_quick"))
+        self.load = info.get("load_average_1min")
         self.rows = [dict(b.get("extra_info", {}), test=b.get("name", "?").split("[")[0],
                           median_s=b.get("stats", {}).get("median"), rounds=b.get("stats", {}).get("rounds"))
                      for b in data.get("benchmarks", [])]
@@ -67,6 +68,8 @@ class Result:
         gpu = self.machine != self.cpu
         where = f"{self.machine}" + (f", {self.cores} cores" if self.cores and not gpu else "")
         text = f"`{self.path.name}`: {where}, commit {self.commit}, {self.when[:16].replace('T', ' ')} UTC"
+        if self.load is not None and self.cores and not gpu and self.load > 0.5 * self.cores:
+            text += f", load average {self.load:.1f} on {self.cores} cores (other jobs ran: not an idle machine)"
         text += " (--bench-quick: small sizes and few rounds, a check rather than a figure)" if self.quick else ""
         return text + (f" (converted from the older `{self.note}`)" if self.note else "")
 

@@ -56,6 +56,17 @@ def test_ratio_only_between_results_of_one_machine_kind(tmp_path):
     assert "30,000x" not in text and "commit abcdef1234" in text
 
 
+def test_a_loaded_machine_is_named_beside_its_table(tmp_path):
+    report = _report_module()
+    loaded = _c_result("2026-01-01T10:00:00", 300_000.0)
+    loaded["machine_info"]["pycraftax"] = dict(CPU, load_average_1min=7.5)
+    _write(tmp_path / "2026-01-01-cpu-x-2c-c.json", loaded)
+    assert "load average 7.5 on 2 cores (other jobs ran" in report.build_report(tmp_path)
+    loaded["machine_info"]["pycraftax"]["load_average_1min"] = 0.3
+    _write(tmp_path / "2026-01-01-cpu-x-2c-c.json", loaded)
+    assert "load average" not in report.build_report(tmp_path)
+
+
 def test_newest_result_of_each_suite_and_kind(tmp_path):
     """The run time recorded in the file decides, not the name."""
     report = _report_module()
