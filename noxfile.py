@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -133,35 +135,78 @@ def gpu(session: nox.Session) -> None:
     session.run("bash", "cuda/gpu_checks.sh", *session.posargs, env={"PYTHON": "python"}, external=True)
 
 
+BENCH_RESULTS = ROOT / "bench" / "results"
+MACHINE_KIND = "import sys; sys.path.insert(0, 'bench'); import conftest; print(conftest.pycraftax_machine_info()['kind'])"
+
+
+def _last_committed_result(session: nox.Session, kind: str, suite: str) -> Path | None:
+    """The newest committed bench/results/<date>-<kind>-<suite>.json, written out of git's HEAD
+    into the session's tmp (the working copy may hold a newer run), or None."""
+    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", f"bench/results/*-{kind}-{suite}.json"],
+                            capture_output=True, text=True).stdout.split()
+    if not listed:
+        return None
+    newest = sorted(listed)[-1]  # names begin with the date
+    blob = subprocess.run(["git", "-C", str(ROOT), "show", f"HEAD:{newest}"], capture_output=True)
+    if blob.returncode != 0:
+        return None
+    path = Path(session.create_tmp()) / f"committed-{Path(newest).name}"
+    path.write_bytes(blob.stdout)
+    return path
+
+
 @nox.session(default=False)
 def bench(session: nox.Session) -> None:
-    """Benchmarks, JSON to bench/results/: the C reference against upstream craftax on this
-    CPU; where a GPU is usable also the CUDA env sweep and the CUDA trainer, and upstream on
-    the GPU when this JAX sees one. Then bench/REPORT.md."""
-    session.install("-e", ".[jax]")
-    session.run("python", "bench/worldgen.py", *session.posargs)
-    session.run("python", "bench/step.py", *session.posargs)
-    stamp = session.run("python", "-c", "import time; print(time.strftime('%Y-%m-%dT%H%M%SZ', time.gmtime()))",
-                        silent=True).strip()
-    gpu = session.run("python", "-c", "import pycraftax; print(pycraftax.cuda_available())", silent=True).strip()
-    if gpu == "True":
-        session.run("python", "cuda/bench_step.py", "--out", f"bench/results/cuda-step-{stamp}.json")
-        session.run("python", "cuda/bench_trainer.py", "--out", f"bench/results/trainer-{stamp}.json")
-        jax_gpu = session.run("python", "-c", "import jax; print(jax.default_backend())", silent=True).strip()
-        if jax_gpu == "gpu":
-            session.run("python", "bench/upstream_jax.py", "--out", f"bench/results/upstream-gpu-{stamp}.json")
-        else:
-            session.log("upstream on the GPU not measured: this JAX has no GPU backend (the [jax] extra pins "
-                        "the CPU build; install jax[cuda13] beside craftax to measure it)")
-    else:
-        session.log("no usable GPU: CUDA env and trainer benchmarks not run")
+    """The pytest-benchmark suites bench/test_bench_*.py, one pytest run each, on this machine:
+    the C reference, the trainers and the peers (upstream craftax, EnvPool) on the CPU; the CUDA
+    env and trainer where a GPU is usable (else skipped, saying why). Each suite's JSON lands in
+    bench/results/<date>-<machine kind>-<suite>.json, replacing that kind's older one; then
+    bench/REPORT.md. Extra arguments go to every pytest run (`-- --bench-quick`: small sizes);
+    `-- --benchmark-compare` compares each suite with its last committed result of this machine kind."""
+    if session.venv_backend != "none":  # with --no-venv the calling environment must have these
+        session.install("-e", ".[jax]", "pytest", "pytest-benchmark")
+    kind = session.run("python", "-c", MACHINE_KIND, silent=True).strip().splitlines()[-1]
+    date = time.strftime("%Y-%m-%d", time.gmtime())
+    args = list(session.posargs)
+    compare = "--benchmark-compare" in args
+    if compare:
+        args.remove("--benchmark-compare")
+    tmp = Path(session.create_tmp())
+    for test_file in sorted((ROOT / "bench").glob("test_bench_*.py")):
+        suite = test_file.stem.removeprefix("test_bench_")
+        out = tmp / f"{suite}.json"
+        out.unlink(missing_ok=True)
+        against = []
+        if compare:
+            previous = _last_committed_result(session, kind, suite)
+            if previous:
+                # one table per benchmark: its committed and current rows, the factor between them
+                against = [f"--benchmark-compare={previous}", "--benchmark-group-by=name"]
+            else:
+                session.log(f"{suite}: no committed result of machine kind {kind} to compare with")
+        session.run("python", "-m", "pytest", "-p", "no:cacheprovider", str(test_file.relative_to(ROOT)), f"--benchmark-json={out}",
+                    "--benchmark-columns=median,iqr,rounds", "--benchmark-sort=name", *against, *args,
+                    success_codes=[0, 5])  # 5: a suite skipped whole at import (EnvPool missing) collects nothing
+        if not out.exists():
+            session.log(f"{suite}: no benchmark ran here (the skip reasons are above), no result written")
+            continue
+        for older in BENCH_RESULTS.glob(f"*-{kind}-{suite}.json"):
+            older.unlink()
+        result = json.loads(out.read_text())
+        for b in result["benchmarks"]:
+            b["stats"].pop("data", None)  # every round's time: the statistics stay, the files stay small
+        target = BENCH_RESULTS / f"{date}-{kind}-{suite}.json"
+        target.write_text(json.dumps(result, indent=1) + "\n")
+        session.log(f"wrote {target.relative_to(ROOT)}")
     session.run("python", "bench/report.py")
 
 
-@nox.session(default=False, python=False)
+@nox.session(default=False)
 def report(session: nox.Session) -> None:
-    """bench/REPORT.md from the raw JSON in bench/results/."""
-    session.run("python3", "bench/report.py", *session.posargs, external=True)
+    """bench/REPORT.md and bench/plots/*.png from the newest result of each suite in bench/results/."""
+    if session.venv_backend != "none":
+        session.install("matplotlib")
+    session.run("python", "bench/report.py", *session.posargs)
 
 
 @nox.session(default=False)

@@ -1,244 +1,319 @@
-"""Benchmark report: tables (and a plot) from the raw JSON in bench/results/.
+"""bench/REPORT.md and its plots from the newest result of each benchmark suite.
 
-    python bench/report.py [--results bench/results] [--out bench/REPORT.md]
+    python bench/report.py [--results bench/results] [--out bench/REPORT.md]   (nox -s report)
 
-Every number in the report is read from a result file, which is named beside it, with the
-machine and commit recorded there: the report holds no figure of its own. Kinds read:
-worldgen-*.json and step-*.json (C reference vs upstream on one CPU, bench/worldgen.py and
-bench/step.py), cuda-step*.json (CUDA env sweeps, cuda/bench_step.py), upstream-gpu*.json
-(upstream craftax on the GPU, bench/upstream_jax.py) and trainer-*.json (training
-throughput, cuda/bench_trainer.py). Unknown files are listed, not guessed at.
+Reads the suites' pytest-benchmark JSON (a suite without a section here gets a generic table), `bench/results/<date>-<machine kind>-<suite>.json`
+(the newest file of each suite and machine kind), and the summaries of the published
+training runs, `bench/results/train-*.json`. Every figure is a benchmark's own `extra_info`
+throughput (or a run summary's field); the report computes only ratios, and only between
+results of one machine kind, naming the files, machine, commit and date of each table.
+Plots land beside the report in bench/plots/. Files of no known kind are listed, not read.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+SUITES = ("c", "upstream", "envpool", "trainer", "cuda")
+RESULT_NAME = re.compile(r"^(?P<date>\d{4}-\d{2}-\d{2})-(?P<kind>[a-z0-9-]+)-(?P<suite>[a-z_]+)\.json$")
+SYMBOLIC, CLASSIC = "Craftax-Symbolic-v1", "Craftax-Classic-Symbolic-v1"
 
 
-def _fmt(value, digits: int = 0) -> str:
+class Result:
+    """One suite's result file: its benchmarks' extra_info rows and where they were measured."""
+
+    def __init__(self, path: Path, data: dict):
+        m = RESULT_NAME.match(path.name)
+        self.path, self.suite, self.kind = path, m["suite"], m["kind"]
+        self.when = data.get("datetime", m["date"])
+        info = data.get("machine_info", {}).get("pycraftax", {})
+        self.cpu = info.get("cpu", "?")
+        self.machine = info.get("gpu") or self.cpu
+        self.cores = info.get("cores")
+        self.commit = str(data.get("commit_info", {}).get("id") or info.get("commit") or "?")[:10]
+        self.note = data.get("converted_from")
+        self.quick = bool(info.get("bench_quick"))
+        self.load = info.get("load_average_1min")
+        self.rows = [dict(b.get("extra_info", {}), test=b.get("name", "?").split("[")[0],
+                          median_s=b.get("stats", {}).get("median"), rounds=b.get("stats", {}).get("rounds"))
+                     for b in data.get("benchmarks", [])]
+
+    def on_device(self, gpu: bool) -> "Result":
+        """A copy holding the rows measured on a GPU (gpu=True) or on the CPU: a JAX peer runs on
+        the CPU of a GPU machine where its JAX has no GPU backend."""
+        copy = object.__new__(Result)
+        copy.__dict__.update(self.__dict__)
+        copy.rows = [row for row in self.rows if ("cpu" not in str(row.get("device", "cpu")).lower()) == gpu]
+        return copy
+
+    def find(self, test: str, **match) -> dict | None:
+        for row in self.rows:
+            if row["test"] == test and all(row.get(k) == v for k, v in match.items()):
+                return row
+        return None
+
+    def rate(self, test: str, **match) -> float | None:
+        row = self.find(test, **match)
+        return row["throughput"] if row else None
+
+    def values(self, test: str, key: str, **match) -> list:
+        return sorted({row[key] for row in self.rows if row["test"] == test and key in row
+                       and all(row.get(k) == v for k, v in match.items())})
+
+    def caption(self) -> str:
+        gpu = self.machine != self.cpu
+        where = f"{self.machine}" + (f", {self.cores} cores" if self.cores and not gpu else "")
+        text = f"`{self.path.name}`: {where}, commit {self.commit}, {self.when[:16].replace('T', ' ')} UTC"
+        if self.load is not None and self.cores and not gpu and self.load > 0.5 * self.cores:
+            text += f", load average {self.load:.1f} on {self.cores} cores (other jobs ran: not an idle machine)"
+        text += " (--bench-quick: small sizes and few rounds, a check rather than a figure)" if self.quick else ""
+        return text + (f" (converted from the older `{self.note}`)" if self.note else "")
+
+
+def fmt(value) -> str:
     if value is None:
         return "-"
     if isinstance(value, float) and abs(value) >= 1e6:
-        return f"{value / 1e6:,.2f} M"
+        return f"{value / 1e6:,.1f} M"
     if isinstance(value, float) and abs(value) >= 1e4:
         return f"{value / 1e3:,.0f} k"
-    return f"{value:,.{digits}f}" if isinstance(value, float) else f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.1f}" if abs(value) < 100 else f"{value:,.0f}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
 
 
-def _machine(d: dict) -> str:
-    m = d.get("machine", {})
-    where = d.get("device") or f"{m.get('cpu', '?')} ({m.get('cores', '?')} cores)"
-    return f"{where}, commit {str(m.get('commit', '?'))[:10]}"
+def ratio(a: float | None, b: float | None) -> str:
+    if not (a and b):
+        return "-"
+    return f"{a / b:,.0f}x" if a / b >= 10 else f"{a / b:,.1f}x"
 
 
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+def table(header: list[str], rows: list[list]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" ---: " for _ in header) + "|"]
-    return lines + ["| " + " | ".join(row) + " |" for row in rows]
+    return lines + ["| " + " | ".join(fmt(c) if not isinstance(c, str) else c for c in row) + " |" for row in rows]
 
 
-def worldgen_section(path: Path, d: dict) -> list[str]:
-    rows = [[f"C reference, {r['threads']} thread(s)", _fmt(r["worlds_per_s"]), _fmt(r["worlds_per_s_per_core"])]
-            for r in d.get("c", [])]
-    rows += [[f"upstream reset_env (jit, vmap {r['num_envs']}), {r['cores']} core(s)", _fmt(r["worlds_per_s"]),
-              _fmt(r["worlds_per_s_per_core"])] for r in d.get("upstream", [])]
-    out = [f"### World generation ({path.name}; {_machine(d)})", ""]
-    out += _table(["", "worlds/s", "worlds/s per core"], rows)
-    if "ratio_per_core" in d:
-        out += ["", f"Per-core ratio C / upstream: **{d['ratio_per_core']:.1f}x**."]
-    return out + [""]
-
-
-def step_section(path: Path, d: dict) -> list[str]:
-    rows = [[f"C reference, {r['threads']} thread(s), {r['num_envs']} envs", _fmt(r["steps_per_s"]),
-             _fmt(r["steps_per_s_per_core"])] for r in d.get("c", [])]
-    for r in d.get("upstream", []):
-        what = "env.step (official auto-reset)" if r.get("auto_reset") else "step_env (no reset)"
-        rows.append([f"upstream {what}, {r['cores']} core(s), {r['num_envs']} envs", _fmt(r["steps_per_s"]),
-                     _fmt(r["steps_per_s_per_core"])])
-    out = [f"### Env step on the CPU ({path.name}; {_machine(d)})", ""]
-    out += _table(["", "steps/s", "steps/s per core"], rows)
-    if "ratio_per_core_vs_official_step" in d:
-        out += ["", f"Per-core ratio C / upstream official env.step: **{d['ratio_per_core_vs_official_step']:.0f}x**"
-                f" (vs step_env without resets: {d.get('ratio_per_core_vs_step_env', float('nan')):.1f}x)."]
-    return out + [""]
-
-
-def _cuda_rows(d: dict) -> list[dict]:
-    if "results" in d:
-        return d["results"]
-    rows = []
-    for run in d.get("runs", []):
-        rows += run.get("results", [])
-    return rows
-
-
-def _utc_seconds(stamp: str | None) -> float | None:
-    import calendar
-    import time
-
-    try:
-        return calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ"))
-    except (TypeError, ValueError):
-        return None
-
-
-def _same_run_upstream(d: dict, upstream_files: list[Path]) -> tuple[Path, dict] | None:
-    """The upstream-on-GPU measurement made in the same device call (within 30 minutes) as
-    the CUDA sweep `d`, if any: only then is a ratio side by side."""
-    when = _utc_seconds(d.get("time_utc"))
-    if when is None:
-        return None
-    best = None  # the nearest in time, when several calls ran within the window
-    for path in upstream_files:
-        u = json.loads(path.read_text())
-        other = _utc_seconds(u.get("time_utc"))
-        if other is not None and abs(other - when) <= 1800 and (best is None or abs(other - when) < best[0]):
-            best = (abs(other - when), path, u)
-    return best[1:] if best else None
-
-
-UPSTREAM_MODES = (("auto", "official env.step"), ("optimistic", "optimistic reset"),
-                  ("no_reset", "step_env, no resets"))
-
-
-def _levels_note(d: dict) -> list[str]:
-    """Which levels a reset generated (v31: level 0, the rest at the first descent to each)."""
-    if d.get("settings", {}).get("PYCRAFTAX_CUDA_EAGER_FLOORS", "0") not in ("", "0"):
-        return ["Eager levels (PYCRAFTAX_CUDA_EAGER_FLOORS=1): every reset generated all nine.", ""]
-    generated = [r["levels_generated_per_env_at_end"] for r in _cuda_rows(d) if "levels_generated_per_env_at_end" in r]
-    if not generated:
-        return []
-    return [f"Lazy levels: a reset generated level 0, a descent the level it reached; at the end the envs had "
-            f"generated {min(generated):.4f}-{max(generated):.4f} levels each on average (random play seldom "
-            "descends).", ""]
-
-
-def cuda_section(path: Path, d: dict, upstream_files: list[Path] = ()) -> list[str]:
-    paired = _same_run_upstream(d, list(upstream_files))
-    best = {}
-    if paired:
-        for r in paired[1].get("results", []):
-            best[r["mode"]] = max(best.get(r["mode"], 0.0), r["steps_per_s"])
-    modes = [(m, label) for m, label in UPSTREAM_MODES if m in best]
-    rows = []
-    for r in _cuda_rows(d):
-        steady = r.get("steady_env_steps_per_s", r.get("last_quarter_env_steps_per_s"))
-        ratios = [f"{steady / best[m]:,.1f}x" if steady else "-" for m, _ in modes]
-        ends = r.get("steady_episode_ends_per_env_step")
-        rows.append([_fmt(r.get("num_envs")),
-                     _fmt(r.get("fresh_env_steps_per_s", r.get("env_steps_per_s"))),
-                     _fmt(steady), f"{100 * ends:.2f}% ({r.get('steady_steps', '?')})" if ends is not None else "-",
-                     *ratios, _fmt(r.get("allocated_bytes_per_env", r.get("buffers_bytes_per_env")))])
-    out = [f"### CUDA env ({path.name}; {_machine(d)})", ""]
-    if d.get("note"):
-        out += [d["note"], ""]
-    out += _levels_note(d)
-    if paired:
-        measured = ", ".join(f"{label} {_fmt(best[m])} steps/s" for m, label in modes)
-        out += [f"Upstream on the same GPU in the same session ({paired[0].name}): {measured}; "
-                "the ratios are our steady rate over each.", ""]
-    # World generation scales with the episodes that end, and early windows end fewer
-    # (random play settles near 0.4% a step): the rate says how comparable two rows are.
-    out += _table(["envs", "env-steps/s fresh", "env-steps/s steady", "envs ending a step (steady steps)",
-                   *[f"ratio vs upstream {label}"
-                                                                        for _, label in modes],
-                   "bytes per env"], rows)
-    return out + [""]
-
-
-def upstream_gpu_section(path: Path, d: dict) -> list[str]:
-    rows = [[r["mode"], _fmt(r["num_envs"]), _fmt(r["steps_per_s"]), f"{r['first_call_seconds']:.0f} s",
-             r.get("device", "?")] for r in d.get("results", [])]
-    out = [f"### Upstream craftax on the GPU ({path.name})", ""] + ([d["note"], ""] if d.get("note") else [])
-    return out + _table(["mode", "envs", "steps/s", "first call", "device"], rows) + [""]
-
-
-def trainer_section(path: Path, d: dict) -> list[str]:
-    if "results" not in d:  # a before/after file: one section per measured part
-        out = []
-        for part, sub in d.items():
-            if isinstance(sub, dict) and "results" in sub:
-                out += trainer_section(path.with_name(f"{path.name} [{part}]"), sub)
-        return out
-    rows = []
-    for r in d["results"]:
-        shape = f"{_fmt(r.get('num_envs'))} x {r.get('num_steps', '?')}, {r.get('update_epochs', '?')} ep x " \
-                f"{r.get('num_minibatches', '?')} mb, width {r.get('width', '?')}"
-        rows.append([str(r.get("recipe", "?")), shape, f"{r.get('precision', '?')} / {r.get('encoder', '?')}",
-                     r.get("resets", "auto"),
-                     _fmt(r.get("train_steps_per_s")), _fmt(r.get("policy_only_steps_per_s")),
-                     " / ".join(f"{r[k]:.3f}" if isinstance(r.get(k), float) else "-"
-                                for k in ("env_s", "policy_s", "update_s"))])
-    where = f"{d.get('gpu', '?')}, commit {str(d.get('commit', '?'))[:10]}"
-    settings = ", ".join(f"{k}={v}" for k, v in d.get("settings", {}).items())
-    out = [f"### Training throughput ({path.name}; {where}{'; ' + settings if settings else ''})", "",
-           "Training steps/s with the env, and policy-only (the trainer's rate were the env free); "
-           "seconds per iteration in env / policy forward / update.", ""]
-    return out + _table(["recipe", "shape", "precision / encoder", "resets", "steps/s", "policy-only steps/s",
-                         "env / policy / update s"], rows) + [""]
-
-
-def training_run_section(path: Path, d: dict) -> list[str]:
-    """A learning run summarised by bench/train_summary.py."""
-    curve = ", ".join(f"{_fmt(c['env_steps'])}: {c['episode_return']:.1f}" for c in d.get("curve", []))
-    top = list(d.get("achievement_success_rates", {}).items())
-    rows = [[d.get("run", path.stem), d.get("recipe", "?"), d.get("resets", "?"), _fmt(d["env_steps"]),
-             f"{d['final_return']:.2f} ({d['final_percent_of_max']:.2f}%)", _fmt(d.get("final_episodes")),
-             f"{d['training_seconds']:.0f} s", _fmt(d.get("mean_steps_per_s"))]]
-    commit = str(d.get("commit", "?"))
-    commit = commit if " " in commit else commit[:10]  # a run in parts names each part's commit
-    out = [f"### Training run ({path.name}; {d.get('gpu', '?')}, commit {commit})", "",
-           "Score: mean return of the episodes that ended in the last 1% of updates (% of the 226 maximum, as "
-           "the Craftax paper reports); training seconds = the iterations' own time.", ""]
-    out += _table(["run", "recipe", "resets", "env steps", "score", "episodes", "training", "steps/s"], rows)
-    out += ["", f"Curve (env steps: return): {curve}.", ""]
-    if top:
-        out += ["Success rates (last 50 updates): " + ", ".join(f"{n} {100 * v:.1f}%" for n, v in top if v > 0) + ".",
-                ""]
-    return out
-
-
-SECTIONS = (("worldgen-", worldgen_section), ("step-", step_section), ("cuda-step", cuda_section),
-            ("upstream-gpu", upstream_gpu_section), ("trainer-", trainer_section), ("train-", training_run_section))
-
-
-def recorded_time(path: Path) -> str:
-    """The run's UTC time as the file records it (ISO strings sort in time order); "" if none.
-    File names alone misorder versions (cuda-step-v13 sorts before cuda-step-v9)."""
-    try:
-        d = json.loads(path.read_text())
-    except ValueError:
-        return ""
-    stamp = d.get("time_utc") or d.get("date") if isinstance(d, dict) else None
-    return stamp if isinstance(stamp, str) else ""
-
-
-def build_report(results: Path) -> str:
-    lines = ["# pycraftax benchmark report", "",
-             f"Generated by `bench/report.py` from {results.relative_to(ROOT) if results.is_relative_to(ROOT) else results}"
-             "; files of each kind newest first (by the run time they record, else by name).", ""]
-    unknown = []
-    files = sorted(results.glob("*.json"), key=lambda p: (recorded_time(p), p.name), reverse=True)
-    upstream_files = [p for p in files if p.name.startswith("upstream-gpu")]
-    for prefix, section in SECTIONS:
-        chosen = [p for p in files if p.name.startswith(prefix)]
-        if not chosen:
+def newest_results(results: Path) -> tuple[dict[tuple[str, str], Result], list[str]]:
+    """{(suite, machine kind): newest Result}, and the names of files of no known kind."""
+    newest, unknown = {}, []
+    for path in sorted(results.glob("*.json")):
+        m = RESULT_NAME.match(path.name)
+        if path.name.startswith("train-"):
             continue
-        for path in chosen:
-            try:
-                d = json.loads(path.read_text())
-                lines += section(path, d, upstream_files) if section is cuda_section else section(path, d)
-            except (KeyError, TypeError, ValueError) as exc:
-                lines += [f"### {path.name}", "", f"(not readable as {prefix}*: {exc!r})", ""]
-    for path in files:
-        if not any(path.name.startswith(prefix) for prefix, _ in SECTIONS):
+        if not m:
             unknown.append(path.name)
+            continue
+        r = Result(path, json.loads(path.read_text()))
+        key = (r.suite, r.kind)
+        if key not in newest or r.when > newest[key].when:
+            newest[key] = r
+    return newest, unknown
+
+
+def cpu_sections(c: Result, up: Result | None, pool: Result | None) -> list[str]:
+    n = max(c.values("test_step", "threads") or [1])
+    out = [f"## C reference on the CPU, beside upstream craftax (same machine kind: {c.kind})", "",
+           f"- pycraftax: {c.caption()}"]
+    out += [f"- upstream: {up.caption()}"] if up else ["- upstream: not measured (no upstream result of this kind)"]
+    out += [f"- EnvPool: {pool.caption()}" if pool else "- EnvPool: not measured (envpool>=1.2.7 needs Python >= 3.12)"]
+    out += ["", f"Env steps/s, {SYMBOLIC}, uniformly random actions, observations every step. Upstream is "
+            f"jit(vmap) over a lax.scan on all {n} cores; `C {n} thr` uses them all too. A ratio is the C "
+            f"reference's better thread count (it never uses more cores than upstream) over upstream at the "
+            "same batch size.", ""]
+    sizes = sorted(set(c.values("test_step", "num_envs")) | set(up.values("test_step", "num_envs") if up else []))
+    rows = []
+    for e in sizes:
+        one, alln = c.rate("test_step", num_envs=e, threads=1), c.rate("test_step", num_envs=e, threads=n)
+        auto = up.rate("test_step", num_envs=e, mode="auto", env=SYMBOLIC) if up else None
+        opt = up.rate("test_step", num_envs=e, mode="optimistic", env=SYMBOLIC) if up else None
+        best = max((r for r in (one, alln) if r), default=None)
+        rows.append([e, one, alln, auto, opt, ratio(best, auto), ratio(best, opt)])
+    out += table(["envs", "C 1 thr", f"C {n} thr", "upstream auto-reset", "upstream optimistic",
+                  "C / upstream auto", "C / upstream optimistic"], rows)
+    compile_s = [r["setup_seconds"] for r in (up.rows if up else []) if "setup_seconds" in r]
+    if compile_s:
+        out += ["", f"Upstream's JIT compilation (first call, not in the rates): {min(compile_s):.0f}-"
+                f"{max(compile_s):.0f} s per configuration."]
+    rows = []
+    for e in sorted(set(c.values("test_reset", "num_envs")) | set(up.values("test_reset", "num_envs") if up else [])):
+        one, alln = c.rate("test_reset", num_envs=e, threads=1), c.rate("test_reset", num_envs=e, threads=n)
+        theirs = up.rate("test_reset", num_envs=e) if up else None
+        rows.append([e, one, alln, theirs, ratio(max((r for r in (one, alln) if r), default=None), theirs)])
+    out += ["", "World generation (reset), worlds/s:", ""]
+    out += table(["envs", "C 1 thr", f"C {n} thr", "upstream jit(vmap(reset_env))", "C / upstream"], rows)
+    obs = [[e, c.rate("test_observe", num_envs=e, threads=1), c.rate("test_observe", num_envs=e, threads=n)]
+           for e in c.values("test_observe", "num_envs")]
+    if obs:
+        out += ["", "Observation rendering alone, observations/s:", ""]
+        out += table(["envs", "C 1 thr", f"C {n} thr"], obs)
+    classic = sorted(set(up.values("test_step_classic", "num_envs") if up else [])
+                     | set(pool.values("test_step", "num_envs") if pool else [])
+                     | set(c.values("test_step_classic", "num_envs")))
+    if classic:
+        out += ["", f"Classic ({CLASSIC}; EnvPool's Craftax is Classic), env steps/s on all cores; pycraftax's "
+                "Classic appears once the package provides it (bench/test_bench_c.py):", ""]
+        rows = [[e, up.rate("test_step_classic", num_envs=e, mode="auto") if up else None,
+                 up.rate("test_step_classic", num_envs=e, mode="optimistic") if up else None,
+                 pool.rate("test_step", num_envs=e) if pool else None,
+                 c.rate("test_step_classic", num_envs=e)] for e in classic]
+        out += table(["envs", "upstream auto-reset", "upstream optimistic", "EnvPool", "pycraftax C"], rows)
+    return out + [""]
+
+
+CUDA_COLUMNS = (("auto", "float"), ("auto", "compact"), ("optimistic", "float"), ("optimistic", "compact"))
+
+
+def gpu_sections(cuda: Result, up: Result | None) -> list[str]:
+    out = [f"## CUDA env on the GPU ({cuda.kind})", "", f"- pycraftax: {cuda.caption()}"]
+    out += [f"- upstream: {up.caption()}"] if up else ["- upstream: not measured on this GPU"]
+    best_up = max((r["throughput"] for r in up.rows if r["test"] == "test_step"), default=None) if up else None
+    out += ["", "Env steps/s after random play has settled (the timed steps follow a warm-up, see "
+            "bench/test_bench_cuda.py); the ratio is the best pycraftax column over upstream's best setting "
+            f"({fmt(best_up)} steps/s).", ""]
+    rows = []
+    for e in cuda.values("test_step", "num_envs"):
+        rates = [cuda.rate("test_step", num_envs=e, mode=m, obs=o) for m, o in CUDA_COLUMNS]
+        rows.append([e, *rates, ratio(max((r for r in rates if r), default=None), best_up)])
+    out += table(["envs", *[f"{m}, {o} obs" for m, o in CUDA_COLUMNS], "best / upstream best"], rows)
+    if up:
+        out += ["", "Upstream craftax on the same GPU (compile time apart):", ""]
+        out += table(["env", "mode", "envs", "steps/s", "compile s"],
+                     [[r.get("env", SYMBOLIC), r.get("mode"), r.get("num_envs"), r["throughput"],
+                       r.get("setup_seconds")] for r in up.rows if r["test"].startswith("test_step")])
+    worlds = [[r["num_envs"], r["throughput"]] for r in cuda.rows if r["test"] == "test_worldgen"]
+    if worlds:
+        out += ["", "World generation (env.reset: level 0 now, each other level at the first descent to it), worlds/s:", ""] + table(["envs", "worlds/s"], worlds)
+    return out + [""]
+
+
+def trainer_section(trainers: list[Result]) -> list[str]:
+    out = ["## Training throughput", "", "Training steps/s: env steps consumed per second of PPO-RNN training "
+           "(rollout with the env, GAE, update epochs); the first iteration is timed apart.", ""]
+    rows = []
+    for t in trainers:
+        for r in t.rows:
+            c = r.get("config", {})
+            shape = f"{fmt(c.get('num_envs'))} x {c.get('num_steps')}, {c.get('update_epochs')} ep x " \
+                    f"{c.get('num_minibatches')} mb, width {c.get('width')}"
+            rows.append([r.get("recipe", "?"), r.get("backend", "?"), shape, r["throughput"], r.get("setup_seconds"),
+                         f"{t.machine}, {t.commit}, {t.when[:10]}"])
+    return out + table(["recipe", "backend", "shape", "steps/s", "first iteration s", "machine, commit, date"],
+                       rows) + [""]
+
+
+def generic_section(r: Result) -> list[str]:
+    """A suite this report has no section of its own for: every benchmark's rate and parameters."""
+    skip = {"test", "unit", "throughput", "items_per_round", "median_s", "rounds", "warmup_rounds"}
+    rows = [[row["test"], ", ".join(f"{k}={v}" for k, v in row.items() if k not in skip) or "-", row.get("throughput"),
+             row.get("unit", "?")] for row in r.rows]
+    return [f"## {r.suite}", "", f"- {r.caption()}", ""] + table(["benchmark", "parameters", "rate", "unit"], rows) + [""]
+
+
+def _short_commit(commit: str) -> str:
+    return commit[:10] if re.fullmatch(r"[0-9a-f]{11,40}", commit) else commit  # a run in parts names each part's
+
+
+def runs_section(runs: list[tuple[Path, dict]]) -> list[str]:
+    out = ["## Published training runs", "", "Score: mean return of the episodes that ended in the last 1% of "
+           "updates (% of the 226 maximum, as the Craftax paper reports); learning curves in "
+           "`plots/learning_curves.png`.", ""]
+    rows = [[d.get("run", p.stem), f"`{p.name}`", d.get("env_steps"),
+             f"{d['final_return']:.1f} ({d['final_percent_of_max']:.1f}%)", f"{d['training_seconds'] / 60:.0f} min",
+             d.get("mean_steps_per_s"), str(d.get("gpu", "?")).split(" (")[0], _short_commit(str(d.get("commit", "?")))]
+            for p, d in runs]
+    return out + table(["run", "file", "env steps", "score", "training", "steps/s", "GPU", "commit"], rows) + [""]
+
+
+def plots(newest: dict, runs: list[tuple[Path, dict]], out_dir: Path) -> list[str]:
+    """PNGs beside the report; returns their names. Needs matplotlib (a package dependency)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    step_results = [r for (s, _), r in sorted(newest.items()) if s in ("c", "upstream", "envpool", "cuda")]
+    if step_results:
+        fig, ax = plt.subplots(figsize=(8, 5))
+        for r in step_results:
+            lines = {}
+            for row in r.rows:
+                if not row["test"].startswith("test_step") or "num_envs" not in row:
+                    continue
+                label = " ".join(str(x) for x in (r.kind, row.get("backend"), row.get("mode", ""),
+                                                  row.get("obs", ""), "classic" if "Classic" in row.get("env", "")
+                                                  else "", f"{row['threads']} thr" if "threads" in row else "") if x)
+                lines.setdefault(label, []).append((row["num_envs"], row["throughput"]))
+            for label, points in sorted(lines.items()):
+                points.sort()
+                ax.plot(*zip(*points), marker="o", label=label)
+        ax.set(xscale="log", yscale="log", xlabel="num_envs", ylabel="env steps/s",
+               title="Env steps/s vs batch size, per backend and peer")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(out_dir / "steps_vs_envs.png", dpi=110)
+        plt.close(fig)
+        written.append("steps_vs_envs.png")
+    trainers = [r for (s, _), r in sorted(newest.items()) if s == "trainer"]
+    bars = [(f"{row.get('recipe')} ({row.get('backend')}, {t.kind})", row["throughput"])
+            for t in trainers for row in t.rows]
+    if bars:
+        fig, ax = plt.subplots(figsize=(8, 0.6 * len(bars) + 1.5))
+        ax.barh([b[0] for b in bars], [b[1] for b in bars])
+        ax.set(xscale="log", xlabel="training steps/s", title="Training throughput per recipe")
+        fig.tight_layout()
+        fig.savefig(out_dir / "training.png", dpi=110)
+        plt.close(fig)
+        written.append("training.png")
+    if runs:
+        fig, ax = plt.subplots(figsize=(8, 5))
+        for p, d in runs:
+            curve = d.get("curve", [])
+            ax.plot([c["env_steps"] for c in curve], [c.get("percent_of_max", 100 * c["episode_return"] / 226)
+                                                      for c in curve], label=d.get("run", p.stem))
+        ax.set(xlabel="env steps", ylabel="return, % of max", title="Learning curves of the published runs")
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out_dir / "learning_curves.png", dpi=110)
+        plt.close(fig)
+        written.append("learning_curves.png")
+    return written
+
+
+def build_report(results: Path, plot_dir: Path | None = None) -> str:
+    newest, unknown = newest_results(results)
+    runs = [(p, json.loads(p.read_text())) for p in sorted(results.glob("train-*.json"))]
+    lines = ["# pycraftax benchmark report", "",
+             "Rendered by `nox -s report` (bench/report.py) from the newest result of each suite in bench/results/; "
+             "how to rerun: bench/README.md.", ""]
+    if plot_dir is not None:
+        names = plots(newest, runs, plot_dir)
+        lines += [" ".join(f"![{n}]({plot_dir.name}/{n})" for n in names), ""] if names else []
+    for (suite, kind), c in sorted(newest.items()):
+        if suite == "c":
+            up = newest.get(("upstream", kind))
+            lines += cpu_sections(c, up and up.on_device(gpu=False), newest.get(("envpool", kind)))
+    for (suite, kind), cuda in sorted(newest.items()):
+        if suite == "cuda":
+            up = newest.get(("upstream", kind))
+            lines += gpu_sections(cuda, up.on_device(gpu=True) if up and up.on_device(gpu=True).rows else None)
+    trainers = [r for (s, _), r in sorted(newest.items()) if s == "trainer"]
+    if trainers:
+        lines += trainer_section(trainers)
+    for (suite, _), r in sorted(newest.items()):
+        if suite not in SUITES:
+            lines += generic_section(r)
+    if runs:
+        lines += runs_section(runs)
     if unknown:
-        lines += ["### Other result files", ""] + [f"- {name}" for name in unknown] + [""]
+        lines += ["## Other files in bench/results (not read)", ""] + [f"- {n}" for n in unknown] + [""]
     return "\n".join(lines)
 
 
@@ -249,7 +324,7 @@ def main() -> None:
     args = parser.parse_args()
     if not args.results.is_dir():
         parser.error(f"--results {args.results} is not a directory")
-    args.out.write_text(build_report(args.results.resolve()))
+    args.out.write_text(build_report(args.results.resolve(), args.out.parent / "plots"))
     print(f"wrote {args.out}")
 
 

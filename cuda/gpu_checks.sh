@@ -7,7 +7,8 @@
 # 3. compute-sanitizer memcheck (with leak check) and racecheck (shared-memory hazards) over
 #    cuda/sanitize_run.py (small C-vs-CUDA run; skipped when compute-sanitizer is not on the
 #    PATH or SANITIZE=0),
-# 4. sweeps env steps/s and memory per env (cuda/bench_step.py) into OUTDIR/cuda-step-<date>.json.
+# 4. the CUDA env suite (bench/test_bench_cuda.py, needs pytest-benchmark) into
+#    OUTDIR/<date>-<machine kind>-cuda.json, the name `nox -s bench` gives it.
 # Needs the C extension (pip install -e .) and cffi; PyTorch/CuPy/JAX only for the handoff checks.
 set -o pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +33,8 @@ if [ "${SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >/dev/null; then
     [ $? -eq 0 ] || test_rc=1
 fi
 DATE=$(date -u +%Y-%m-%d)
-timeout ${BENCH_TIMEOUT:-300} $PY cuda/bench_step.py --out "$OUT/cuda-step-$DATE.json" ${BENCH_ARGS:-} 2>&1 \
+KIND=$($PY -c "import sys; sys.path.insert(0, 'bench'); import conftest; print(conftest.pycraftax_machine_info()['kind'])")
+timeout ${BENCH_TIMEOUT:-300} $PY -m pytest -p no:cacheprovider bench/test_bench_cuda.py \
+    --benchmark-json="$OUT/$DATE-$KIND-cuda.json" --benchmark-columns=median,rounds ${BENCH_ARGS:-} 2>&1 \
     | tee "$OUT/bench.log"
 exit $test_rc

@@ -7,7 +7,8 @@
 #   3. smoke: a tiny trainer in debug mode (every kernel checked and synchronised);
 #   4. conformance/test_cuda_trainer.py (a)-(h), verbose with all printed diffs;
 #   5. compute-sanitizer memcheck and racecheck of a small iteration (SANITIZE=0 to skip);
-#   6. cuda/bench_trainer.py -> OUTDIR/trainer-<date>.json (paper + faster recipes);
+#   6. the CUDA trainer benchmarks of bench/test_bench_trainer.py (paper + fast recipes; needs
+#      pytest-benchmark) -> OUTDIR/<date>-<machine kind>-trainer.json;
 #   7. a short `pycraftax train --backend cuda` run (metrics.jsonl, checkpoint, plot).
 # Knobs: PYTHON, TEST_TIMEOUT, BENCH_TIMEOUT, BENCH_ARGS, TRAIN_STEPS, SANITIZE,
 #   STAGES (default "build environment smoke tests sanitizer bench cli_train"). Under a
@@ -116,8 +117,9 @@ else
 fi
 
 # 6. benchmark
-want bench && step bench ${BENCH_TIMEOUT:-300} $PY cuda/bench_trainer.py \
-    --out "$OUTDIR/trainer-$(date -u +%Y-%m-%d).json" ${BENCH_ARGS:-}
+KIND=$($PY -c "import sys; sys.path.insert(0, 'bench'); import conftest; print(conftest.pycraftax_machine_info()['kind'])")
+want bench && step bench ${BENCH_TIMEOUT:-300} $PY -m pytest -p no:cacheprovider bench/test_bench_trainer.py -k cuda \
+    --benchmark-json="$OUTDIR/$(date -u +%Y-%m-%d)-$KIND-trainer.json" --benchmark-columns=median,rounds ${BENCH_ARGS:-}
 
 # 7. CLI run
 want cli_train && step cli_train 240 $PY -m pycraftax.cli train --backend cuda --total-timesteps ${TRAIN_STEPS:-1000000} \
@@ -131,7 +133,7 @@ for k in build environment smoke tests sanitizer bench cli_train; do
     printf "  %-12s %s\n" "$k" "${RESULT[$k]:-not run}"
 done
 grep -E "PASSED|FAILED|ERROR|SKIPPED" "$OUTDIR/tests.log" 2>/dev/null | grep "::" | sed 's/^/  /'
-grep -E "^(variant|paper|fast)" "$OUTDIR/bench.log" 2>/dev/null | sed 's/^/  /'
+grep -E "^test_cuda_recipe" "$OUTDIR/bench.log" 2>/dev/null | sed 's/^/  /'
 echo "outputs in $OUTDIR"
 fail=0
 for k in environment smoke tests bench; do want $k && [ "${RESULT[$k]}" != 0 ] && fail=1; done

@@ -1,5 +1,5 @@
-"""bench/report.py: every figure comes from a result file, and a ratio against upstream is
-printed only when upstream was measured in the same device session."""
+"""bench/report.py: every figure comes from a suite's result file, the newest of each suite and
+machine kind is shown, and a ratio is printed only between results of one machine kind."""
 
 from __future__ import annotations
 
@@ -23,46 +23,113 @@ def _write(path: Path, data: dict) -> None:
     path.write_text(json.dumps(data))
 
 
-def _sweep(time_utc: str) -> dict:
-    return {"time_utc": time_utc, "device": "GPU X", "machine": {"commit": "abc"},
-            "results": [{"num_envs": 4096, "fresh_env_steps_per_s": 3.0e6, "steady_env_steps_per_s": 2.0e6,
-                         "steady_episode_ends_per_env_step": 0.0012, "steady_steps": "50..149",
-                         "allocated_bytes_per_env": 1000}]}
+def _result(when: str, machine: dict, *rows: dict) -> dict:
+    """A pytest-benchmark JSON as the suites write it: each row is one benchmark's extra_info."""
+    return {"datetime": when, "commit_info": {"id": "abcdef1234567"}, "machine_info": {"pycraftax": machine},
+            "benchmarks": [{"name": f"{r.pop('test')}[x]", "stats": {"median": 1.0, "rounds": 5}, "extra_info": r}
+                           for r in rows]}
 
 
-def _upstream(time_utc: str) -> dict:
-    return {"time_utc": time_utc, "results": [
-        {"mode": "optimistic", "num_envs": 16384, "steps_per_s": 5.0e5, "first_call_seconds": 40.0, "device": "gpu"}]}
+CPU = {"cpu": "CPU X", "cores": 2}
 
 
-def test_ratio_only_with_upstream_from_the_same_session(tmp_path):
+def _c_result(when: str, rate: float) -> dict:
+    return _result(when, CPU, dict(test="test_step", num_envs=64, threads=1, throughput=rate / 2),
+                   dict(test="test_step", num_envs=64, threads=2, throughput=rate),
+                   dict(test="test_reset", num_envs=64, threads=2, throughput=500.0))
+
+
+def _upstream_result(when: str, rate: float) -> dict:
+    return _result(when, CPU, dict(test="test_step", num_envs=64, mode="auto", env="Craftax-Symbolic-v1",
+                                   throughput=rate),
+                   dict(test="test_reset", num_envs=64, throughput=5.0))
+
+
+def test_ratio_only_between_results_of_one_machine_kind(tmp_path):
     report = _report_module()
-    _write(tmp_path / "cuda-step-a.json", _sweep("2026-01-01T10:00:00Z"))
-    _write(tmp_path / "upstream-gpu-a.json", _upstream("2026-01-01T10:10:00Z"))
+    _write(tmp_path / "2026-01-01-cpu-x-2c-c.json", _c_result("2026-01-01T10:00:00", 300_000.0))
+    _write(tmp_path / "2026-01-01-cpu-x-2c-upstream.json", _upstream_result("2026-01-01T10:05:00", 1_000.0))
+    _write(tmp_path / "2026-01-02-other-8c-upstream.json", _upstream_result("2026-01-02T10:00:00", 10.0))
     text = report.build_report(tmp_path)
-    assert "| 4,096 | 3.00 M | 2.00 M | 0.12% (50..149) | 4.0x | 1,000 |" in text
-    _write(tmp_path / "upstream-gpu-a.json", _upstream("2026-01-01T12:00:00Z"))
-    text = report.build_report(tmp_path)
-    assert "4.0x" not in text and "| 4,096 | 3.00 M | 2.00 M | 0.12% (50..149) | 1,000 |" in text
+    assert "| 64 | 150 k | 300 k | 1,000 | - | 300x | - |" in text
+    assert "| 64 | - | 500 | 5.0 | 100x |" in text
+    assert "30,000x" not in text and "commit abcdef1234" in text
 
 
-def test_newest_run_first_whatever_the_names(tmp_path):
-    """Version names do not sort in time order (v13 before v9 as text): the run time decides."""
+def test_a_loaded_machine_is_named_beside_its_table(tmp_path):
     report = _report_module()
-    _write(tmp_path / "cuda-step-v9.json", _sweep("2026-01-01T10:00:00Z"))
-    _write(tmp_path / "cuda-step-v13.json", _sweep("2026-01-02T10:00:00Z"))
-    _write(tmp_path / "cuda-step-undated.json", {k: v for k, v in _sweep("").items() if k != "time_utc"})
+    loaded = _c_result("2026-01-01T10:00:00", 300_000.0)
+    loaded["machine_info"]["pycraftax"] = dict(CPU, load_average_1min=7.5)
+    _write(tmp_path / "2026-01-01-cpu-x-2c-c.json", loaded)
+    assert "load average 7.5 on 2 cores (other jobs ran" in report.build_report(tmp_path)
+    loaded["machine_info"]["pycraftax"]["load_average_1min"] = 0.3
+    _write(tmp_path / "2026-01-01-cpu-x-2c-c.json", loaded)
+    assert "load average" not in report.build_report(tmp_path)
+
+
+def test_newest_result_of_each_suite_and_kind(tmp_path):
+    """The run time recorded in the file decides, not the name."""
+    report = _report_module()
+    _write(tmp_path / "2026-01-05-cpu-x-2c-c.json", _c_result("2026-01-01T10:00:00", 100_000.0))
+    _write(tmp_path / "2026-01-02-cpu-x-2c-c.json", _c_result("2026-01-02T10:00:00", 200_000.0))
     text = report.build_report(tmp_path)
-    order = [text.index(f"(cuda-step-{name}.json") for name in ("v13", "v9", "undated")]
-    assert order == sorted(order)
+    assert "2026-01-02-cpu-x-2c-c.json" in text and "| 64 | 100 k | 200 k |" in text
+    assert "2026-01-05-cpu-x-2c-c.json" not in text
 
 
 def test_unknown_files_are_listed_not_read(tmp_path):
     report = _report_module()
     _write(tmp_path / "mystery.json", {"x": 1})
-    _write(tmp_path / "worldgen-a.json", {"c": [], "upstream": [], "machine": {}})
+    _write(tmp_path / "2026-01-01-cpu-x-2c-c.json", _c_result("2026-01-01T10:00:00", 100_000.0))
     text = report.build_report(tmp_path)
-    assert "- mystery.json" in text and "World generation (worldgen-a.json" in text
+    assert "- mystery.json" in text and "## C reference on the CPU" in text
+
+
+def test_a_suite_without_its_own_section_gets_a_generic_table(tmp_path):
+    report = _report_module()
+    _write(tmp_path / "2026-01-01-cpu-x-2c-jax_loop.json",
+           _result("2026-01-01T10:00:00", CPU, dict(test="test_loop", unit="env steps/s", num_envs=8,
+                                                    throughput=1234.0)))
+    text = report.build_report(tmp_path)
+    assert "## jax_loop" in text and "| test_loop | num_envs=8 | 1,234 | env steps/s |" in text
+
+
+def test_gpu_ratio_against_upstream_on_the_same_gpu_only(tmp_path):
+    report = _report_module()
+    gpu = {"gpu": "GPU Y", "cpu": "CPU Z", "cores": 16}
+    _write(tmp_path / "2026-01-01-gpu-y-cuda.json",
+           _result("2026-01-01T10:00:00", gpu, dict(test="test_step", num_envs=4096, mode="auto", obs="compact",
+                                                    throughput=2.0e6)))
+    _write(tmp_path / "2026-01-01-gpu-y-upstream.json",
+           _result("2026-01-01T10:01:00", gpu, dict(test="test_step", num_envs=4096, mode="optimistic",
+                                                    env="Craftax-Symbolic-v1", device="cuda:0", throughput=5.0e5),
+                   dict(test="test_step", num_envs=64, mode="auto", env="Craftax-Symbolic-v1", device="TFRT_CPU_0",
+                        throughput=1.0e6)))  # upstream on the host CPU: not a GPU peer
+    text = report.build_report(tmp_path)
+    assert "| 4,096 | - | 2.0 M | - | - | 4.0x |" in text and "| 64 | 1.0 M |" not in text.split("## CUDA")[1]
+
+
+def test_plots_are_written(tmp_path):
+    pytest.importorskip("matplotlib")
+    report = _report_module()
+    results = tmp_path / "results"
+    results.mkdir()
+    _write(results / "2026-01-01-cpu-x-2c-c.json", _c_result("2026-01-01T10:00:00", 100_000.0))
+    text = report.build_report(results, tmp_path / "plots")
+    assert (tmp_path / "plots" / "steps_vs_envs.png").stat().st_size > 1000
+    assert "![steps_vs_envs.png](plots/steps_vs_envs.png)" in text
+
+
+def test_result_names_of_the_machine_kinds_parse():
+    """The machine kind names the files nox writes; the report must read the suite back from them."""
+    report = _report_module()
+    conftest = _report_module("conftest")
+    for info in ({"gpu": "NVIDIA H200", "cpu": "Intel(R) Xeon(R) Processor"}, {"cpu": "AMD EPYC 7B13 64-Core Processor",
+                                                                               "cores": 2}):
+        kind = conftest.machine_kind(info)
+        m = report.RESULT_NAME.match(f"2026-01-01-{kind}-jax_loop.json")
+        assert m and m["kind"] == kind and m["suite"] == "jax_loop"
+    assert conftest.machine_kind({"gpu": "NVIDIA H200"}) == "nvidia-h200"
 
 
 def test_training_run_score_and_section(tmp_path):
@@ -82,7 +149,7 @@ def test_training_run_score_and_section(tmp_path):
     assert s["training_seconds"] == 200.0 and s["env_steps"] == 200_000
     _write(tmp_path / "train-x.json", dict(run="x", recipe="r", resets="optimistic", gpu="G", commit="c", **s))
     text = _report_module().build_report(tmp_path)
-    assert "### Training run (train-x.json" in text and "4.00 (1.77%)" in text
+    assert "## Published training runs" in text and "| x | `train-x.json` | 200,000 | 4.0 (1.8%) |" in text
 
 
 def test_training_run_parts_follow_on(tmp_path):
