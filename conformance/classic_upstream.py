@@ -1,0 +1,145 @@
+"""Upstream Craftax-Classic (craftax 1.6.1) and the C reference side by side, for the
+Classic parity tests: jitted, vmapped upstream functions cached at module scope (each
+compiles once per pytree structure), and thin numpy wrappers of the C API
+(craftax_api_classic.h) over the state buffers of pycraftax/classic_state.py.
+
+Import through conftest.require_jax() first, which sets the XLA flag before jax loads.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from craftax.craftax_classic.envs.craftax_symbolic_env import (
+    CraftaxClassicSymbolicEnv,
+    CraftaxClassicSymbolicEnvNoAutoReset,
+)
+from pycraftax import classic_state
+from pycraftax._native import ffi, lib
+
+ENV = CraftaxClassicSymbolicEnvNoAutoReset()
+AUTO_ENV = CraftaxClassicSymbolicEnv()
+DEFAULT_PARAMS = ENV.default_params
+MIN_BATCH = 2
+
+
+def flatten_state(state) -> dict[str, np.ndarray]:
+    """EnvState -> {dotted leaf path: numpy array}, the naming classic_state uses."""
+    out = {}
+    for path, leaf in jax.tree_util.tree_flatten_with_path(state)[0]:
+        name = ".".join(p.name if hasattr(p, "name") else str(p.key) for p in path)
+        out[name] = np.asarray(leaf)
+    return out
+
+
+def unflatten_state(template, flat: dict[str, np.ndarray]):
+    """A batched EnvState with the structure of `template` and the leaves of `flat`."""
+    paths, treedef = jax.tree_util.tree_flatten_with_path(template)
+    leaves = []
+    for path, leaf in paths:
+        name = ".".join(p.name if hasattr(p, "name") else str(p.key) for p in path)
+        leaves.append(jnp.asarray(flat[name], dtype=leaf.dtype))
+    return jax.tree_util.tree_unflatten(treedef, leaves)
+
+
+_RESET = jax.jit(jax.vmap(ENV.reset_env, in_axes=(0, None)))
+_STEP = jax.jit(jax.vmap(ENV.step_env, in_axes=(0, 0, 0, None)))
+_AUTO_STEP = jax.jit(jax.vmap(AUTO_ENV.step, in_axes=(0, 0, 0, None)))
+
+
+def _pad(keys: np.ndarray) -> np.ndarray:
+    n = keys.shape[0]
+    return np.concatenate([keys, np.repeat(keys[-1:], MIN_BATCH - n, axis=0)]) if n < MIN_BATCH else keys
+
+
+def upstream_reset(keys: np.ndarray, params=None):
+    """upstream reset_env(keys[i], params): (obs [N, 1345], state dict, batched EnvState)."""
+    params = DEFAULT_PARAMS if params is None else params
+    n = keys.shape[0]
+    obs, state = _RESET(jnp.asarray(_pad(np.asarray(keys, dtype=np.uint32))), params)
+    return np.asarray(obs)[:n], {k: v[:n] for k, v in flatten_state(state).items()}, state
+
+
+def upstream_step(keys: np.ndarray, state, actions: np.ndarray, params=None, auto_reset: bool = False):
+    """upstream step_env (or the auto-reset step) of a batched EnvState:
+    (obs, state dict, batched EnvState, reward, done)."""
+    params = DEFAULT_PARAMS if params is None else params
+    fn = _AUTO_STEP if auto_reset else _STEP
+    obs, state, reward, done, _ = fn(
+        jnp.asarray(np.asarray(keys, dtype=np.uint32)), state, jnp.asarray(actions, dtype=jnp.int32), params
+    )
+    return np.asarray(obs), flatten_state(state), state, np.asarray(reward), np.asarray(done)
+
+
+@functools.lru_cache(maxsize=None)
+def optimistic_step_fn(num_envs: int, reset_ratio: int, params=None):
+    """OptimisticResetVecEnvWrapper.step over Classic's no-auto-reset env, jitted."""
+    from conformance.wrappers import optimistic_reset_step
+
+    params = DEFAULT_PARAMS if params is None else params
+    return jax.jit(optimistic_reset_step(ENV, num_envs, reset_ratio, params))
+
+
+# -- the C side ---------------------------------------------------------------------------
+def c_params(**overrides):
+    """A CraftaxClassicParams with upstream's defaults and the given fields."""
+    p = ffi.new("CraftaxClassicParams *")
+    lib.craftax_classic_default_params(p)
+    for name, value in overrides.items():
+        if name == "fractal_noise_angles":
+            fields = ("angles_water", "angles_mountain", "angles_path", "angles_tree")
+            for i, (field, angles) in enumerate(zip(fields, value)):
+                if angles is not None:
+                    p.has_angles[i] = 1
+                    flat = np.ascontiguousarray(angles, dtype=np.float32).ravel()
+                    ffi.memmove(getattr(p, field), ffi.from_buffer(flat), flat.nbytes)
+        else:
+            setattr(p, name, value)
+    return p
+
+
+def _ptr(ctype: str, a: np.ndarray):
+    return ffi.cast(ctype, ffi.from_buffer(a))
+
+
+def c_reset(keys: np.ndarray, params=None):
+    """craftax_classic_reset_with_keys: (states buffer [N, STATE_SIZE], obs [N, 1345])."""
+    params = c_params() if params is None else params
+    keys = np.ascontiguousarray(keys, dtype=np.uint32)
+    n = keys.shape[0]
+    states = np.zeros((n, classic_state.STATE_SIZE), dtype=np.uint8)
+    obs = np.zeros((n, classic_state.OBS_SIZE), dtype=np.float32)
+    rc = lib.craftax_classic_reset_with_keys(
+        _ptr("void *", states), _ptr("uint32_t *", keys), n, params, _ptr("float *", obs)
+    )
+    assert rc == 0, rc
+    return states, obs
+
+
+def c_step(states: np.ndarray, keys: np.ndarray, actions: np.ndarray, params=None, auto_reset: bool = False):
+    """craftax_classic_step_with_keys (or _step_autoreset) in place: (obs, reward, done)."""
+    params = c_params() if params is None else params
+    keys = np.ascontiguousarray(keys, dtype=np.uint32)
+    actions = np.ascontiguousarray(actions, dtype=np.int32)
+    n = states.shape[0]
+    obs = np.zeros((n, classic_state.OBS_SIZE), dtype=np.float32)
+    reward = np.zeros(n, dtype=np.float32)
+    done = np.zeros(n, dtype=np.uint8)
+    args = (_ptr("void *", states), _ptr("int32_t *", actions), _ptr("uint32_t *", keys), n, params)
+    outs = (_ptr("float *", obs), _ptr("float *", reward), _ptr("uint8_t *", done))
+    if auto_reset:
+        rc = lib.craftax_classic_step_autoreset(*args, *outs, ffi.NULL, ffi.NULL, ffi.NULL)
+    else:
+        rc = lib.craftax_classic_step_with_keys(*args, *outs)
+    assert rc == 0, rc
+    return obs, reward, done.astype(bool)
+
+
+def c_observe(states: np.ndarray) -> np.ndarray:
+    obs = np.zeros((states.shape[0], classic_state.OBS_SIZE), dtype=np.float32)
+    assert lib.craftax_classic_observe(_ptr("void *", states), states.shape[0], _ptr("float *", obs)) == 0
+    return obs
