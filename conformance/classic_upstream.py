@@ -75,6 +75,32 @@ def upstream_step(keys: np.ndarray, state, actions: np.ndarray, params=None, aut
     return np.asarray(obs), flatten_state(state), state, np.asarray(reward), np.asarray(done)
 
 
+def _rollout(step_fn):
+    def run(state, keys, actions, params):
+        def body(state, xs):
+            k, a = xs
+            obs, state, reward, done, _ = step_fn(k, state, a, params)
+            return state, (obs, state, reward, done)
+
+        return jax.lax.scan(body, state, (keys, actions))[1]
+
+    return jax.jit(run)
+
+
+_ROLLOUT = _rollout(jax.vmap(ENV.step_env, in_axes=(0, 0, 0, None)))
+
+
+def upstream_rollout(state, keys: np.ndarray, actions: np.ndarray, params=None):
+    """num_steps upstream step_env calls in one jitted lax.scan from a batched EnvState: keys
+    uint32 [T, N, 2], actions [T, N]. Returns (obs [T, N, 1345], per-step state dicts
+    [T, N, ...], rewards [T, N], dones [T, N])."""
+    params = DEFAULT_PARAMS if params is None else params
+    obs, states, reward, done = _ROLLOUT(
+        state, jnp.asarray(np.asarray(keys, dtype=np.uint32)), jnp.asarray(actions, dtype=jnp.int32), params
+    )
+    return np.asarray(obs), flatten_state(states), np.asarray(reward), np.asarray(done)
+
+
 @functools.lru_cache(maxsize=None)
 def optimistic_step_fn(num_envs: int, reset_ratio: int, params=None):
     """OptimisticResetVecEnvWrapper.step over Classic's no-auto-reset env, jitted."""
@@ -143,3 +169,32 @@ def c_observe(states: np.ndarray) -> np.ndarray:
     obs = np.zeros((states.shape[0], classic_state.OBS_SIZE), dtype=np.float32)
     assert lib.craftax_classic_observe(_ptr("void *", states), states.shape[0], _ptr("float *", obs)) == 0
     return obs
+
+
+def c_step_optimistic(states: np.ndarray, key: np.ndarray, actions: np.ndarray, reset_ratio: int, params=None):
+    """craftax_classic_step_optimistic in place: (obs, reward, done, reset_worlds)."""
+    params = c_params() if params is None else params
+    key = np.ascontiguousarray(key, dtype=np.uint32)
+    actions = np.ascontiguousarray(actions, dtype=np.int32)
+    n = states.shape[0]
+    obs = np.zeros((n, classic_state.OBS_SIZE), dtype=np.float32)
+    reward = np.zeros(n, dtype=np.float32)
+    done = np.zeros(n, dtype=np.uint8)
+    worlds = np.zeros(n, dtype=np.int32)
+    rc = lib.craftax_classic_step_optimistic(
+        _ptr("void *", states),
+        _ptr("int32_t *", actions),
+        _ptr("uint32_t *", key),
+        n,
+        reset_ratio,
+        params,
+        _ptr("float *", obs),
+        _ptr("float *", reward),
+        _ptr("uint8_t *", done),
+        ffi.NULL,
+        ffi.NULL,
+        ffi.NULL,
+        _ptr("int32_t *", worlds),
+    )
+    assert rc == 0, rc
+    return obs, reward, done.astype(bool), worlds

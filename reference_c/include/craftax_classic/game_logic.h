@@ -45,8 +45,14 @@ typedef struct {
     int32_t *attack_cooldown;
     int n;
 } CraftaxClassicMobsRef;
-#define CRAFTAX_CLASSIC_MOBS_REF(m, count) \
-    ((CraftaxClassicMobsRef){(m).position, (m).health, (m).mask, (m).attack_cooldown, (count)})
+static inline CRAFTAX_HD CraftaxClassicMobsRef craftax_classic_mobs3_ref(CraftaxClassicMobs3 *m) {
+    CraftaxClassicMobsRef r = {m->position, m->health, m->mask, m->attack_cooldown, 3};
+    return r;
+}
+static inline CRAFTAX_HD CraftaxClassicMobsRef craftax_classic_mobs2_ref(CraftaxClassicMobs2 *m) {
+    CraftaxClassicMobsRef r = {m->position, m->health, m->mask, m->attack_cooldown, 2};
+    return r;
+}
 
 /* DIRECTIONS[i] as a gather of the 16-row table reads it. */
 static inline CRAFTAX_HD const int32_t *craftax_classic_direction(int32_t i) {
@@ -122,16 +128,16 @@ static inline CRAFTAX_HD void craftax_classic_do_action(CraftaxClassicState *s, 
     const int32_t damage = craftax_classic_get_player_attack_damage(s);
 
     int killed_zombie, killed_cow, killed_skeleton;
-    const int attacked_zombie = craftax_classic_attack_mobs(CRAFTAX_CLASSIC_MOBS_REF(s->zombies, 3), bp, damage,
+    const int attacked_zombie = craftax_classic_attack_mobs(craftax_classic_mobs3_ref(&s->zombies), bp, damage,
                                                             &killed_zombie);
     s->achievements[CLASSIC_ACH_DEFEAT_ZOMBIE] |= (uint8_t)killed_zombie;
-    const int attacked_cow = craftax_classic_attack_mobs(CRAFTAX_CLASSIC_MOBS_REF(s->cows, 3), bp, damage, &killed_cow);
+    const int attacked_cow = craftax_classic_attack_mobs(craftax_classic_mobs3_ref(&s->cows), bp, damage, &killed_cow);
     s->achievements[CLASSIC_ACH_EAT_COW] |= (uint8_t)killed_cow;
     if (killed_cow) {
         s->player_food = craftax_min_i32(9, s->player_food + 6);
         s->player_hunger = 0.0f;
     }
-    const int attacked_skeleton = craftax_classic_attack_mobs(CRAFTAX_CLASSIC_MOBS_REF(s->skeletons, 2), bp, damage,
+    const int attacked_skeleton = craftax_classic_attack_mobs(craftax_classic_mobs2_ref(&s->skeletons), bp, damage,
                                                               &killed_skeleton);
     s->achievements[CLASSIC_ACH_DEFEAT_SKELETON] |= (uint8_t)killed_skeleton;
     const int did_attack_mob = attacked_zombie || attacked_cow || attacked_skeleton;
@@ -355,7 +361,7 @@ static inline CRAFTAX_HD void craftax_classic_commit_mob_move(CraftaxClassicStat
 
 static inline CRAFTAX_HD CraftaxKey craftax_classic_move_zombie(CraftaxClassicState *s, CraftaxKey rng, int i,
                                                                const CraftaxClassicParams *params) {
-    CraftaxClassicMobsRef z = CRAFTAX_CLASSIC_MOBS_REF(s->zombies, 3);
+    CraftaxClassicMobsRef z = craftax_classic_mobs3_ref(&s->zombies);
     const int32_t *pos = z.position[i];
     const int32_t *rd = CRAFTAX_CLASSIC_DIRECTIONS[1 + craftax_randint(craftax_split_next(&rng), 0, 0, 4)];
     const int32_t random_proposed[2] = {pos[0] + rd[0], pos[1] + rd[1]};
@@ -388,7 +394,7 @@ static inline CRAFTAX_HD CraftaxKey craftax_classic_move_zombie(CraftaxClassicSt
 
 static inline CRAFTAX_HD CraftaxKey craftax_classic_move_cow(CraftaxClassicState *s, CraftaxKey rng, int i,
                                                             const CraftaxClassicParams *params) {
-    CraftaxClassicMobsRef c = CRAFTAX_CLASSIC_MOBS_REF(s->cows, 3);
+    CraftaxClassicMobsRef c = craftax_classic_mobs3_ref(&s->cows);
     const int32_t *pos = c.position[i];
     /* DIRECTIONS[1:9]: half of the draws are no move */
     const int32_t *rd = CRAFTAX_CLASSIC_DIRECTIONS[1 + craftax_randint(craftax_split_next(&rng), 0, 0, 8)];
@@ -401,7 +407,7 @@ static inline CRAFTAX_HD CraftaxKey craftax_classic_move_cow(CraftaxClassicState
 
 static inline CRAFTAX_HD CraftaxKey craftax_classic_move_skeleton(CraftaxClassicState *s, CraftaxKey rng, int i,
                                                                  const CraftaxClassicParams *params) {
-    CraftaxClassicMobsRef k = CRAFTAX_CLASSIC_MOBS_REF(s->skeletons, 2);
+    CraftaxClassicMobsRef k = craftax_classic_mobs2_ref(&s->skeletons);
     const int32_t *pos = k.position[i];
     const int32_t *rd = CRAFTAX_CLASSIC_DIRECTIONS[1 + craftax_randint(craftax_split_next(&rng), 0, 0, 4)];
     const int32_t random_proposed[2] = {pos[0] + rd[0], pos[1] + rd[1]};
@@ -551,12 +557,12 @@ static inline CRAFTAX_HD float craftax_classic_zombie_spawn_chance(const Craftax
 static inline CRAFTAX_HD void craftax_classic_spawn_mobs(CraftaxClassicState *s, CraftaxKey rng,
                                                         const CraftaxClassicParams *params,
                                                         CraftaxClassicSpawnScratch *w) {
-    craftax_classic_spawn_class(s, &rng, CRAFTAX_CLASSIC_MOBS_REF(s->cows, 3), params->spawn_cow_chance,
+    craftax_classic_spawn_class(s, &rng, craftax_classic_mobs3_ref(&s->cows), params->spawn_cow_chance,
                                 CLASSIC_SPAWN_GRASS, 3, params->cow_health, params, w);
-    craftax_classic_spawn_class(s, &rng, CRAFTAX_CLASSIC_MOBS_REF(s->zombies, 3),
+    craftax_classic_spawn_class(s, &rng, craftax_classic_mobs3_ref(&s->zombies),
                                 craftax_classic_zombie_spawn_chance(s, params), CLASSIC_SPAWN_GRASS_OR_PATH, 9,
                                 params->zombie_health, params, w);
-    craftax_classic_spawn_class(s, &rng, CRAFTAX_CLASSIC_MOBS_REF(s->skeletons, 2), params->spawn_skeleton_chance,
+    craftax_classic_spawn_class(s, &rng, craftax_classic_mobs2_ref(&s->skeletons), params->spawn_skeleton_chance,
                                 CLASSIC_SPAWN_PATH, 9, params->skeleton_health, params, w);
 }
 

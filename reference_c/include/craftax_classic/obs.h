@@ -17,10 +17,13 @@ static inline CRAFTAX_HD float craftax_classic_round_f16(float x) {
     return craftax_bits_f32(u & ~0x1FFFu);
 }
 
-/* `jnp.array([...]).astype(float16) / 10.0`: the float16 division, which XLA evaluates in
- * float32 and rounds back to float16; widened to float32 by the concatenation. */
+/* `jnp.array([...]).astype(float16) / 10.0`: XLA turns the float16 division by a constant
+ * into a multiply by float16(0.1) = 0.0999755859375 (the product of two float16 values is
+ * exact in float32, then rounded to float16); widened to float32 by the concatenation. So a
+ * health of 7 shows as 0.69970703125, not float16(0.7) = 0.7001953125. */
+#define CRAFTAX_CLASSIC_F16_TENTH 0.0999755859375f
 static inline CRAFTAX_HD float craftax_classic_f16_div10(int32_t n) {
-    return craftax_classic_round_f16((float)n / 10.0f);
+    return craftax_classic_round_f16(craftax_classic_round_f16((float)n) * CRAFTAX_CLASSIC_F16_TENTH);
 }
 
 /* mob_map.at[local][type].set(on_screen) for one mob: a masked or off-screen mob writes 0

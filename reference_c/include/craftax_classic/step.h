@@ -5,6 +5,7 @@
 #ifndef CRAFTAX_CLASSIC_STEP_H
 #define CRAFTAX_CLASSIC_STEP_H
 
+#include "craftax/step.h"
 #include "craftax_classic/game_logic.h"
 #include "craftax_classic/obs.h"
 #include "craftax_classic/worldgen.h"
@@ -40,6 +41,11 @@ static inline CRAFTAX_HD float craftax_classic_step_autoreset_one(CraftaxClassic
     if (*done) {
         craftax_classic_reset_env(key_reset, params, s, scratch);
         if (obs) craftax_classic_render_symbolic(s, obs);
+    } else {
+        /* As in the full game (craftax/step.h: craftax_light_level_autoreset), XLA compiles
+         * the auto-reset step's light level unfused, 1 - (a*a)*a, into the returned state,
+         * while the obs of the same step carries step_env's fused value. */
+        s->light_level = craftax_light_level_autoreset(s->timestep, params->day_length);
     }
     return reward;
 }
