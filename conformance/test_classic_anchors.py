@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conformance import classic_c as cc
 from pycraftax import anchors, classic_state, jax_random
 from pycraftax._native import ffi, lib
 
@@ -44,42 +45,14 @@ def step_keys(seed: int, num_envs: int, steps: int):
 
 
 def classic_trajectory_hash(num_envs: int, steps: int, seed: int) -> str:
-    p = ffi.new("CraftaxClassicParams *")
-    lib.craftax_classic_default_params(p)
-    states = np.zeros((num_envs, classic_state.STATE_SIZE), dtype=np.uint8)
-    obs = np.zeros((num_envs, classic_state.OBS_SIZE), dtype=np.float32)
-    reward = np.zeros(num_envs, dtype=np.float32)
-    done = np.zeros(num_envs, dtype=np.uint8)
-    reset_keys = np.ascontiguousarray(jax_random.split(jax_random.prng_key(seed), num_envs), dtype=np.uint32)
-    s_ptr = ffi.cast("void *", ffi.from_buffer(states))
-    assert (
-        lib.craftax_classic_reset_with_keys(
-            s_ptr, ffi.cast("uint32_t *", ffi.from_buffer(reset_keys)), num_envs, p, ffi.NULL
-        )
-        == 0
-    )
+    states, _ = cc.c_reset(jax_random.split(jax_random.prng_key(seed), num_envs))
     actions = classic_action_stream(num_envs, steps, seed)
     h = anchors.FNV_OFFSET
     for t, keys in enumerate(step_keys(seed, num_envs, steps)):
-        keys = np.ascontiguousarray(keys, dtype=np.uint32)
-        a = np.ascontiguousarray(actions[t])
-        rc = lib.craftax_classic_step_autoreset(
-            s_ptr,
-            ffi.cast("int32_t *", ffi.from_buffer(a)),
-            ffi.cast("uint32_t *", ffi.from_buffer(keys)),
-            num_envs,
-            p,
-            ffi.cast("float *", ffi.from_buffer(obs)),
-            ffi.cast("float *", ffi.from_buffer(reward)),
-            ffi.cast("uint8_t *", ffi.from_buffer(done)),
-            ffi.NULL,
-            ffi.NULL,
-            ffi.NULL,
-        )
-        assert rc == 0
+        obs, reward, done = cc.c_step(states, keys, actions[t], auto_reset=True)
         h = anchors.fnv1a(h, obs)
         h = anchors.fnv1a(h, reward)
-        h = anchors.fnv1a(h, done)
+        h = anchors.fnv1a(h, done.astype(np.uint8))
     return f"{h:016x}"
 
 

@@ -25,6 +25,7 @@ from conftest import PROFILE, compare_obs, compare_states, key_stream, record_su
 require_jax()
 
 from conformance import classic_scenarios as sc  # noqa: E402
+from conformance import classic_c as cc  # noqa: E402
 from conformance import classic_upstream as cu  # noqa: E402
 from pycraftax import classic_state  # noqa: E402
 
@@ -61,10 +62,10 @@ def lockstep(init: dict, keys: np.ndarray, actions: np.ndarray, overrides=None, 
         e_obs, e_states, e_reward, e_done = cu.upstream_rollout(u_state, keys, actions, upstream_params)
     states = np.zeros((n, classic_state.STATE_SIZE), dtype=np.uint8)
     classic_state.set_state(states, init)
-    params = cu.c_params(**overrides)
+    params = cc.c_params(**overrides)
     seen = np.zeros(classic_state.NUM_ACHIEVEMENTS, dtype=bool)
     for t in range(keys.shape[0]):
-        obs, reward, done = cu.c_step(states, keys[t], actions[t], params, auto_reset)
+        obs, reward, done = cc.c_step(states, keys[t], actions[t], params, auto_reset)
         where = f"{context} step {t}"
         actual = classic_state.get_state(states)
         compare_states({k: v[t] for k, v in e_states.items()}, actual, None, where)

@@ -19,6 +19,7 @@ require_jax()
 
 import jax.numpy as jnp  # noqa: E402
 
+from conformance import classic_c as cc  # noqa: E402
 from conformance import classic_upstream as cu  # noqa: E402
 from pycraftax import classic_state, jax_random  # noqa: E402
 
@@ -35,7 +36,7 @@ def run(num_envs: int, reset_ratio: int, steps: int, max_t: int, timesteps=None,
     u_state = cu.unflatten_state(template, init)
     states = np.zeros((num_envs, classic_state.STATE_SIZE), dtype=np.uint8)
     classic_state.set_state(states, init)
-    c_params = cu.c_params(max_timesteps=max_t)
+    c_params = cc.c_params(max_timesteps=max_t)
     key = jax_random.prng_key(seed)
     rng = np.random.default_rng(seed)
     ended = shared = 0
@@ -43,7 +44,7 @@ def run(num_envs: int, reset_ratio: int, steps: int, max_t: int, timesteps=None,
         actions = rng.integers(0, 17, size=num_envs).astype(np.int32)
         key, sub = jax_random.split(key, 2)
         e_obs, u_state, e_reward, e_done, _, e_world = wrapper_step(jnp.asarray(sub), u_state, jnp.asarray(actions))
-        obs, reward, done, worlds = cu.c_step_optimistic(states, sub, actions, reset_ratio, c_params)
+        obs, reward, done, worlds = cc.c_step_optimistic(states, sub, actions, reset_ratio, c_params)
         where = f"step {t} (num_envs {num_envs}, reset_ratio {reset_ratio}, seed {seed})"
         compare_states(cu.flatten_state(u_state), classic_state.get_state(states), None, where)
         compare_obs(np.asarray(e_obs), obs, None, where)

@@ -31,6 +31,7 @@ from conftest import (
 
 require_jax()
 
+from conformance import classic_c as cc  # noqa: E402
 from conformance import classic_upstream as cu  # noqa: E402
 from pycraftax import classic_state  # noqa: E402
 
@@ -44,7 +45,7 @@ NOISE_ANGLE_SHAPES = ((5, 5), (5, 5), (9, 33), (17, 17))
 
 def check_batch(keys: np.ndarray, upstream_params=None, c_params=None, context: str = "") -> None:
     expected_obs, expected, _ = cu.upstream_reset(keys, upstream_params)
-    states, obs = cu.c_reset(keys, c_params)
+    states, obs = cc.c_reset(keys, c_params)
     compare_states(expected, classic_state.get_state(states), keys, context)
     compare_obs(expected_obs, obs, keys, context)
 
@@ -77,7 +78,7 @@ def test_raw_keys(keys):
 )
 def test_non_default_params(overrides):
     keys = key_stream(24, seed=7)
-    check_batch(keys, cu.DEFAULT_PARAMS.replace(**overrides), cu.c_params(**overrides), context=str(overrides))
+    check_batch(keys, cu.DEFAULT_PARAMS.replace(**overrides), cc.c_params(**overrides), context=str(overrides))
 
 
 def test_fractal_noise_angles():
@@ -88,11 +89,11 @@ def test_fractal_noise_angles():
     import jax.numpy as jnp
 
     upstream_params = cu.DEFAULT_PARAMS.replace(fractal_noise_angles=tuple(jnp.asarray(a) for a in angles))
-    check_batch(keys, upstream_params, cu.c_params(fractal_noise_angles=angles), context="fractal_noise_angles")
+    check_batch(keys, upstream_params, cc.c_params(fractal_noise_angles=angles), context="fractal_noise_angles")
 
 
 def test_worlds_differ_by_key():
     """A guard on the comparison itself: different keys give different maps."""
-    states, _ = cu.c_reset(key_stream(4))
+    states, _ = cc.c_reset(key_stream(4))
     maps = classic_state.get_state(states)["map"]
     assert len({m.tobytes() for m in maps}) == 4
