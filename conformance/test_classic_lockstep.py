@@ -38,8 +38,8 @@ INJECT_STEPS = 60
 
 
 def lockstep(init: dict, keys: np.ndarray, actions: np.ndarray, overrides=None, auto_reset=False, context=""):
-    """Run both sides from state dict `init`; returns (env-steps compared, episodes ended,
-    achievements unlocked at any step [22])."""
+    """Run both sides from state dict `init`; returns (env-steps compared, done flags seen,
+    achievements unlocked at any step [22], the final state dict, the final dones [N])."""
     overrides = overrides or {}
     n = init["map"].shape[0]
     template = cu.upstream_reset(key_stream(n))[2]
@@ -77,7 +77,7 @@ def lockstep(init: dict, keys: np.ndarray, actions: np.ndarray, overrides=None, 
         bad = np.flatnonzero(done != e_done[t])
         assert bad.size == 0, f"{where}: done of env {bad[0]}: got {done[bad[0]]}, expected {e_done[t][bad[0]]}"
         seen |= actual["achievements"].any(axis=0)
-    return keys.shape[0] * n, int(e_done.sum()), seen
+    return keys.shape[0] * n, int(e_done.sum()), seen, classic_state.get_state(states), e_done[-1]
 
 
 def stream(seed: int, num_steps: int, n: int):
@@ -85,14 +85,26 @@ def stream(seed: int, num_steps: int, n: int):
     return rng.integers(0, 2**32, size=(num_steps, n, 2), dtype=np.uint32), sc.biased_actions(rng, num_steps, n)
 
 
+CHUNK = 100
+
+
 def test_random_trajectories_from_reset():
-    keys = key_stream(NUM_ENVS, seed=101)
-    init = cu.upstream_reset(keys)[1]
-    step_keys, actions = stream(1, NUM_STEPS, NUM_ENVS)
-    steps, episodes, seen = lockstep(init, step_keys, actions, context="from reset")
+    """step_env has no reset: every CHUNK steps the envs that are done get fresh worlds (on
+    both sides), so that the trajectories keep living players."""
+    state = cu.upstream_reset(key_stream(NUM_ENVS, seed=101))[1]
+    steps = episodes = 0
+    seen = np.zeros(classic_state.NUM_ACHIEVEMENTS, dtype=bool)
+    for chunk in range(NUM_STEPS // CHUNK):
+        step_keys, actions = stream(chunk, CHUNK, NUM_ENVS)
+        n_steps, _, chunk_seen, state, ended = lockstep(state, step_keys, actions, context=f"from reset, chunk {chunk}")
+        steps += n_steps
+        seen |= chunk_seen
+        episodes += int(ended.sum())
+        fresh = cu.upstream_reset(key_stream(NUM_ENVS, seed=1000 + chunk))[1]
+        state = {k: np.where(ended.reshape((-1,) + (1,) * (v.ndim - 1)), fresh[k], v) for k, v in state.items()}
     record_summary(
-        f"test_classic_lockstep: {steps} env-steps from {NUM_ENVS} resets equal on every leaf, obs, reward, done "
-        f"({episodes} dones, {int(seen.sum())}/22 achievements seen)"
+        f"test_classic_lockstep: {steps} env-steps from resets equal on every leaf, obs, reward, done "
+        f"({episodes} episodes ended and replaced, {int(seen.sum())}/22 achievements seen)"
     )
 
 
@@ -101,7 +113,7 @@ def test_auto_reset_with_short_episodes():
     keys = key_stream(NUM_ENVS, seed=202)
     init = cu.upstream_reset(keys, cu.DEFAULT_PARAMS.replace(max_timesteps=40))[1]
     step_keys, actions = stream(2, 130, NUM_ENVS)
-    steps, episodes, _ = lockstep(init, step_keys, actions, {"max_timesteps": 40}, auto_reset=True, context="auto")
+    steps, episodes = lockstep(init, step_keys, actions, {"max_timesteps": 40}, auto_reset=True, context="auto")[:2]
     assert episodes >= 3 * NUM_ENVS, episodes
     record_summary(f"test_classic_lockstep: auto-reset: {steps} env-steps, {episodes} resets, all equal")
 
@@ -110,7 +122,7 @@ def test_scenarios():
     n = len(sc.SCENARIOS)
     init, actions = sc.scenario_batch(cu.upstream_reset(key_stream(n, seed=303))[1], 240, seed=3)
     step_keys = np.random.default_rng(3).integers(0, 2**32, size=(240, n, 2), dtype=np.uint32)
-    steps, episodes, seen = lockstep(init, step_keys, actions, context="scenarios")
+    steps, _, seen, _, _ = lockstep(init, step_keys, actions, context="scenarios")
     # the scripts reach every achievement (a check on the scenarios themselves)
     assert seen.all(), f"achievements never unlocked: {np.flatnonzero(~seen).tolist()}"
     record_summary(f"test_classic_lockstep: {n} scripted scenarios, {steps} env-steps, all 22 achievements, equal")

@@ -14,11 +14,10 @@
 #include "craftax_classic/noise.h"
 #include "craftax_classic/state.h"
 
-#define CRAFTAX_CLASSIC_N CRAFTAX_CLASSIC_MAP_SIZE
 
 /* Caller-provided space of world generation (kept off a GPU thread's stack). */
 typedef struct {
-    float blend[4][CRAFTAX_CLASSIC_N][CRAFTAX_CLASSIC_N]; /* water, mountain, path, tree */
+    float blend[4][CRAFTAX_CLASSIC_M][CRAFTAX_CLASSIC_M]; /* water, mountain, path, tree */
     float grad_x[4][CRAFTAX_CLASSIC_NOISE_GRADS], grad_y[4][CRAFTAX_CLASSIC_NOISE_GRADS];
     CraftaxClassicSpawnScratch choice; /* the always-diamond cell's draw */
 } CraftaxClassicWorldGenScratch;
@@ -48,14 +47,13 @@ static inline CRAFTAX_HD void craftax_classic_clear_mobs3(CraftaxClassicMobs3 *m
 static inline CRAFTAX_HD void craftax_classic_generate_world(CraftaxKey rng, const CraftaxClassicParams *params,
                                                             CraftaxClassicState *s,
                                                             CraftaxClassicWorldGenScratch *w) {
-    const int32_t px = CRAFTAX_CLASSIC_N / 2, py = CRAFTAX_CLASSIC_N / 2;
-    CraftaxKey field_keys[4], coal_key, iron_key, diamond_key, diamond_choice_key, state_key, unused;
+    const int32_t px = CRAFTAX_CLASSIC_M / 2, py = CRAFTAX_CLASSIC_M / 2;
+    CraftaxKey field_keys[4], coal_key, iron_key, diamond_key, diamond_choice_key, state_key;
     field_keys[0] = craftax_split_next(&rng);
-    unused = craftax_split_next(&rng); /* "Water" */
+    craftax_split_next(&rng); /* "Water" */
     field_keys[1] = craftax_split_next(&rng);
     field_keys[2] = craftax_split_next(&rng);
-    unused = craftax_split_next(&rng); /* "Caves" */
-    (void)unused;
+    craftax_split_next(&rng); /* "Caves" */
     coal_key = craftax_split_next(&rng);
     iron_key = craftax_split_next(&rng);
     diamond_key = craftax_split_next(&rng);
@@ -77,9 +75,9 @@ static inline CRAFTAX_HD void craftax_classic_generate_world(CraftaxKey rng, con
         craftax_classic_noise_fill(&grids[f], w->blend[f]);
     }
 
-    for (int i = 0; i < CRAFTAX_CLASSIC_N; i++)
-        for (int j = 0; j < CRAFTAX_CLASSIC_N; j++) {
-            const uint32_t cell = (uint32_t)(i * CRAFTAX_CLASSIC_N + j);
+    for (int i = 0; i < CRAFTAX_CLASSIC_M; i++)
+        for (int j = 0; j < CRAFTAX_CLASSIC_M; j++) {
+            const uint32_t cell = (uint32_t)(i * CRAFTAX_CLASSIC_M + j);
             const float proximity = craftax_classic_proximity(i, j, px, py);
             const float water = craftax_classic_water_field(w->blend[0][i][j], &grids[0], proximity);
             const float mountain = craftax_classic_mountain_field(w->blend[1][i][j], &grids[1], proximity);
@@ -109,7 +107,7 @@ static inline CRAFTAX_HD void craftax_classic_generate_world(CraftaxKey rng, con
     for (int c = 0; c < CRAFTAX_CLASSIC_CELLS; c++)
         w->choice.p[c] = ((&s->map[0][0])[c] == BLOCK_STONE ? 1.0f : 0.0f) / num_stone;
     const int32_t diamond_index = craftax_choice_p(diamond_choice_key, w->choice.p, CRAFTAX_CLASSIC_CELLS, w->choice.cumsum);
-    s->map[diamond_index / CRAFTAX_CLASSIC_N][diamond_index % CRAFTAX_CLASSIC_N] =
+    s->map[diamond_index / CRAFTAX_CLASSIC_M][diamond_index % CRAFTAX_CLASSIC_M] =
         (uint8_t)(params->always_diamond ? BLOCK_DIAMOND : BLOCK_STONE);
 
     memset(s->mob_map, 0, sizeof(s->mob_map));
