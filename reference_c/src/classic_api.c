@@ -1,0 +1,329 @@
+/* classic_api.c: the C API of Craftax-Classic (craftax_api_classic.h) over the rules in
+ * craftax_classic/, batched with OpenMP like the full game's (craftax_api.c, step_api.c).
+ */
+#include "craftax_api_classic.h"
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdlib.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "craftax/step.h"
+#include "craftax_classic/step.h"
+
+int craftax_classic_obs_size(void) { return CRAFTAX_CLASSIC_OBS_SIZE; }
+int craftax_classic_num_actions(void) { return CRAFTAX_CLASSIC_NUM_ACTIONS; }
+int craftax_classic_num_achievements(void) { return CRAFTAX_CLASSIC_NUM_ACHIEVEMENTS; }
+size_t craftax_classic_state_size(void) { return sizeof(CraftaxClassicState); }
+
+#define U8 CRAFTAX_DTYPE_UINT8
+#define I32 CRAFTAX_DTYPE_INT32
+#define F32 CRAFTAX_DTYPE_FLOAT32
+#define U32 CRAFTAX_DTYPE_UINT32
+#define BOOL CRAFTAX_DTYPE_BOOL
+#define M CRAFTAX_CLASSIC_MAP_SIZE
+#define LEAF(name, member, storage, dtype, ndim, s0, s1, lo, hi) \
+    {name, (uint32_t)offsetof(CraftaxClassicState, member), storage, dtype, ndim, {s0, s1, 0, 0}, lo, hi, 0}
+#define MOBS(prefix, member, n, pos_lo, pos_hi, health_lo)                                   \
+    LEAF(prefix ".position", member.position, I32, I32, 2, n, 2, pos_lo, pos_hi),             \
+        LEAF(prefix ".health", member.health, I32, I32, 1, n, 0, health_lo, INT_MAX),          \
+        LEAF(prefix ".mask", member.mask, U8, BOOL, 1, n, 0, 0, 1),                             \
+        LEAF(prefix ".attack_cooldown", member.attack_cooldown, I32, I32, 1, n, 0, INT_MIN, INT_MAX)
+#define INV(name) LEAF("inventory." #name, inventory.name, I32, I32, 0, 0, 0, 0, 9)
+
+/* Leaves in upstream EnvState field order. Integer domains are what set_state accepts: block
+ * ids, map coordinates, intrinsics and inventory as a step leaves them (0..9; health 9 at
+ * most, the obs shows counts / 10 as float16); counters that upstream lets run freely
+ * (cooldowns, plant ages, dead arrows' positions and health) take any int32. */
+static const CraftaxLeaf LEAVES[] = {
+    LEAF("map", map, U8, I32, 2, M, M, 0, CRAFTAX_CLASSIC_NUM_BLOCK_TYPES - 1),
+    LEAF("mob_map", mob_map, U8, BOOL, 2, M, M, 0, 1),
+    LEAF("player_position", player_position, I32, I32, 1, 2, 0, 0, M - 1),
+    LEAF("player_direction", player_direction, I32, I32, 0, 0, 0, 0, 4),
+    LEAF("player_health", player_health, I32, I32, 0, 0, 0, 0, 9),
+    LEAF("player_food", player_food, I32, I32, 0, 0, 0, 0, 9),
+    LEAF("player_drink", player_drink, I32, I32, 0, 0, 0, 0, 9),
+    LEAF("player_energy", player_energy, I32, I32, 0, 0, 0, 0, 9),
+    LEAF("is_sleeping", is_sleeping, U8, BOOL, 0, 0, 0, 0, 1),
+    LEAF("player_recover", player_recover, F32, F32, 0, 0, 0, 0, 0),
+    LEAF("player_hunger", player_hunger, F32, F32, 0, 0, 0, 0, 0),
+    LEAF("player_thirst", player_thirst, F32, F32, 0, 0, 0, 0, 0),
+    LEAF("player_fatigue", player_fatigue, F32, F32, 0, 0, 0, 0, 0),
+    INV(wood),
+    INV(stone),
+    INV(coal),
+    INV(iron),
+    INV(diamond),
+    INV(sapling),
+    INV(wood_pickaxe),
+    INV(stone_pickaxe),
+    INV(iron_pickaxe),
+    INV(wood_sword),
+    INV(stone_sword),
+    INV(iron_sword),
+    MOBS("zombies", zombies, CRAFTAX_CLASSIC_MAX_ZOMBIES, 0, M - 1, INT_MIN),
+    MOBS("cows", cows, CRAFTAX_CLASSIC_MAX_COWS, 0, M - 1, INT_MIN),
+    MOBS("skeletons", skeletons, CRAFTAX_CLASSIC_MAX_SKELETONS, 0, M - 1, INT_MIN),
+    MOBS("arrows", arrows, CRAFTAX_CLASSIC_MAX_ARROWS, INT_MIN, INT_MAX, INT_MIN),
+    LEAF("arrow_directions", arrow_directions, I32, I32, 2, CRAFTAX_CLASSIC_MAX_ARROWS, 2, -1, 1),
+    LEAF("growing_plants_positions", growing_plants_positions, I32, I32, 2, CRAFTAX_CLASSIC_MAX_GROWING_PLANTS, 2, 0,
+         M - 1),
+    LEAF("growing_plants_age", growing_plants_age, I32, I32, 1, CRAFTAX_CLASSIC_MAX_GROWING_PLANTS, 0, INT_MIN, INT_MAX),
+    LEAF("growing_plants_mask", growing_plants_mask, U8, BOOL, 1, CRAFTAX_CLASSIC_MAX_GROWING_PLANTS, 0, 0, 1),
+    LEAF("light_level", light_level, F32, F32, 0, 0, 0, 0, 0),
+    LEAF("achievements", achievements, U8, BOOL, 1, CRAFTAX_CLASSIC_NUM_ACHIEVEMENTS, 0, 0, 1),
+    LEAF("state_rng", state_rng, U32, U32, 1, 2, 0, 0, 0),
+    LEAF("timestep", timestep, I32, I32, 0, 0, 0, 0, INT_MAX),
+};
+
+int craftax_classic_num_leaves(void) { return (int)(sizeof(LEAVES) / sizeof(LEAVES[0])); }
+
+const CraftaxLeaf *craftax_classic_leaf(int index) {
+    if (index < 0 || index >= craftax_classic_num_leaves()) return NULL;
+    return &LEAVES[index];
+}
+
+void craftax_classic_default_params(CraftaxClassicParams *p) {
+    memset(p, 0, sizeof(*p));
+    p->max_timesteps = 10000;
+    p->day_length = 300;
+    p->always_diamond = 1;
+    p->zombie_health = 5;
+    p->cow_health = 3;
+    p->skeleton_health = 3;
+    p->mob_despawn_distance = 14;
+    p->spawn_cow_chance = 0.1f;
+    p->spawn_zombie_base_chance = 0.02f;
+    p->spawn_zombie_night_chance = 0.1f;
+    p->spawn_skeleton_chance = 0.05f;
+}
+
+static int check_params(const CraftaxClassicParams *params) { return params->day_length > 0 ? 0 : CRAFTAX_ERR_ARGUMENT; }
+
+static int check_actions(const int32_t *actions, int64_t num_envs) {
+    for (int64_t i = 0; i < num_envs; i++)
+        if (actions[i] < 0 || actions[i] >= CRAFTAX_CLASSIC_NUM_ACTIONS) return CRAFTAX_ERR_ARGUMENT;
+    return 0;
+}
+
+int craftax_classic_reset_with_keys(void *states, const uint32_t *keys, int64_t num_envs,
+                                    const CraftaxClassicParams *params, float *obs) {
+    if (!states || !keys || !params) return CRAFTAX_ERR_NULL;
+    if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
+    if (check_params(params)) return CRAFTAX_ERR_ARGUMENT;
+    CraftaxClassicState *all = (CraftaxClassicState *)states;
+    int failed = 0;
+#pragma omp parallel num_threads(craftax_get_num_threads()) reduction(| : failed)
+    {
+        CraftaxClassicWorldGenScratch *scratch = NULL;
+#pragma omp for schedule(dynamic, 4)
+        for (int64_t i = 0; i < num_envs; i++) {
+            if (!scratch) scratch = (CraftaxClassicWorldGenScratch *)malloc(sizeof(CraftaxClassicWorldGenScratch));
+            if (!scratch) {
+                failed = 1;
+                continue;
+            }
+            const CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
+            craftax_classic_reset_env(key, params, &all[i], scratch);
+            if (obs) craftax_classic_render_symbolic(&all[i], obs + i * CRAFTAX_CLASSIC_OBS_SIZE);
+        }
+        free(scratch);
+    }
+    return failed ? CRAFTAX_ERR_NO_MEMORY : 0;
+}
+
+int craftax_classic_observe(const void *states, int64_t num_envs, float *obs) {
+    if (!states || !obs) return CRAFTAX_ERR_NULL;
+    if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
+    const CraftaxClassicState *all = (const CraftaxClassicState *)states;
+#pragma omp parallel for num_threads(craftax_get_num_threads()) schedule(static)
+    for (int64_t i = 0; i < num_envs; i++) craftax_classic_render_symbolic(&all[i], obs + i * CRAFTAX_CLASSIC_OBS_SIZE);
+    return 0;
+}
+
+int craftax_classic_step_with_keys(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
+                                   const CraftaxClassicParams *params, float *obs, float *rewards, uint8_t *dones) {
+    if (!states || !actions || !keys || !params) return CRAFTAX_ERR_NULL;
+    if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
+    if (check_params(params) || check_actions(actions, num_envs)) return CRAFTAX_ERR_ARGUMENT;
+    CraftaxClassicState *all = (CraftaxClassicState *)states;
+    int failed = 0;
+#pragma omp parallel num_threads(craftax_get_num_threads()) reduction(| : failed)
+    {
+        CraftaxClassicSpawnScratch *spawn = NULL;
+#pragma omp for schedule(dynamic, 8)
+        for (int64_t i = 0; i < num_envs; i++) {
+            if (!spawn) spawn = (CraftaxClassicSpawnScratch *)malloc(sizeof(CraftaxClassicSpawnScratch));
+            if (!spawn) {
+                failed = 1;
+                continue;
+            }
+            const CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
+            uint8_t done;
+            const float r = craftax_classic_step_env(&all[i], key, actions[i], params,
+                                                     obs ? obs + i * CRAFTAX_CLASSIC_OBS_SIZE : NULL, &done, spawn);
+            if (rewards) rewards[i] = r;
+            if (dones) dones[i] = done;
+        }
+        free(spawn);
+    }
+    return failed ? CRAFTAX_ERR_NO_MEMORY : 0;
+}
+
+static void write_ending(int64_t i, uint8_t done, uint8_t term, const uint8_t *ach, uint8_t *terminated,
+                         uint8_t *truncated, uint8_t *final_achievements) {
+    if (terminated) terminated[i] = (uint8_t)(done && term);
+    if (truncated) truncated[i] = (uint8_t)(done && !term);
+    if (final_achievements) {
+        uint8_t *out = final_achievements + i * CRAFTAX_CLASSIC_NUM_ACHIEVEMENTS;
+        if (done)
+            memcpy(out, ach, CRAFTAX_CLASSIC_NUM_ACHIEVEMENTS);
+        else
+            memset(out, 0, CRAFTAX_CLASSIC_NUM_ACHIEVEMENTS);
+    }
+}
+
+int craftax_classic_step_autoreset(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
+                                   const CraftaxClassicParams *params, float *obs, float *rewards, uint8_t *dones,
+                                   uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements) {
+    if (!states || !actions || !keys || !params) return CRAFTAX_ERR_NULL;
+    if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
+    if (check_params(params) || check_actions(actions, num_envs)) return CRAFTAX_ERR_ARGUMENT;
+    CraftaxClassicState *all = (CraftaxClassicState *)states;
+    int failed = 0;
+#pragma omp parallel num_threads(craftax_get_num_threads()) reduction(| : failed)
+    {
+        CraftaxClassicWorldGenScratch *scratch = NULL;
+#pragma omp for schedule(dynamic, 8)
+        for (int64_t i = 0; i < num_envs; i++) {
+            if (!scratch) scratch = (CraftaxClassicWorldGenScratch *)malloc(sizeof(CraftaxClassicWorldGenScratch));
+            if (!scratch) {
+                failed = 1;
+                continue;
+            }
+            const CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
+            uint8_t done, term, ach[CRAFTAX_CLASSIC_NUM_ACHIEVEMENTS];
+            const float r = craftax_classic_step_autoreset_one(&all[i], key, actions[i], params,
+                                                               obs ? obs + i * CRAFTAX_CLASSIC_OBS_SIZE : NULL, &done,
+                                                               &term, ach, scratch);
+            if (rewards) rewards[i] = r;
+            if (dones) dones[i] = done;
+            write_ending(i, done, term, ach, terminated, truncated, final_achievements);
+        }
+        free(scratch);
+    }
+    return failed ? CRAFTAX_ERR_NO_MEMORY : 0;
+}
+
+static int compare_u64(const void *a, const void *b) {
+    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The full game's wrapper logic (craftax/step.h: craftax_optimistic_keys, _order_key, _world)
+ * over Classic's step_env and reset_env. */
+int craftax_classic_step_optimistic(void *states, const int32_t *actions, const uint32_t *key, int64_t num_envs,
+                                    int32_t reset_ratio, const CraftaxClassicParams *params, float *obs,
+                                    float *rewards, uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
+                                    uint8_t *final_achievements, int32_t *reset_worlds) {
+    if (!states || !actions || !key || !params) return CRAFTAX_ERR_NULL;
+    if (num_envs < 0 || num_envs > (int64_t)UINT32_MAX) return CRAFTAX_ERR_NUM_ENVS;
+    if (reset_ratio < 1 || num_envs % reset_ratio != 0) return CRAFTAX_ERR_ARGUMENT;
+    if (check_params(params) || check_actions(actions, num_envs)) return CRAFTAX_ERR_ARGUMENT;
+    if (num_envs == 0) return 0;
+    CraftaxClassicState *all = (CraftaxClassicState *)states;
+    const int32_t num_worlds = (int32_t)(num_envs / reset_ratio);
+    CraftaxKey step_parent, reset_parent, choice_key;
+    craftax_optimistic_keys((CraftaxKey){{key[0], key[1]}}, &step_parent, &reset_parent, &choice_key);
+
+    uint8_t *done = (uint8_t *)malloc((size_t)num_envs);
+    uint64_t *order = (uint64_t *)malloc((size_t)num_envs * sizeof(uint64_t));
+    int32_t *world = (int32_t *)malloc((size_t)num_envs * sizeof(int32_t));
+    int32_t *owner = (int32_t *)malloc((size_t)num_worlds * sizeof(int32_t));
+    int failed = !done || !order || !world || !owner;
+    if (failed) goto out;
+
+#pragma omp parallel num_threads(craftax_get_num_threads()) reduction(| : failed)
+    {
+        CraftaxClassicSpawnScratch *spawn = NULL;
+#pragma omp for schedule(dynamic, 8)
+        for (int64_t i = 0; i < num_envs; i++) {
+            if (!spawn) spawn = (CraftaxClassicSpawnScratch *)malloc(sizeof(CraftaxClassicSpawnScratch));
+            if (!spawn) {
+                failed = 1;
+                done[i] = 0;
+                continue;
+            }
+            const float r = craftax_classic_step(&all[i], craftax_split_at(step_parent, (uint32_t)i), actions[i],
+                                                 params, spawn);
+            done[i] = (uint8_t)craftax_classic_is_game_over(&all[i], params);
+            if (rewards) rewards[i] = r;
+            if (dones) dones[i] = done[i];
+            write_ending(i, done[i], (uint8_t)craftax_classic_is_terminated(&all[i]), all[i].achievements, terminated,
+                         truncated, final_achievements);
+        }
+        free(spawn);
+    }
+    if (failed) goto out;
+
+    int64_t num_done = 0;
+    for (int64_t i = 0; i < num_envs; i++) {
+        world[i] = -1;
+        if (done[i]) order[num_done++] = craftax_optimistic_order_key(choice_key, (uint32_t)i, 1);
+    }
+    qsort(order, (size_t)num_done, sizeof(uint64_t), compare_u64);
+    for (int32_t w = 0; w < num_worlds; w++) owner[w] = -1;
+    for (int64_t rank = 0; rank < num_done; rank++) {
+        const uint32_t i = (uint32_t)(order[rank] & 0xFFFFFFFFu);
+        world[i] = craftax_optimistic_world(rank, i, num_worlds, reset_ratio);
+        if (owner[world[i]] < 0) owner[world[i]] = (int32_t)i;
+    }
+
+    /* each world that some env takes is generated once, into its first taker, then copied */
+#pragma omp parallel num_threads(craftax_get_num_threads()) reduction(| : failed)
+    {
+        CraftaxClassicWorldGenScratch *scratch = NULL;
+#pragma omp for schedule(dynamic, 1)
+        for (int32_t w = 0; w < num_worlds; w++) {
+            if (owner[w] < 0) continue;
+            if (!scratch) scratch = (CraftaxClassicWorldGenScratch *)malloc(sizeof(CraftaxClassicWorldGenScratch));
+            if (!scratch) {
+                failed = 1;
+                continue;
+            }
+            craftax_classic_reset_env(craftax_split_at(reset_parent, (uint32_t)w), params, &all[owner[w]], scratch);
+        }
+        free(scratch);
+    }
+    if (failed) goto out;
+#pragma omp parallel for num_threads(craftax_get_num_threads()) schedule(static)
+    for (int64_t i = 0; i < num_envs; i++)
+        if (world[i] >= 0 && owner[world[i]] != i) memcpy(&all[i], &all[owner[world[i]]], sizeof(CraftaxClassicState));
+    if (obs) {
+#pragma omp parallel for num_threads(craftax_get_num_threads()) schedule(dynamic, 8)
+        for (int64_t i = 0; i < num_envs; i++) craftax_classic_render_symbolic(&all[i], obs + i * CRAFTAX_CLASSIC_OBS_SIZE);
+    }
+    if (reset_worlds) memcpy(reset_worlds, world, (size_t)num_envs * sizeof(int32_t));
+out:
+    free(done);
+    free(order);
+    free(world);
+    free(owner);
+    return failed ? CRAFTAX_ERR_NO_MEMORY : 0;
+}
+
+int craftax_classic_test_fractal_noise(const uint32_t *key, int32_t res0, int32_t res1, const float *angles,
+                                       float *out) {
+    if (!craftax_classic_noise_res_ok(res0) || !craftax_classic_noise_res_ok(res1)) return CRAFTAX_ERR_ARGUMENT;
+    float grad_x[CRAFTAX_CLASSIC_NOISE_GRADS], grad_y[CRAFTAX_CLASSIC_NOISE_GRADS];
+    CraftaxNoiseGrid g =
+        craftax_classic_noise_grid((CraftaxKey){{key[0], key[1]}}, res0, res1, angles, grad_x, grad_y);
+    float(*field)[CRAFTAX_CLASSIC_NOISE_N] = (float(*)[CRAFTAX_CLASSIC_NOISE_N])out;
+    craftax_classic_noise_fill(&g, field);
+    for (int i = 0; i < CRAFTAX_CLASSIC_NOISE_N; i++)
+        for (int j = 0; j < CRAFTAX_CLASSIC_NOISE_N; j++) field[i][j] = craftax_noise_normalised(field[i][j], &g);
+    return 0;
+}
