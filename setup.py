@@ -62,10 +62,10 @@ class BuildExtWithCuda(build_ext):
 class BuildExtWithJaxFfi(BuildExtWithCuda):
     """build_ext (and the CUDA library), then pycraftax/jax/_craftax_xla.so: the XLA FFI
     handlers of pycraftax.jax (reference_c/xla) linked with the C reference. It needs jaxlib's
-    FFI headers, so it is built when jax is importable at build time (pip install
-    --no-build-isolation with the [jax] extra installed).
+    FFI headers: jax importable at build time (pip install --no-build-isolation), or jaxlib
+    already installed in the interpreter being installed into.
 
-    PYCRAFTAX_JAX_FFI: auto (default) build it when jax is importable, 1 fail without it, 0 skip.
+    PYCRAFTAX_JAX_FFI: auto (default) build it when the headers are found, 1 fail without them, 0 skip.
     """
 
     def run(self):
@@ -75,14 +75,11 @@ class BuildExtWithJaxFfi(BuildExtWithCuda):
             raise SystemExit(f"PYCRAFTAX_JAX_FFI must be auto, 0 or 1, got {mode!r}")
         if mode == "0":
             return
-        try:
-            import jax.ffi
-
-            ffi_include = jax.ffi.include_dir()
-        except ImportError as exc:
+        ffi_include = self._find_ffi_include()
+        if ffi_include is None:
             if mode == "1":
-                raise SystemExit(f"PYCRAFTAX_JAX_FFI=1 but jax is not importable at build time: {exc}")
-            print("pycraftax: jax not importable at build time, building without pycraftax.jax", file=sys.stderr)
+                raise SystemExit("PYCRAFTAX_JAX_FFI=1 but jaxlib's FFI headers were not found at build time")
+            print("pycraftax: jaxlib not found at build time, building without pycraftax.jax", file=sys.stderr)
             return
         package = ROOT / "pycraftax" / "jax" if self.inplace else Path(self.build_lib) / "pycraftax" / "jax"
         try:
@@ -99,6 +96,24 @@ class BuildExtWithJaxFfi(BuildExtWithCuda):
             except (OSError, subprocess.CalledProcessError) as exc:
                 print(f"pycraftax: the CUDA XLA FFI build failed ({exc}); pycraftax.jax runs on the CPU only",
                       file=sys.stderr)
+
+    @staticmethod
+    def _find_ffi_include():
+        """jaxlib's FFI header directory: from jax where it is importable, else from a jaxlib
+        already installed in the target interpreter (an isolated build hides it from sys.path)."""
+        try:
+            import jax.ffi
+
+            return jax.ffi.include_dir()
+        except ImportError:
+            pass
+        import sysconfig
+
+        for key in ("purelib", "platlib"):
+            include = Path(sysconfig.get_paths()[key]) / "jaxlib" / "include"
+            if (include / "xla" / "ffi" / "api" / "ffi.h").exists():
+                return str(include)
+        return None
 
     def _build_jax_ffi(self, ffi_include: Path, target: Path) -> None:
         import importlib.util
