@@ -40,6 +40,10 @@ def _check_no_parity_skips(junit: Path) -> None:
 def tests(session: nox.Session) -> None:
     """API contract + JAX-parity conformance tests (CI profile) against craftax 1.6.1 on the CPU."""
     session.install("-e", ".[test,jax]", env={**C_ONLY, "PYCRAFTAX_TEST_HOOKS": "1"})
+    # again with jax visible to the build, which then builds pycraftax.jax's FFI library
+    session.install("setuptools>=68", "wheel")
+    session.install("--no-build-isolation", "--no-deps", "--force-reinstall", "-e", ".",
+                    env={**C_ONLY, "PYCRAFTAX_TEST_HOOKS": "1", "PYCRAFTAX_JAX_FFI": "1"})
     # torch's CPU build, so the torch-input tests and the CleanRL example run rather than skip
     session.install("torch==2.13.0")
     junit = Path(session.create_tmp()) / "junit.xml"

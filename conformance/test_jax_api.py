@@ -1,0 +1,219 @@
+"""pycraftax.jax's interface without the upstream env in the loop: batching (one native call
+per vmapped step, nested vmap, batched params), the state pytree (select, gather, donation,
+to/from_upstream_state), typed keys, and bad input (wrong dtypes/shapes at trace time, out of
+range actions as an error after the call, states of another env or size rejected)."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+pytest.importorskip("jax")
+pytest.importorskip("craftax")
+
+from conformance import upstream  # noqa: E402,F401  (sets XLA_FLAGS before jax is imported)
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+import pycraftax.jax as pjax  # noqa: E402
+from pycraftax.jax import _ffi  # noqa: E402
+
+pytestmark = pytest.mark.jax
+
+ENV = pjax.make_craftax_env_from_name("Craftax-Symbolic-v1", auto_reset=True)
+ENV_NO_RESET = pjax.make_craftax_env_from_name("Craftax-Symbolic-v1", auto_reset=False)
+PARAMS = ENV.default_params
+N = 3
+
+
+@functools.lru_cache(maxsize=None)
+def batched_reset():
+    return jax.jit(jax.vmap(ENV.reset, in_axes=(0, None)))
+
+
+@functools.lru_cache(maxsize=None)
+def batched_step(auto_reset: bool = True):
+    env = ENV if auto_reset else ENV_NO_RESET
+    return jax.jit(jax.vmap(env.step, in_axes=(0, 0, 0, None)))
+
+
+def fresh(n: int = N, seed: int = 0):
+    keys = jax.random.split(jax.random.PRNGKey(seed), n)
+    return keys, batched_reset()(keys, PARAMS)
+
+
+def test_vmapped_step_is_one_native_call_with_aliased_states():
+    keys, (_, state) = fresh()
+    hlo = batched_step().lower(keys, state, jnp.zeros(N, jnp.int32), PARAMS).as_text()
+    assert hlo.count("pycraftax_step_autoreset") == 1
+    assert "output_operand_aliases" in hlo or "tf.aliasing_output" in hlo
+
+
+def test_nested_vmap_equals_flat_vmap():
+    keys, (_, state) = fresh(6)
+    actions = jnp.arange(6, dtype=jnp.int32) % 5
+    flat = batched_step()(keys, state, actions, PARAMS)
+    nested_fn = jax.jit(jax.vmap(jax.vmap(ENV.step, in_axes=(0, 0, 0, None)), in_axes=(0, 0, 0, None)))
+    nested = nested_fn(keys.reshape(2, 3, 2), jax.tree.map(lambda x: x.reshape((2, 3) + x.shape[1:]), state),
+                       actions.reshape(2, 3), PARAMS)
+    for a, b in zip(jax.tree.leaves(flat), jax.tree.leaves(nested)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b).reshape(np.shape(a)))
+
+
+def test_unbatched_state_with_batched_keys_broadcasts():
+    keys, (_, state) = fresh(2)
+    one = jax.tree.map(lambda x: x[0], state)
+    out = jax.jit(jax.vmap(ENV.step, in_axes=(0, None, None, None)))(keys, one, jnp.int32(1), PARAMS)
+    ref = batched_step()(keys, jax.tree.map(lambda x: jnp.stack([x[0], x[0]]), state), jnp.ones(2, jnp.int32), PARAMS)
+    for a, b in zip(jax.tree.leaves(out), jax.tree.leaves(ref)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_batched_params_give_each_env_its_own():
+    """in_axes=0 params (different max_timesteps per env): env i behaves as with params i alone."""
+    keys, (_, state) = fresh(2)
+    batched = jax.tree.map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]),
+                           pjax.EnvParams(max_timesteps=1), pjax.EnvParams())
+    both = jax.jit(jax.vmap(ENV_NO_RESET.step, in_axes=(0, 0, 0, 0)))(keys, state, jnp.zeros(2, jnp.int32), batched)
+    assert np.asarray(both[3]).tolist() == [True, False]
+    alone = batched_step(False)(keys, state, jnp.zeros(2, jnp.int32), pjax.EnvParams(max_timesteps=1))
+    np.testing.assert_array_equal(np.asarray(both[0][0]), np.asarray(alone[0][0]))
+
+
+def test_typed_keys_equal_raw_keys():
+    keys, (_, state) = fresh()
+    typed = jax.random.wrap_key_data(keys)
+    a = batched_step()(keys, state, jnp.ones(N, jnp.int32), PARAMS)
+    b = batched_step()(typed, state, jnp.ones(N, jnp.int32), PARAMS)
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_state_pytree_select_gather_and_donate():
+    keys, (_, state) = fresh()
+    _, other = batched_reset()(jax.random.split(jax.random.PRNGKey(1), N), PARAMS)
+    pick = jnp.array([True, False, True])
+    mixed = jax.vmap(lambda d, x, y: jax.tree.map(lambda a, b: jax.lax.select(d, a, b), x, y))(pick, other, state)
+    assert isinstance(mixed, pjax.CraftaxState)
+    np.testing.assert_array_equal(np.asarray(mixed.player_position), np.asarray(
+        jnp.where(pick[:, None], other.player_position, state.player_position)))
+    gathered = jax.tree.map(lambda x: x[jnp.array([2, 0])], state)
+    np.testing.assert_array_equal(np.asarray(gathered.map), np.asarray(state.map)[[2, 0]])
+    donating = jax.jit(jax.vmap(ENV.step, in_axes=(0, 0, 0, None)), donate_argnums=(1,))
+    out = donating(keys, gathered_copy := jax.tree.map(jnp.copy, state), jnp.zeros(N, jnp.int32), PARAMS)
+    assert gathered_copy.data.is_deleted()
+    assert np.asarray(out[1].timestep).tolist() == [1] * N
+
+
+def test_upstream_state_round_trip():
+    _, (_, state) = fresh()
+    env_state = pjax.to_upstream_state(state)
+    assert env_state.map.dtype == jnp.int32 and env_state.map.shape == (N, 9, 48, 48)
+    assert env_state.is_sleeping.dtype == jnp.bool_ and env_state.melee_mobs.position.shape == (N, 9, 3, 2)
+    back = pjax.from_upstream_state(env_state)
+    np.testing.assert_array_equal(np.asarray(back.data), np.asarray(state.data))
+    traced = jax.jit(lambda s: pjax.from_upstream_state(pjax.to_upstream_state(s)))(state)
+    np.testing.assert_array_equal(np.asarray(traced.data), np.asarray(state.data))
+
+
+def test_from_upstream_state_is_validated():
+    _, (_, state) = fresh()
+    env_state = pjax.to_upstream_state(state)
+    with pytest.raises(ValueError, match=r"'map'.*outside"):
+        pjax.from_upstream_state(env_state.replace(map=env_state.map.at[0, 0, 0, 0].set(99)))
+    with pytest.raises(TypeError, match="player_health must have dtype float32"):
+        pjax.from_upstream_state(env_state.replace(player_health=env_state.player_health.astype(jnp.int32)))
+    with pytest.raises(ValueError, match="player_position must have shape"):
+        pjax.from_upstream_state(env_state.replace(player_position=env_state.player_position[:, :1]))
+    with pytest.raises(ValueError, match="batch dims"):
+        pjax.from_upstream_state(env_state.replace(timestep=env_state.timestep[:2]))
+
+
+def test_wrong_dtypes_and_shapes_fail_at_trace_time_naming_the_argument():
+    keys, (_, state) = fresh()
+    step = batched_step()
+    with pytest.raises(TypeError, match="key must be one PRNG key"):
+        step(keys.astype(jnp.int32), state, jnp.zeros(N, jnp.int32), PARAMS)
+    with pytest.raises(TypeError, match="action must be one integer action"):
+        step(keys, state, jnp.zeros(N, jnp.float32), PARAMS)
+    with pytest.raises(TypeError, match="action must be one integer action"):
+        step(keys, state, jnp.zeros((N, 2), jnp.int32), PARAMS)
+    with pytest.raises(ValueError, match=r"action must be in \[0, 43\)"):
+        ENV.step_env(keys[0], jax.tree.map(lambda x: x[0], state), 43, PARAMS)
+    with pytest.raises(ValueError, match="day_length must be in"):
+        ENV.step_env(keys[0], jax.tree.map(lambda x: x[0], state), 0, PARAMS.replace(day_length=0))
+
+
+def test_invalid_traced_params_are_an_error_after_the_call():
+    keys, (_, state) = fresh()
+    with pytest.raises(Exception, match="day_length must be > 0"):
+        jax.block_until_ready(batched_step()(keys, state, jnp.zeros(N, jnp.int32), PARAMS.replace(day_length=0)))
+
+
+def test_out_of_range_traced_action_is_an_error_after_the_call():
+    keys, (_, state) = fresh()
+    before = np.asarray(state.data).copy()
+    actions = jnp.array([0, 43, 1], jnp.int32)
+    with pytest.raises(Exception, match=r"action 43 of env 1 is outside \[0, 43\)"):
+        jax.block_until_ready(batched_step()(keys, state, actions, PARAMS))
+    np.testing.assert_array_equal(np.asarray(state.data), before)
+    with pytest.raises(Exception, match=r"action -1 of env 1 is outside"):
+        jax.block_until_ready(batched_step()(keys, state, jnp.array([0, -1, 1], jnp.int32), PARAMS))
+
+
+def test_states_of_another_env_or_size_are_rejected():
+    keys, (_, state) = fresh()
+    step = batched_step()
+    with pytest.raises(ValueError, match="not of this env"):
+        step(keys, pjax.CraftaxState(state.data, "Craftax-Classic-Symbolic-v1"), jnp.zeros(N, jnp.int32), PARAMS)
+    with pytest.raises(ValueError, match="uint8"):
+        step(keys, pjax.CraftaxState(state.data[:, :-4]), jnp.zeros(N, jnp.int32), PARAMS)
+    with pytest.raises(TypeError, match="from_upstream_state"):
+        step(keys, pjax.to_upstream_state(state), jnp.zeros(N, jnp.int32), PARAMS)
+
+
+def test_interface_matches_upstream():
+    from craftax import craftax_env
+
+    theirs = craftax_env.make_craftax_env_from_name("Craftax-Symbolic-v1", auto_reset=True)
+    assert ENV.num_actions == theirs.num_actions == pjax.NUM_ACTIONS
+    assert ENV.action_space(PARAMS).n == theirs.action_space(theirs.default_params).n
+    ours_box, their_box = ENV.observation_space(PARAMS), theirs.observation_space(theirs.default_params)
+    assert (ours_box.shape, ours_box.dtype) == (their_box.shape, their_box.dtype)
+    assert ENV.name == theirs.name and ENV_NO_RESET.name == "Craftax-Symbolic-NoAutoReset-v1"
+    # upstream's own EnvParams are accepted as params
+    keys, (_, state) = fresh()
+    a = batched_step()(keys, state, jnp.ones(N, jnp.int32), PARAMS)
+    b = batched_step()(keys, state, jnp.ones(N, jnp.int32), theirs.default_params)
+    np.testing.assert_array_equal(np.asarray(a[0]), np.asarray(b[0]))
+    with pytest.raises(ValueError, match="unsupported env"):
+        pjax.make_craftax_env_from_name("Craftax-Classic-Symbolic-v1", auto_reset=True)
+
+
+def test_missing_ffi_library_names_the_extra(monkeypatch, tmp_path):
+    monkeypatch.setattr(_ffi, "LIBRARY", tmp_path / "_craftax_xla.so")
+    with pytest.raises(ImportError, match=r"\[jax\] extra"):
+        _ffi._load()
+
+
+def test_composed_auto_reset_step_equals_the_fused_one():
+    """The GPU's auto-reset step (step + reset calls + select) against the CPU's one call."""
+    from pycraftax.jax import env as env_module
+
+    keys, (_, state) = fresh(4)
+    state = pjax.CraftaxState(state.data.at[:2].set(state.data[:2]))
+    params = pjax.EnvParams(max_timesteps=1)  # every env ends: the reset half is compared too
+    words = env_module.pack_params(params)
+    actions = jnp.arange(4, dtype=jnp.int32)
+
+    def run(step):
+        return jax.jit(jax.vmap(step, in_axes=(0, 0, 0, None)))(state.data, actions, keys, words)
+
+    fused = run(env_module._fused_autoreset_step)
+    composed = run(env_module._composed_autoreset_step)
+    assert np.asarray(fused[3]).all()
+    for a, b in zip(fused, composed):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

@@ -1,0 +1,41 @@
+"""pycraftax inside JAX: craftax 1.6.1's environment interface over the C reference, callable
+inside jax.jit, jax.lax.scan and jax.vmap through XLA FFI handlers (CPU).
+
+    from pycraftax.jax import make_craftax_env_from_name
+    env = make_craftax_env_from_name("Craftax-Symbolic-v1", auto_reset=True)
+    obs, state = jax.vmap(env.reset, in_axes=(0, None))(keys, env.default_params)
+
+Needs the [jax] extra and the FFI library built with it (pip install 'pycraftax[jax]').
+"""
+
+from __future__ import annotations
+
+try:
+    import jax  # noqa: F401
+except ImportError as exc:  # pragma: no cover - only without the extra
+    raise ImportError(
+        "pycraftax.jax needs jax: install the [jax] extra (pip install 'pycraftax[jax]'), then rebuild "
+        "pycraftax with jax visible (pip install --no-build-isolation --force-reinstall --no-deps pycraftax)"
+    ) from exc
+
+from pycraftax.jax import _ffi  # noqa: F401  (loads and registers the FFI handlers, or says why not)
+from pycraftax.jax.env import (
+    NUM_ACTIONS,
+    CraftaxSymbolicEnv,
+    CraftaxSymbolicEnvNoAutoReset,
+    make_craftax_env_from_name,
+)
+from pycraftax.jax.params import EnvParams
+from pycraftax.jax.state import STATE_SIZE, CraftaxState, from_upstream_state, to_upstream_state
+
+__all__ = [
+    "make_craftax_env_from_name",
+    "CraftaxSymbolicEnv",
+    "CraftaxSymbolicEnvNoAutoReset",
+    "CraftaxState",
+    "EnvParams",
+    "to_upstream_state",
+    "from_upstream_state",
+    "NUM_ACTIONS",
+    "STATE_SIZE",
+]

@@ -1,0 +1,192 @@
+"""Full Craftax (symbolic) with craftax 1.6.1's environment interface, stepped by the C
+reference through XLA FFI: usable inside jax.jit, jax.lax.scan and jax.vmap.
+
+CraftaxSymbolicEnv / CraftaxSymbolicEnvNoAutoReset mirror craftax/craftax/envs/
+craftax_symbolic_env.py over the gymnax-style bases of craftax/environment_base: same
+methods, same returns (obs float32 [8268], state, reward float32, done bool, info with
+"Achievements/<name>" and "discount"), same use of the key. The state is a CraftaxState
+(pycraftax/jax/state.py), not craftax's EnvState; to_upstream_state converts.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from pycraftax import params as _host_params
+from pycraftax.achievements import ACHIEVEMENTS
+from pycraftax.jax import _ffi
+from pycraftax.jax.params import EnvParams, pack_params
+from pycraftax.jax.state import ENV_ID, CraftaxState, check_state
+
+NUM_ACTIONS = 43
+_ACHIEVEMENT_INDEX = np.array([index for _, index in ACHIEVEMENTS], dtype=np.int32)
+_ACHIEVEMENT_KEYS = tuple(f"Achievements/{name}" for name, _ in ACHIEVEMENTS)
+
+
+def _raw_key(key, argument: str = "key") -> jax.Array:
+    """The two uint32 words of a threefry key (raw uint32 [2] or a typed jax.random.key)."""
+    dtype = getattr(key, "dtype", None)
+    if dtype is not None and jnp.issubdtype(dtype, jax.dtypes.prng_key):
+        impl = str(jax.random.key_impl(key))
+        if "threefry" not in impl:
+            raise TypeError(f"{argument} must be a threefry2x32 key (craftax's), got a {impl} key")
+        key = jax.random.key_data(key)
+        dtype = key.dtype
+    if dtype != jnp.uint32 or tuple(key.shape) != (2,):
+        raise TypeError(
+            f"{argument} must be one PRNG key: uint32 [2] (jax.random.PRNGKey) or a typed threefry key, got "
+            f"{dtype} {tuple(getattr(key, 'shape', ()))}"
+        )
+    return key
+
+
+def _action(action) -> jax.Array:
+    if isinstance(action, (bool, np.bool_)):
+        raise TypeError(f"action must be an integer in [0, {NUM_ACTIONS}), got the bool {action!r}")
+    if isinstance(action, (int, np.integer)):
+        if not 0 <= int(action) < NUM_ACTIONS:
+            raise ValueError(f"action must be in [0, {NUM_ACTIONS}), got {action}")
+        return jnp.int32(action)
+    dtype, shape = getattr(action, "dtype", None), tuple(getattr(action, "shape", (None,)))
+    if dtype is None or not jnp.issubdtype(dtype, jnp.integer) or shape != ():
+        raise TypeError(f"action must be one integer action (int32 scalar) in [0, {NUM_ACTIONS}), got {dtype} {shape}")
+    # out-of-range traced actions are rejected by the native call (an XlaRuntimeError after it)
+    return jnp.asarray(action).astype(jnp.int32)
+
+
+def _info(achievements: jax.Array, done: jax.Array) -> dict:
+    """log_achievements_to_info(state, done) plus "discount", from the achievements bits."""
+    scaled = achievements.astype(jnp.float32) * done.astype(jnp.float32) * jnp.float32(100.0)
+    info = {key: scaled[..., i] for key, i in zip(_ACHIEVEMENT_KEYS, _ACHIEVEMENT_INDEX)}
+    info["discount"] = jnp.where(done, jnp.float32(0.0), jnp.float32(1.0))
+    return info
+
+
+class CraftaxSymbolicEnvNoAutoReset:
+    """craftax's CraftaxSymbolicEnvNoAutoReset: step is step_env, with the key as given."""
+
+    auto_reset = False
+
+    def __init__(self, static_env_params=None):
+        if static_env_params is not None:
+            kwargs = {name: getattr(static_env_params, name) for name in _host_params.STATIC_PARAM_NAMES}
+            _host_params.split_params(kwargs)  # raises unless they are upstream's defaults
+        self.static_env_params = _host_params.StaticEnvParams()
+        self.env_id = ENV_ID
+
+    @property
+    def default_params(self) -> EnvParams:
+        return EnvParams()
+
+    @staticmethod
+    def default_static_params() -> _host_params.StaticEnvParams:
+        return _host_params.StaticEnvParams()
+
+    @partial(jax.jit, static_argnums=(0,))
+    def step(self, key, state, action, params=None):
+        if params is None:
+            params = self.default_params
+        return self.step_env(key, state, action, params)
+
+    @partial(jax.jit, static_argnums=(0,))
+    def reset(self, key, params=None):
+        if params is None:
+            params = self.default_params
+        return self.reset_env(key, params)
+
+    def step_env(self, key, state, action, params):
+        check_state(state, self.env_id)
+        data, obs, reward, done = _ffi.step(
+            state.data, _action(action), _raw_key(key), pack_params(params), auto_reset=False
+        )
+        new_state = CraftaxState(data, self.env_id)
+        return obs, new_state, reward, done, _info(new_state.leaf("achievements"), done)
+
+    def reset_env(self, key, params):
+        data, obs = _ffi.reset(_raw_key(key), pack_params(params))
+        return obs, CraftaxState(data, self.env_id)
+
+    @property
+    def name(self) -> str:
+        return "Craftax-Symbolic-NoAutoReset-v1"
+
+    @property
+    def num_actions(self) -> int:
+        return NUM_ACTIONS
+
+    def action_space(self, params=None):
+        return _spaces().Discrete(NUM_ACTIONS)
+
+    def observation_space(self, params=None):
+        return _spaces().Box(0.0, 1.0, (_ffi.OBS_SIZE,), dtype=jnp.float32)
+
+
+class CraftaxSymbolicEnv(CraftaxSymbolicEnvNoAutoReset):
+    """craftax's CraftaxSymbolicEnv: step splits the key into (step, reset) keys and, where the
+    episode ends, returns the reset state and obs (reward, done and info stay the step's). One
+    native call does both, so worlds are generated only where an episode ended."""
+
+    auto_reset = True
+
+    @partial(jax.jit, static_argnums=(0,))
+    def step(self, key, state, action, params=None):
+        if params is None:
+            params = self.default_params
+        check_state(state, self.env_id)
+        operands = (state.data, _action(action), _raw_key(key), pack_params(params))
+        if _ffi.CUDA_AVAILABLE:
+            data, obs, reward, done, achievements = jax.lax.platform_dependent(
+                *operands, cpu=_fused_autoreset_step, default=_composed_autoreset_step
+            )
+        else:
+            data, obs, reward, done, achievements = _fused_autoreset_step(*operands)
+        # the finished episode's achievements are zero unless done, as achievements * done is
+        return obs, CraftaxState(data, self.env_id), reward, done, _info(achievements, done)
+
+    @property
+    def name(self) -> str:
+        return "Craftax-Symbolic-v1"
+
+
+def _fused_autoreset_step(data, action, key, params_words):
+    """One native call: the C API splits the key, steps, and resets only the ended envs."""
+    return _ffi.step(data, action, key, params_words, auto_reset=True)
+
+
+def _composed_autoreset_step(data, action, key, params_words):
+    """Upstream's EnvironmentAutoReset.step from the step and reset calls (the GPU handlers
+    have no fused auto-reset): the same outputs as _fused_autoreset_step."""
+    key_step, key_reset = jax.random.split(key)
+    data_st, obs_st, reward, done = _ffi.step(data, action, key_step, params_words, auto_reset=False)
+    data_re, obs_re = _ffi.reset(key_reset, params_words)
+    achievements = CraftaxState(data_st).leaf("achievements") & done
+    data = jax.lax.select(done, data_re, data_st)
+    obs = jax.lax.select(done, obs_re, obs_st)
+    return data, obs, reward, done, achievements.astype(jnp.uint8)
+
+
+def _spaces():
+    """craftax's spaces module where craftax is installed (the same objects upstream returns),
+    else pycraftax's own Discrete/Box."""
+    try:
+        from craftax.environment_base import spaces
+    except ImportError:
+        from pycraftax import spaces
+    return spaces
+
+
+SUPPORTED = ("Craftax-Symbolic-v1", "Craftax-Symbolic-AutoReset-v1")
+
+
+def make_craftax_env_from_name(name: str, auto_reset: bool):
+    """craftax.craftax_env.make_craftax_env_from_name for the envs pycraftax implements."""
+    if not isinstance(auto_reset, (bool, np.bool_)):
+        raise TypeError(f"auto_reset must be True or False, got {auto_reset!r}")
+    if name not in SUPPORTED or (name == "Craftax-Symbolic-AutoReset-v1" and not auto_reset):
+        allowed = list(SUPPORTED) if auto_reset else ["Craftax-Symbolic-v1"]
+        raise ValueError(f"unknown or unsupported env {name!r} (auto_reset={auto_reset}); pycraftax.jax has {allowed}")
+    return CraftaxSymbolicEnv() if auto_reset else CraftaxSymbolicEnvNoAutoReset()
