@@ -1,40 +1,95 @@
 #!/bin/bash
-# cuda/gpu_checks.sh: on a machine with a GPU, check and measure the CUDA build in one go.
-#   cuda/gpu_checks.sh [OUTDIR]
-# 1. loads cuda/build/libcraftax_cuda.so (rebuilds it with `make -C cuda -B` if it does not load),
-# 2. runs conformance/test_cuda*.py (anchors, C-vs-CUDA lockstep, zero-copy, out-of-memory,
-#    optimistic resets, the trainer, lazy levels),
-# 3. compute-sanitizer memcheck (with leak check) and racecheck (shared-memory hazards) over
-#    cuda/sanitize_run.py (small C-vs-CUDA run; skipped when compute-sanitizer is not on the
-#    PATH or SANITIZE=0),
-# 4. the CUDA env suite (bench/test_bench_cuda.py, needs pytest-benchmark) into
-#    OUTDIR/<date>-<machine kind>-cuda.json, the name `nox -s bench` gives it.
-# Needs the C extension (pip install -e .) and cffi; PyTorch/CuPy/JAX only for the handoff checks.
-set -o pipefail
+# cuda/gpu_checks.sh: every check of the CUDA build on a machine with a GPU, in one go. It is the
+# one GPU-check entry point (`nox -s gpu` runs it in a prepared venv).
+#   cuda/gpu_checks.sh [OUTDIR]                 (default bench/results/gpu-checks)
+# Stages, in this order (STAGES="tests memcheck" runs some; every stage runs even when an earlier
+# one failed; a summary closes the log and the exit status is 1 when any stage failed):
+#   build      the C extension with the test hooks (when this checkout lacks it) and the CUDA library
+#              (make -C cuda, when it does not load)
+#   tests      every GPU test file: conformance/test_cuda*.py (anchors, C-vs-CUDA lockstep on every leaf,
+#              optimistic resets, lazy levels, the trainer against numpy_ppo), tests/test_cuda_contract.py,
+#              tests/test_learning_rate.py, the registry contract and gymnasium tests on both backends, the
+#              multi-GPU tests (they skip below two GPUs)
+#   memcheck   compute-sanitizer memcheck with leak check: cuda/sanitize_run.py (env), cuda/sanitize_trainer.py
+#   racecheck  compute-sanitizer racecheck (shared-memory hazards) over the same two
+#   bench      the CUDA env and trainer suites (bench/test_bench_cuda.py, bench/test_bench_trainer.py -k cuda)
+#              into OUTDIR/<date>-<machine kind>-{cuda,trainer}.json, the names `nox -s bench` gives them
+#   train      a short `pycraftax train --backend cuda --recipe paper` run (metrics, checkpoint, plot)
+# Knobs: PYTHON, STAGES, TEST_TIMEOUT, SANITIZE_TIMEOUT, BENCH_TIMEOUT, BENCH_ARGS, TRAIN_STEPS.
 cd "$(dirname "$0")/.."
-OUT=${1:-bench/results}
-mkdir -p "$OUT"
+OUTDIR=${1:-bench/results/gpu-checks}
+mkdir -p "$OUTDIR"
 PY=${PYTHON:-python3}
 export PYTHONUNBUFFERED=1
-if ! $PY -c "import pycraftax, sys; sys.exit(0 if pycraftax.cuda_available() else 1)"; then
-    $PY -c "from pycraftax import cuda_env; print('CUDA library does not load:', cuda_env.unavailable_reason())"
-    make -C cuda -B || exit 1
+export NCCL_NVLS_ENABLE=0
+STAGES=" ${STAGES:-build tests memcheck racecheck bench train} "
+declare -A RESULT
+want() { [[ "$STAGES" == *" $1 "* ]]; }
+step() {  # step NAME TIMEOUT CMD...: run it, tee to OUTDIR/NAME.log, record its exit status
+    local name=$1 limit=$2
+    shift 2
+    echo "=== $name: $*"
+    timeout "$limit" "$@" > >(tee "$OUTDIR/$name.log") 2>&1
+    RESULT[$name]=$?
+    echo "=== $name: exit ${RESULT[$name]}"
+}
+
+if want build; then
+    if ! $PY -c "import pycraftax._craftax_test" 2>/dev/null; then
+        step build_c 600 env PYCRAFTAX_CUDA=0 PYCRAFTAX_TEST_HOOKS=1 $PY setup.py -q build_ext --inplace
+    fi
+    if ! $PY -c "import pycraftax, sys; sys.exit(0 if pycraftax.cuda_available() else 1)"; then
+        $PY -c "from pycraftax import cuda_env; print('CUDA library does not load:', cuda_env.unavailable_reason())"
+        step build_cuda 900 make -C cuda -B
+    fi
+    step device 60 $PY -c "from pycraftax import cuda_env; lib = cuda_env.load(); print(lib.device_name, lib.path)"
 fi
-$PY -c "from pycraftax import cuda_env; l = cuda_env.load(); print(l.device_name, l.path)" || exit 1
-timeout ${TEST_TIMEOUT:-300} $PY -m pytest conformance/test_cuda*.py -q -rs --durations=10 -p no:cacheprovider 2>&1 \
-    | tee "$OUT/test_cuda.log"
-test_rc=$?
-if [ "${SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >/dev/null; then
-    timeout ${SANITIZE_TIMEOUT:-150} compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 \
-        $PY cuda/sanitize_run.py 2>&1 | tee "$OUT/sanitizer.log"
-    [ $? -eq 0 ] || test_rc=1
-    timeout ${SANITIZE_TIMEOUT:-150} compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 3 \
-        $PY cuda/sanitize_run.py 2>&1 | tee -a "$OUT/sanitizer.log"
-    [ $? -eq 0 ] || test_rc=1
+
+if want tests; then
+    step tests ${TEST_TIMEOUT:-420} $PY -m pytest -q -rs --durations=10 -p no:cacheprovider \
+        conformance/test_cuda.py conformance/test_cuda_optimistic.py conformance/test_cuda_lazy_floors.py \
+        conformance/test_cuda_trainer.py tests/test_cuda_contract.py tests/test_learning_rate.py \
+        tests/test_env_contract.py tests/test_gymnasium.py tests/test_distributed.py tests/test_train_gpus.py
 fi
-DATE=$(date -u +%Y-%m-%d)
-KIND=$($PY -c "import sys; sys.path.insert(0, 'bench'); import conftest; print(conftest.pycraftax_machine_info()['kind'])")
-timeout ${BENCH_TIMEOUT:-300} $PY -m pytest -p no:cacheprovider bench/test_bench_cuda.py \
-    --benchmark-json="$OUT/$DATE-$KIND-cuda.json" --benchmark-columns=median,rounds ${BENCH_ARGS:-} 2>&1 \
-    | tee "$OUT/bench.log"
-exit $test_rc
+
+if command -v compute-sanitizer >/dev/null; then
+    for tool in memcheck racecheck; do
+        want $tool || continue
+        if [ $tool = memcheck ]; then args="--tool memcheck --leak-check full"; else args="--tool racecheck --racecheck-report all"; fi
+        for run in sanitize_run sanitize_trainer; do
+            step ${tool}_${run#sanitize_} ${SANITIZE_TIMEOUT:-200} compute-sanitizer $args --error-exitcode 3 \
+                $PY cuda/$run.py
+        done
+    done
+else
+    echo "compute-sanitizer not on the PATH: memcheck and racecheck not run"
+    want memcheck && RESULT[memcheck]="not found"
+    want racecheck && RESULT[racecheck]="not found"
+fi
+
+if want bench; then
+    DATE=$(date -u +%Y-%m-%d)
+    KIND=$($PY -c "import sys; sys.path.insert(0, 'bench'); import conftest; print(conftest.pycraftax_machine_info()['kind'])")
+    step bench_env ${BENCH_TIMEOUT:-420} $PY -m pytest -p no:cacheprovider bench/test_bench_cuda.py \
+        --benchmark-json="$OUTDIR/$DATE-$KIND-cuda.json" --benchmark-columns=median,rounds ${BENCH_ARGS:-}
+    step bench_trainer ${BENCH_TIMEOUT:-420} $PY -m pytest -p no:cacheprovider bench/test_bench_trainer.py -k cuda \
+        --benchmark-json="$OUTDIR/$DATE-$KIND-trainer.json" --benchmark-columns=median,rounds ${BENCH_ARGS:-}
+fi
+
+if want train; then
+    rm -rf "$OUTDIR/run"
+    step train 300 $PY -m pycraftax train --backend cuda --recipe paper --total-timesteps ${TRAIN_STEPS:-1000000} \
+        --checkpoint-every 10 --out "$OUTDIR/run"
+    cp "$OUTDIR"/run/metrics.jsonl "$OUTDIR"/run/learning_curve.png "$OUTDIR"/ 2>/dev/null
+fi
+
+echo
+echo "==================== gpu_checks summary ===================="
+fail=0
+for name in $(printf "%s\n" "${!RESULT[@]}" | sort); do
+    printf "  %-18s %s\n" "$name" "${RESULT[$name]}"
+    [ "${RESULT[$name]}" = 0 ] || fail=1
+done
+grep -E "passed|failed" "$OUTDIR/tests.log" 2>/dev/null | tail -1 | sed 's/^/  tests: /'
+echo "logs in $OUTDIR"
+exit $fail

@@ -1,0 +1,33 @@
+"""cuda/sanitize_trainer.py: one small CUDA trainer iteration for compute-sanitizer.
+
+    compute-sanitizer --tool memcheck --leak-check full python3 cuda/sanitize_trainer.py
+
+16 envs x 4 steps, hidden 32 (so the update's GRU forward takes the persistent kernel), debug mode
+(every kernel checked and synchronised, so a fault names its kernel), without the CUDA graph, in
+fp32 and in TF32. Prints a line and exits 0 when the iterations ran.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import pycraftax  # noqa: E402
+from pycraftax.train import cuda_trainer, numpy_ppo  # noqa: E402
+from pycraftax.train.config import TrainConfig  # noqa: E402
+
+config = TrainConfig(total_timesteps=10**9, num_envs=16, num_steps=4, width=32, hidden=32, num_minibatches=2,
+                     update_epochs=1)
+env = pycraftax.make("Craftax-Symbolic-v1", num_envs=config.num_envs, backend="cuda", seed=0)
+env.reset()
+for tf32 in (False, True):
+    ppo = cuda_trainer.PPO(config, env, tf32=tf32, use_graph=False, debug=True)
+    assert ppo.gru_seq_blocks > 0, "the persistent GRU kernel was not selected"
+    ppo.begin(env.key)
+    ppo.set_params(numpy_ppo.init_params(ppo.model_config, seed=0))
+    ppo.iterate()
+    ppo.close()
+env.close()
+print("sanitize_trainer: fp32 and tf32 iterations ran")
