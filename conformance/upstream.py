@@ -1,4 +1,4 @@
-"""The official craftax 1.6.1 env under the reference semantics of DESIGN.md.
+"""The official craftax 1.6.1 env under the reference semantics of CONFORMANCE.md.
 
 Imported only by tests and benchmarks that have the [jax] extra. Sets the XLA flag that
 jaxlib 0.10.2 needs for correct batched noise before JAX is imported, and runs every

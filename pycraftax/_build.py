@@ -35,7 +35,7 @@ SOURCES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "reference_c" / "src"
 TEST_HEADERS = sorted(TESTING_DIR.glob("craftax_test_*.h"))
 TEST_SOURCES = sorted(str(p.relative_to(ROOT)) for p in TESTING_DIR.glob("*.c"))
 
-# Float flags are part of the conformance contract (DESIGN.md "The rules header"):
+# Float flags are part of the conformance contract (docs/ARCHITECTURE.md, "The rules headers"):
 # -ffp-contract=off: gcc would otherwise fuse a*b+c into FMAs wherever it likes, and the
 #   rounding would no longer match XLA's, which fuses only where the header calls fmaf().
 # -fno-fast-math (the default, said explicitly): reassociation or reciprocal tricks would

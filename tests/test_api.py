@@ -1,4 +1,4 @@
-"""The Python API contract of pycraftax (DESIGN.md "Python API"); needs no jax.
+"""The Python API contract of pycraftax (docs/ARCHITECTURE.md, "The Python package"); needs no jax.
 
     /work/venv/bin/python -m pytest tests/test_api.py
 """
