@@ -114,7 +114,7 @@ def cuda_build(session: nox.Session) -> None:
     if not any(os.access(p, os.X_OK) for p in (os.environ.get("NVCC") or "", "/usr/local/cuda/bin/nvcc",
                                                 "/usr/local/bin/nvcc", shutil.which("nvcc") or "")):
         session.skip("nvcc not found: the CUDA build was not compiled")
-    session.install("setuptools", "wheel", "cffi", "numpy")
+    session.install("setuptools", "wheel", "cffi", "numpy", "gymnasium>=1.0")
     session.run("pip", "install", "--no-build-isolation", "--force-reinstall", "--no-deps", ".",
                 env={"PYCRAFTAX_CUDA": "1"})
     session.chdir(session.create_tmp())  # import the installed package, not the source tree

@@ -17,8 +17,14 @@ key, the floor, the leaf and the first differing index of every mismatch.
 from __future__ import annotations
 
 import os
+import sys
 
-# jaxlib 0.10.2 builds wrong batched noise without this flag (UPSTREAM_NOTES 6.3 item 8).
+# Test modules import their helpers as conformance.<module>, whichever test is collected first.
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _ROOT not in sys.path:
+    sys.path.append(_ROOT)
+
+# jaxlib 0.10.2 builds wrong batched noise without this flag (CONFORMANCE.md, the spec's setup).
 # Set it before anything imports jax, as conformance/upstream.py does.
 _XLA_FLAG = "--xla_cpu_experimental_ynn_fusion_type="
 if _XLA_FLAG not in os.environ.get("XLA_FLAGS", ""):
@@ -90,11 +96,6 @@ def require_jax():
     pytest.importorskip(
         "craftax", reason="craftax is not importable: install the [jax] extra for JAX-parity tests", exc_type=ImportError
     )
-    import sys
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    if root not in sys.path:
-        sys.path.append(root)
     from conformance import upstream
 
     return upstream

@@ -1,7 +1,7 @@
 """sinf/cosf and the light level of the C reference (mathf.h) against glibc and XLA:CPU.
 
-XLA:CPU's jitted jnp.cos/jnp.sin on float32 round like glibc's cosf/sinf (UPSTREAM_NOTES
-6.3 item 2); mathf.h carries a port of that algorithm so C and CUDA agree. Checked:
+XLA:CPU's jitted jnp.cos/jnp.sin on float32 round like glibc's cosf/sinf;
+mathf.h carries a port of that algorithm so C and CUDA agree. Checked:
   * every angle the noise can produce, float32(2*pi) * k * 2**-23 for k in [0, 2**23),
     against ctypes libm sinf/cosf and against jitted jnp.sin/jnp.cos;
   * Hypothesis floats in [-1e6, 1e6];

@@ -1,6 +1,6 @@
 """jax.random parity: the C reference's threefry samplers against JAX, bit for bit.
 
-Every jax.random function the game uses (UPSTREAM_NOTES 6.1), at the argument ranges and
+Every jax.random function the game uses, at the argument ranges and
 shapes it uses, for Hypothesis-drawn raw keys (any uint32 pair). The JAX side is
 jit(vmap(...)) over a fixed batch (padded), so each shape compiles once.
 
@@ -308,7 +308,7 @@ def test_cumsum_blocked(n, seed, kind):
 
 def test_cumsum_is_not_sequential():
     """Guard that the cumsum test can fail: a plain sequential float32 sum differs from
-    XLA's blocked scan for long vectors (UPSTREAM_NOTES 6.3 item 1)."""
+    XLA's blocked scan for long vectors."""
     x = np.random.default_rng(1).random((8, 2304), dtype=np.float32)
     expected = jax_batched(("cumsum", 2304), jnp.cumsum, x)
     sequential = np.cumsum(x, axis=1, dtype=np.float32)

@@ -7,7 +7,7 @@
  *  - Upstream passes `mobs` (a Mobs pytree) beside the state; every call site passes a
  *    mob class of the same state (state.melee_mobs, ...), so the C functions take the class
  *    index instead: MOB_CLASS_PASSIVE / MELEE / RANGED (and for projectiles a flag).
- *  - JAX indexing (UPSTREAM_NOTES M03): reads normalise a negative index once (+size) and
+ *  - JAX indexing (CONFORMANCE.md, mechanic M03): reads normalise a negative index once (+size) and
  *    clamp into range; scatter writes normalise negatives once and drop out-of-range
  *    updates. craftax_jread / craftax_jwrite implement that per axis.
  *  - is_boss_vulnerable lives in obs.h, calculate_light_level in mathf.h.

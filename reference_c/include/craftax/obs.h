@@ -123,7 +123,7 @@ static inline CRAFTAX_HD void craftax_obs_scatter_mobs_compact_lanes(uint8_t *re
     if (lane == 0) craftax_obs_scatter_mobs(0, rec, s);
 }
 
-/* x / 10 in upstream is computed by XLA as x * float32(0.1) (UPSTREAM_NOTES 3.1) when x
+/* x / 10 in upstream is computed by XLA as x * float32(0.1) when x
  * is a run-time value. In reset_env the intrinsics are compile-time constants (health 9,
  * food 9, ...) and XLA folds x / 10 with a true division: 9 / 10 = 0.9f where the
  * multiplication gives 0.90000004f. So upstream's obs of a fresh world is not the obs of

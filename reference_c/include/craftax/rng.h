@@ -9,7 +9,7 @@
  *  - choice(key, n, p)      = searchsorted(cumsum(p), cumsum[-1] * (1 - uniform))
  *  - permutation(key, n)    = one round of stable sort by random_bits(split(key)[1])
  * The only functions of jax.random the game calls are split, uniform, randint, choice
- * and permutation (UPSTREAM_NOTES 6.1); fold_in and bernoulli are never called.
+ * and permutation; fold_in and bernoulli are never called.
  */
 #ifndef CRAFTAX_RNG_H
 #define CRAFTAX_RNG_H

@@ -3,11 +3,11 @@
  * update_plants, update_player_intrinsics, calculate_inventory_achievements,
  * is_game_over) and util/maths_utils.py (get_distance_map).
  *
- * JAX semantics kept here (UPSTREAM_NOTES M03): branch-free "compute everything, then
+ * JAX semantics kept here (CONFORMANCE.md, mechanic M03): branch-free "compute everything, then
  * select"; gathers clamp indices >= size and wrap negative ones once; scatters wrap
  * negative indices once and drop the whole update when an index is still out of range.
  * Every mob slot of the current level is simulated in index order, dead ones included,
- * and every random draw happens whether or not its result is used (UPSTREAM_NOTES 6.5).
+ * and every random draw happens whether or not its result is used.
  */
 #ifndef CRAFTAX_STEP_WORLD_H
 #define CRAFTAX_STEP_WORLD_H
@@ -147,7 +147,7 @@ static inline CRAFTAX_HD CraftaxKey craftax_sw_move_melee_mob(CraftaxState *s, C
     int32_t new_pos[2] = {valid ? prop[0] : pos[0], valid ? prop[1] : pos[1]};
     const int keep = dist < params->mob_despawn_distance || craftax_is_fighting_boss(s);
 
-    const CraftaxKey carry = craftax_split_at(rng, 1); /* the scan carries the second half (UPSTREAM_NOTES 6.5) */
+    const CraftaxKey carry = craftax_split_at(rng, 1); /* the scan carries the second half */
 
     const uint8_t new_mask = mask && keep;
     craftax_sw_move_mob_map(s, pos, mask, new_pos, new_mask);
@@ -327,7 +327,7 @@ static inline CRAFTAX_HD void craftax_sw_move_player_projectile(CraftaxState *s,
     s->mobs[L].player_projectiles.mask[i] = cont && mask;
 }
 
-/* game_logic.py:update_mobs. Key use (UPSTREAM_NOTES 6.5): every scan starts from the
+/* game_logic.py:update_mobs. Key use: every scan starts from the
  * first half of a split of the previous carry; the melee scan carries the second half of
  * each iteration's last split. */
 static inline CRAFTAX_HD void craftax_update_mobs(CraftaxState *state, CraftaxKey rng, const CraftaxParams *params) {
