@@ -6,7 +6,8 @@ import warnings
 
 from pycraftax.params import split_params
 
-_ENV_IDS = ("Craftax-Symbolic-v1",)
+_CLASSIC_ID = "Craftax-Classic-Symbolic-v1"
+_ENV_IDS = ("Craftax-Symbolic-v1", _CLASSIC_ID)
 _BACKENDS = ("auto", "c", "cuda")
 
 
@@ -42,6 +43,13 @@ def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, o
     mob_despawn_distance, max_attribute, god_mode, fractal_noise_angles); StaticEnvParams
     fields are accepted only at upstream's defaults.
 
+    "Craftax-Classic-Symbolic-v1" (obs float32 [N, 1345], 17 actions, 22 achievements) takes
+    craftax_classic's EnvParams fields instead (max_timesteps, day_length, always_diamond,
+    zombie_health, cow_health, skeleton_health, mob_despawn_distance, spawn_cow_chance,
+    spawn_zombie_base_chance, spawn_zombie_night_chance, spawn_skeleton_chance,
+    fractal_noise_angles) and runs on backend="c" only for now: "cuda" raises, "auto" warns
+    and uses C.
+
     num_envs is any integer >= 1 (numpy integers too). A batch that does not fit in the
     memory it would use (host memory for "c", GPU memory for "cuda") raises MemoryError here,
     saying how many envs fit. Seeding, threads and spaces: pycraftax.vec_env.CraftaxVecEnv.
@@ -55,11 +63,14 @@ def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, o
     if backend not in _BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose one of {list(_BACKENDS)}")
     vec_env.check_obs_mode(obs)
-    if obs == "compact" and backend != "cuda":
-        raise ValueError("obs='compact' needs backend='cuda'")
-    env_params, static_params = split_params(params)
+    classic = env_id == _CLASSIC_ID
+    if obs == "compact" and (backend != "cuda" or classic):
+        raise ValueError("obs='compact' needs backend='cuda' and env id 'Craftax-Symbolic-v1'")
+    env_params, static_params = split_params(params, classic=classic)
     vec_env.check_resets(resets, reset_ratio, num_envs)
     prng_key(seed)  # validates the seed before any allocation
+    if classic:
+        return _make_classic(num_envs, backend, seed, env_params, static_params, resets, reset_ratio)
     if backend in ("cuda", "auto"):
         from pycraftax import cuda_env
 
@@ -78,3 +89,20 @@ def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, o
     from pycraftax.env import CraftaxEnv
 
     return CraftaxEnv(num_envs, seed, env_params, static_params, resets=resets, reset_ratio=reset_ratio)
+
+
+def _make_classic(num_envs, backend, seed, env_params, static_params, resets, reset_ratio):
+    if backend == "cuda":
+        raise RuntimeError(
+            f"backend='cuda' is not available for {_CLASSIC_ID!r}: the CUDA build of Craftax-Classic is not "
+            "available yet; use backend='c' (or 'auto', which falls back to C)"
+        )
+    if backend == "auto":
+        warnings.warn(
+            f"pycraftax: no CUDA backend available for {_CLASSIC_ID} (the CUDA build of Craftax-Classic is not "
+            "available yet), using the C reference (backend='c')",
+            stacklevel=3,
+        )
+    from pycraftax.classic_env import CraftaxClassicEnv
+
+    return CraftaxClassicEnv(num_envs, seed, env_params, static_params, resets=resets, reset_ratio=reset_ratio)

@@ -121,8 +121,8 @@ def test_make_vec_shapes_dtypes_and_spaces(env_id, backend):
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("env_id", IDS)
 def test_single_env_same_seed_same_trajectory_different_seed_different(env_id, backend):
-    actions = np.random.default_rng(3).integers(0, 43, size=STEPS)
     env = make_single(env_id, backend, max_timesteps=5)
+    actions = np.random.default_rng(3).integers(0, env.action_space.n, size=STEPS)
     first = single_rollout(env, 7, actions)
     assert_same(first, single_rollout(env, 7, actions))  # the same env, reset with the seed again
     assert_same(first, single_rollout(make_single(env_id, backend, max_timesteps=5), 7, actions))
@@ -133,8 +133,9 @@ def test_single_env_same_seed_same_trajectory_different_seed_different(env_id, b
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("env_id", IDS)
 def test_make_vec_same_seed_same_trajectory_different_seed_different(env_id, backend):
-    actions = np.random.default_rng(4).integers(0, 43, size=(STEPS, NUM_ENVS))
-    first = vector_rollout(make_vec(env_id, backend, max_timesteps=5), 7, actions)
+    envs = make_vec(env_id, backend, max_timesteps=5)
+    actions = np.random.default_rng(4).integers(0, envs.single_action_space.n, size=(STEPS, NUM_ENVS))
+    first = vector_rollout(envs, 7, actions)
     assert_same(first, vector_rollout(make_vec(env_id, backend, max_timesteps=5), 7, actions))
     other = vector_rollout(make_vec(env_id, backend, max_timesteps=5), 8, actions)
     assert not np.array_equal(first[0], other[0])
