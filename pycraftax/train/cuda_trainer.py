@@ -375,6 +375,8 @@ class CudaTrainer(RunLoop):
         from pycraftax.env import NUM_ACTIONS, OBS_SIZE
 
         c = config
+        if c.env_id != "Craftax-Symbolic-v1":
+            raise ValueError(f"the CUDA trainer of {c.env_id} is not available yet; train it with backend='c'")
         super().__init__(config, out_dir, pycraftax.make("Craftax-Symbolic-v1", num_envs=c.num_envs, backend="cuda",
                                                          seed=c.seed, resets=c.resets, reset_ratio=c.reset_ratio))
         self.dtype = np.dtype(np.float32)
