@@ -14,8 +14,9 @@ import numpy as np
 
 from pycraftax._native import ffi, lib
 from pycraftax._state import Leaf, LeafTable
+from pycraftax.params import CLASSIC_ENV_ID
 
-ENV_ID = "Craftax-Classic-Symbolic-v1"
+ENV_ID = CLASSIC_ENV_ID
 OBS_SIZE = int(lib.craftax_classic_obs_size())
 NUM_ACTIONS = int(lib.craftax_classic_num_actions())
 NUM_ACHIEVEMENTS = int(lib.craftax_classic_num_achievements())

@@ -8,6 +8,10 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+# The env ids (upstream's names), the games whose parameters these are
+CRAFTAX_ENV_ID = "Craftax-Symbolic-v1"
+CLASSIC_ENV_ID = "Craftax-Classic-Symbolic-v1"
+
 # Shapes of the four fractal_noise_angles overrides: the gradient grids of the water,
 # mountain, path and tree noise fields of generate_smoothworld.
 NOISE_ANGLE_SHAPES = ((4, 4), (4, 4), (7, 25), (13, 13))

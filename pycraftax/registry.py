@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import warnings
 
-from pycraftax.params import split_params
+from pycraftax.params import CLASSIC_ENV_ID, CRAFTAX_ENV_ID, split_params
 
-_CLASSIC_ID = "Craftax-Classic-Symbolic-v1"
-_ENV_IDS = ("Craftax-Symbolic-v1", _CLASSIC_ID)
+__all__ = ["CLASSIC_ENV_ID", "CRAFTAX_ENV_ID", "cuda_available", "list_envs", "make"]
+_ENV_IDS = (CRAFTAX_ENV_ID, CLASSIC_ENV_ID)
 _BACKENDS = ("auto", "c", "cuda")
 
 
@@ -63,7 +63,7 @@ def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, o
     if backend not in _BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose one of {list(_BACKENDS)}")
     vec_env.check_obs_mode(obs)
-    classic = env_id == _CLASSIC_ID
+    classic = env_id == CLASSIC_ENV_ID
     if obs == "compact" and (backend != "cuda" or classic):
         raise ValueError("obs='compact' needs backend='cuda' and env id 'Craftax-Symbolic-v1'")
     env_params, static_params = split_params(params, classic=classic)
@@ -94,12 +94,12 @@ def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, o
 def _make_classic(num_envs, backend, seed, env_params, static_params, resets, reset_ratio):
     if backend == "cuda":
         raise RuntimeError(
-            f"backend='cuda' is not available for {_CLASSIC_ID!r}: the CUDA build of Craftax-Classic is not "
+            f"backend='cuda' is not available for {CLASSIC_ENV_ID!r}: the CUDA build of Craftax-Classic is not "
             "available yet; use backend='c' (or 'auto', which falls back to C)"
         )
     if backend == "auto":
         warnings.warn(
-            f"pycraftax: no CUDA backend available for {_CLASSIC_ID} (the CUDA build of Craftax-Classic is not "
+            f"pycraftax: no CUDA backend available for {CLASSIC_ENV_ID} (the CUDA build of Craftax-Classic is not "
             "available yet), using the C reference (backend='c')",
             stacklevel=3,
         )

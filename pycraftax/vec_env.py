@@ -349,8 +349,8 @@ class CraftaxVecEnv:
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
         """Replace every env's state (a dict as get_state returns). Validates all leaves first
-        (dtypes, shapes, value domains, and health > 0 at every masked melee, passive and
-        ranged mob, as in every state reachable from reset); on error nothing changes."""
+        (dtypes, shapes, value domains, and health > 0 at every masked mob of the classes
+        that live, as in every state reachable from reset); on error nothing changes."""
         with self._lock:
             self._check_open()
             converted = self._state_table().validate_state(state, self.num_envs)

@@ -4,6 +4,7 @@ of conformance/classic_c.py (which the conformance suite checks against craftax 
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import gymnasium
@@ -218,3 +219,38 @@ def test_gymnasium_single_env_passes_check_env():
         warnings.simplefilter("error")
         check_env(env.unwrapped)
     assert env.observation_space.shape == (1345,) and env.action_space.n == 17
+
+
+def test_names_and_params_are_upstreams():
+    """The achievement table and the EnvParams/StaticEnvParams defaults against craftax 1.6.1's
+    craftax_classic (skipped only where craftax is not installed)."""
+    constants = pytest.importorskip("craftax.craftax_classic.constants")
+    upstream_state = pytest.importorskip("craftax.craftax_classic.envs.craftax_state")
+    from pycraftax.params import ClassicEnvParams, ClassicStaticEnvParams
+
+    assert CLASSIC_NAMES_BY_INDEX == tuple(a.name.lower() for a in sorted(constants.Achievement, key=lambda a: a.value))
+    for ours, theirs in ((ClassicEnvParams(), upstream_state.EnvParams()),
+                         (ClassicStaticEnvParams(), upstream_state.StaticEnvParams())):
+        assert dataclasses.asdict(ours) == {f.name: getattr(theirs, f.name) for f in dataclasses.fields(theirs)}
+
+
+def test_default_params_reach_c_as_cs_defaults():
+    from pycraftax._native import ffi
+    from pycraftax.params import ClassicEnvParams, to_c_classic
+
+    assert bytes(ffi.buffer(to_c_classic(ClassicEnvParams()))) == bytes(ffi.buffer(cc.c_params()))
+    overridden = to_c_classic(ClassicEnvParams(spawn_cow_chance=0.5, always_diamond=False, max_timesteps=7))
+    assert bytes(ffi.buffer(overridden)) == bytes(ffi.buffer(
+        cc.c_params(spawn_cow_chance=0.5, always_diamond=0, max_timesteps=7)))
+
+
+def test_noise_angle_overrides_reach_the_world():
+    rng = np.random.default_rng(5)
+    angles = (rng.random((5, 5)), None, rng.random((9, 33)), None)
+    env = make(2, fractal_noise_angles=angles)
+    keys = jax_random.split(jax_random.prng_key(9), 2)
+    obs, _ = env.reset_with_keys(keys)
+    states, c_obs = cc.c_reset(keys, cc.c_params(fractal_noise_angles=angles))
+    np.testing.assert_array_equal(obs, c_obs)
+    np.testing.assert_array_equal(env.get_state()["map"], classic_state.get_state(states)["map"])
+    assert not np.array_equal(obs, cc.c_reset(keys)[1])  # the overrides changed the worlds

@@ -23,7 +23,7 @@ import os
 import sys
 
 from pycraftax.progress import format_duration
-from pycraftax.registry import list_envs
+from pycraftax.registry import CRAFTAX_ENV_ID, list_envs
 from pycraftax.train import interop
 from pycraftax.train.config import DEFAULT_RECIPE, DTYPES, RECIPES, RESETS, TrainConfig
 
@@ -148,7 +148,7 @@ def resolve_backend(args) -> str:
     from pycraftax.train import cuda_trainer
 
     env_id = args.cfg_env_id or TrainConfig().env_id
-    if env_id != "Craftax-Symbolic-v1":  # the CUDA trainer runs full Craftax only
+    if env_id != CRAFTAX_ENV_ID:  # the CUDA trainer runs full Craftax only
         if args.backend == "cuda":
             raise ValueError(f"--backend cuda: the CUDA trainer of {env_id} is not available yet; use --backend c")
         return "c"

@@ -29,7 +29,9 @@ CLASSIC_MAX_RETURN = 22.0  # Craftax-Classic's: one per achievement
 def max_return(lines: list[dict]) -> float:
     """The % of max normaliser of a run, by the env id its metrics lines carry (lines without
     one are full Craftax's)."""
-    return CLASSIC_MAX_RETURN if lines[-1].get("env_id") == "Craftax-Classic-Symbolic-v1" else MAX_RETURN
+    from pycraftax.params import CLASSIC_ENV_ID
+
+    return CLASSIC_MAX_RETURN if lines[-1].get("env_id") == CLASSIC_ENV_ID else MAX_RETURN
 
 
 def load(path: Path) -> list[dict]:
