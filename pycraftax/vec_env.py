@@ -163,10 +163,11 @@ def observation_high() -> np.ndarray:
 
 # -- the base class ----------------------------------------------------------------------------
 class CraftaxVecEnv:
-    """`num_envs` full-Craftax envs stepped as one batch (Craftax-Symbolic-v1).
+    """`num_envs` envs of one game stepped as one batch: full Craftax (Craftax-Symbolic-v1) here,
+    Craftax-Classic in pycraftax.classic_env, whose sizes are in brackets below.
 
-    Spaces (gymnasium.spaces): `single_observation_space` (Box float32 [8268], or uint8
-    [1008] with obs="compact"), `single_action_space` (Discrete(43)), and the batched
+    Spaces (gymnasium.spaces): `single_observation_space` (Box float32 [8268] (Classic 1345),
+    or uint8 [1008] with obs="compact"), `single_action_space` (Discrete(43) (Classic 17)), and the batched
     `observation_space` / `action_space` (gymnasium.vector.utils.batch_space of them, built
     on first use).
 
@@ -297,7 +298,7 @@ class CraftaxVecEnv:
     def step(self, actions):
         """One step of every env with same-step auto-reset, like upstream CraftaxSymbolicEnv.step.
 
-        actions: integers in [0, 43), shape (num_envs,): a numpy array, a torch tensor or a JAX
+        actions: integers in [0, num_actions) (43; Classic 17), shape (num_envs,): a numpy array, a torch tensor or a JAX
         array (CPU ones through DLPack without a copy; on backend="cuda" a device array is
         read in place through __cuda_array_interface__).
 
@@ -307,10 +308,10 @@ class CraftaxVecEnv:
         (see check_resets). Where an episode ended, obs is the first obs of the next episode.
 
         Returns (obs [N, ...], reward float32 [N], terminated bool [N], truncated bool [N],
-        info). terminated: died or beat the necromancer; truncated: timestep reached
+        info). terminated: ended by the rules (ended_by_rules); truncated: timestep reached
         max_timesteps (and not terminated). info holds, for every env, "episode_return"
         (float32) and "episode_length" (int32) of the episode that just ended (0 where none
-        ended), "achievements" bool [N, 67] of the finished episode, "done", "discount" and
+        ended), "achievements" bool [N, 67 (Classic 22)] of the finished episode, "done", "discount" and
         upstream's "Achievements/<name>" entries. Invalid actions raise and change nothing.
         """
         with self._lock:
