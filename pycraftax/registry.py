@@ -9,11 +9,18 @@ from pycraftax.params import CLASSIC_ENV_ID, CRAFTAX_ENV_ID, split_params
 __all__ = ["CLASSIC_ENV_ID", "CRAFTAX_ENV_ID", "cuda_available", "list_envs", "make"]
 _ENV_IDS = (CRAFTAX_ENV_ID, CLASSIC_ENV_ID)
 _BACKENDS = ("auto", "c", "cuda")
+# The ids each backend builds (Craftax-Classic has no CUDA build yet)
+_IDS_OF_BACKEND = {"c": _ENV_IDS, "cuda": (CRAFTAX_ENV_ID,)}
 
 
-def list_envs() -> list[str]:
-    """Env ids this build provides (upstream's names)."""
-    return list(_ENV_IDS)
+def list_envs(backend: str | None = None) -> list[str]:
+    """Env ids this build provides (upstream's names); with backend="c" or "cuda", the ids
+    that backend builds (whether a GPU is here or not: see cuda_available)."""
+    if backend is None:
+        return list(_ENV_IDS)
+    if backend not in _IDS_OF_BACKEND:
+        raise ValueError(f"unknown backend {backend!r}; choose one of {list(_IDS_OF_BACKEND)} (or None for all ids)")
+    return list(_IDS_OF_BACKEND[backend])
 
 
 def cuda_available() -> bool:

@@ -254,3 +254,10 @@ def test_noise_angle_overrides_reach_the_world():
     np.testing.assert_array_equal(obs, c_obs)
     np.testing.assert_array_equal(env.get_state()["map"], classic_state.get_state(states)["map"])
     assert not np.array_equal(obs, cc.c_reset(keys)[1])  # the overrides changed the worlds
+
+
+def test_list_envs_by_backend():
+    assert ENV_ID in pycraftax.list_envs("c") and ENV_ID not in pycraftax.list_envs("cuda")
+    assert set(pycraftax.list_envs("c")) == set(pycraftax.list_envs())
+    with pytest.raises(ValueError, match="unknown backend 'gpu'"):
+        pycraftax.list_envs("gpu")
