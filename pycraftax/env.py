@@ -21,7 +21,6 @@ if int(lib.craftax_state_size()) != _state.STATE_SIZE:  # the buffers below are 
                       "table with `python reference_c/tools/write_leaf_table.py` after a layout change")
 
 
-
 def host_bytes_per_env(state_size: int, obs_size: int, num_achievements: int) -> int:
     """Host bytes per env of one step: the state, the obs step() returns and the one the caller
     may still hold from the step before, and the per-env outputs (rewards, flags, achievements)."""
