@@ -115,7 +115,7 @@ def newest_results(results: Path) -> tuple[dict[tuple[str, str], Result], list[s
 
 
 def cpu_sections(c: Result, up: Result | None, pool: Result | None) -> list[str]:
-    n = max(c.values("test_step", "threads") or [1])
+    n = max(c.values("test_step", "threads") + c.values("test_step_classic", "threads") or [1])
     out = [f"## C reference on the CPU, beside upstream craftax (same machine kind: {c.kind})", "",
            f"- pycraftax: {c.caption()}"]
     out += [f"- upstream: {up.caption()}"] if up else ["- upstream: not measured (no upstream result of this kind)"]
@@ -154,13 +154,29 @@ def cpu_sections(c: Result, up: Result | None, pool: Result | None) -> list[str]
                      | set(pool.values("test_step", "num_envs") if pool else [])
                      | set(c.values("test_step_classic", "num_envs")))
     if classic:
-        out += ["", f"Classic ({CLASSIC}; EnvPool's Craftax is Classic), env steps/s on all cores; pycraftax's "
-                "Classic appears once the package provides it (bench/test_bench_c.py):", ""]
-        rows = [[e, up.rate("test_step_classic", num_envs=e, mode="auto") if up else None,
-                 up.rate("test_step_classic", num_envs=e, mode="optimistic") if up else None,
-                 pool.rate("test_step", num_envs=e) if pool else None,
-                 c.rate("test_step_classic", num_envs=e)] for e in classic]
-        out += table(["envs", "upstream auto-reset", "upstream optimistic", "EnvPool", "pycraftax C"], rows)
+        out += ["", f"Classic ({CLASSIC}; EnvPool's Craftax is Classic), env steps/s; upstream and EnvPool on all "
+                f"{n} cores, pycraftax C (bench/test_bench_c.py) on 1 thread and on {n}. A ratio is C's better "
+                "thread count over upstream in the same mode at the same batch size; per core divides C's 1-thread "
+                "rate by 1 and upstream's by its cores.", ""]
+        rows = []
+        for e in classic:
+            row = [e]
+            for mode in ("auto", "optimistic"):
+                theirs = up.rate("test_step_classic", num_envs=e, mode=mode) if up else None
+                one = c.rate("test_step_classic", num_envs=e, mode=mode, threads=1)
+                alln = c.rate("test_step_classic", num_envs=e, mode=mode, threads=n)
+                best = max((r for r in (one, alln) if r), default=None)
+                row += [theirs, one, alln, ratio(best, theirs), ratio(one, theirs / n if theirs else None)]
+            rows.append(row + [pool.rate("test_step", num_envs=e) if pool else None])
+        out += table(["envs", "upstream auto", "C auto 1 thr", f"C auto {n} thr", "C / upstream auto",
+                      "per core", "upstream optimistic", "C opt 1 thr", f"C opt {n} thr",
+                      "C / upstream optimistic", "per core", "EnvPool"], rows)
+        worlds = [[e, c.rate("test_reset_classic", num_envs=e, threads=1),
+                   c.rate("test_reset_classic", num_envs=e, threads=n)]
+                  for e in c.values("test_reset_classic", "num_envs")]
+        if worlds:
+            out += ["", "Classic world generation (reset), worlds/s:", ""]
+            out += table(["envs", "C 1 thr", f"C {n} thr"], worlds)
     return out + [""]
 
 

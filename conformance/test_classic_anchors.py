@@ -19,7 +19,7 @@ import pytest
 
 from conformance import classic_c as cc
 from pycraftax import anchors, classic_state, jax_random
-from pycraftax._native import ffi, lib
+from pycraftax._test_hooks import ffi, lib
 
 # (num_envs, steps, seed) -> hash of the C reference.
 CLASSIC_ANCHORS = {

@@ -1,5 +1,6 @@
-"""The 67 achievements of full Craftax: (lower-case name, index into state.achievements),
-in upstream's `constants.Achievement` enum order (which is not index order; craftax 1.6.1)."""
+"""The achievements of full Craftax (67) and Craftax-Classic (22): (lower-case name, index
+into state.achievements), in upstream's `constants.Achievement` enum order (which for full
+Craftax is not index order; craftax 1.6.1)."""
 
 from __future__ import annotations
 
@@ -26,11 +27,29 @@ NUM_ACHIEVEMENTS = 67
 # name by index into state.achievements
 NAMES_BY_INDEX: tuple[str, ...] = tuple(name for name, _ in sorted(ACHIEVEMENTS, key=lambda a: a[1]))
 
+# craftax_classic/constants.py's Achievement enum, whose order is index order
+CLASSIC_NAMES_BY_INDEX: tuple[str, ...] = (
+    "collect_wood", "place_table", "eat_cow", "collect_sapling", "collect_drink", "make_wood_pickaxe",
+    "make_wood_sword", "place_plant", "defeat_zombie", "collect_stone", "place_stone", "eat_plant",
+    "defeat_skeleton", "make_stone_pickaxe", "make_stone_sword", "wake_up", "place_furnace", "collect_coal",
+    "collect_iron", "collect_diamond", "make_iron_pickaxe", "make_iron_sword",
+)
+CLASSIC_ACHIEVEMENTS: tuple[tuple[str, int], ...] = tuple((name, i) for i, name in enumerate(CLASSIC_NAMES_BY_INDEX))
+NUM_CLASSIC_ACHIEVEMENTS = 22
 
-def log_achievements_to_info(achievements, done) -> dict:
-    """envs/common.py:log_achievements_to_info for a batch: achievements bool [N, 67],
-    done bool [N] -> {"Achievements/<name>": float32 [N] = achievements[:, i] * done * 100}."""
+
+def names_by_index(env_id: str) -> tuple[str, ...]:
+    """The achievement names of an env id, by index into its state.achievements."""
+    from pycraftax.params import CLASSIC_ENV_ID
+
+    return CLASSIC_NAMES_BY_INDEX if env_id == CLASSIC_ENV_ID else NAMES_BY_INDEX
+
+
+def log_achievements_to_info(achievements, done, table=ACHIEVEMENTS) -> dict:
+    """envs/common.py:log_achievements_to_info for a batch: achievements bool [N, len(table)],
+    done bool [N] -> {"Achievements/<name>": float32 [N] = achievements[:, i] * done * 100}.
+    table: ACHIEVEMENTS (full Craftax) or CLASSIC_ACHIEVEMENTS."""
     import numpy as np
 
     scaled = achievements.astype(np.float32) * done.astype(np.float32)[:, None] * np.float32(100.0)
-    return {f"Achievements/{name}": scaled[:, index] for name, index in ACHIEVEMENTS}
+    return {f"Achievements/{name}": scaled[:, index] for name, index in table}

@@ -18,6 +18,7 @@ import time
 import numpy as np
 
 from pycraftax.progress import Progress
+from pycraftax.registry import list_envs
 from pycraftax.render import BLOCK_NAMES
 from pycraftax.train import cli as train_cli
 
@@ -119,8 +120,13 @@ def cmd_render(args: argparse.Namespace) -> int:
         print(f"pycraftax render: error: --out: {problem}", file=sys.stderr)
         return 2
     bar = Progress(args.max_steps, "steps")
-    frames, summary = record_episode(policy, seed=args.seed, max_steps=args.max_steps, view=args.view,
-                                     tile=args.tile, greedy=args.greedy, progress=bar.update)
+    try:
+        frames, summary = record_episode(policy, seed=args.seed, max_steps=args.max_steps, view=args.view,
+                                         tile=args.tile, greedy=args.greedy, progress=bar.update, env_id=args.env)
+    except ValueError as e:
+        bar.close()
+        print(f"pycraftax render: error: {e}", file=sys.stderr)
+        return 2
     bar.update(summary["length"], force=True)
     bar.close()
     save_gif(args.out, frames, fps=args.fps)
@@ -207,6 +213,9 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--tile", type=int, default=16, help="pixels per cell (>= 4)")
     render.add_argument("--fps", type=float, default=8.0, help="frames per second of the GIF")
     render.add_argument("--greedy", action="store_true", help="argmax actions (default: sampled)")
+    render.add_argument("--env", default=None, choices=list_envs(),
+                        help="the env to play (default: the one the checkpoint's policy reads; Craftax-Symbolic-v1 "
+                             "for random actions)")
     render.set_defaults(func=cmd_render)
     return parser
 

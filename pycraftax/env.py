@@ -1,5 +1,7 @@
 """Batched Craftax environments over the C reference (backend="c"): the native calls of
-pycraftax.vec_env.CraftaxVecEnv through the cffi extension pycraftax._craftax_c."""
+pycraftax.vec_env.CraftaxVecEnv through the cffi extension pycraftax._craftax_c.
+CBackendEnv holds them for any game whose C API has the craftax_* call set (full Craftax
+here, Craftax-Classic's craftax_classic_* in pycraftax.classic_env)."""
 
 from __future__ import annotations
 
@@ -7,50 +9,63 @@ import numpy as np
 
 from pycraftax import _state
 from pycraftax._native import check, ffi, lib, ptr
-from pycraftax.achievements import NUM_ACHIEVEMENTS, log_achievements_to_info
-from pycraftax.params import EnvParams, StaticEnvParams, to_c
+from pycraftax.achievements import ACHIEVEMENTS, NUM_ACHIEVEMENTS, log_achievements_to_info
+from pycraftax.params import to_c
 from pycraftax.vec_env import NUM_ACTIONS, OBS_SIZE, CraftaxVecEnv, available_host_memory
 
-__all__ = ["CraftaxEnv", "HOST_BYTES_PER_ENV", "NUM_ACTIONS", "OBS_SIZE"]
+__all__ = ["CBackendEnv", "CraftaxEnv", "HOST_BYTES_PER_ENV", "NUM_ACTIONS", "OBS_SIZE"]
 
 if int(lib.craftax_state_size()) != _state.STATE_SIZE:  # the buffers below are sized by the table
     raise ImportError(f"pycraftax: the C extension's state is {int(lib.craftax_state_size())} bytes but "
                       f"pycraftax/_leaf_table.py says {_state.STATE_SIZE}; rebuild the extension, or regenerate the "
                       "table with `python reference_c/tools/write_leaf_table.py` after a layout change")
 
-# Host bytes per env of one step: the state, the obs step() returns and the one the caller
-# may still hold from the step before, and the per-env outputs (rewards, flags, 67 achievements).
-HOST_BYTES_PER_ENV = _state.STATE_SIZE + 2 * 4 * OBS_SIZE + 4 * 4 + 3 + 2 * NUM_ACHIEVEMENTS
+
+def host_bytes_per_env(state_size: int, obs_size: int, num_achievements: int) -> int:
+    """Host bytes per env of one step: the state, the obs step() returns and the one the caller
+    may still hold from the step before, and the per-env outputs (rewards, flags, achievements)."""
+    return state_size + 2 * 4 * obs_size + 4 * 4 + 3 + 2 * num_achievements
 
 
-class CraftaxEnv(CraftaxVecEnv):
-    """`num_envs` full-Craftax envs on the CPU (OpenMP over the envs of a batch).
+HOST_BYTES_PER_ENV = host_bytes_per_env(_state.STATE_SIZE, OBS_SIZE, NUM_ACHIEVEMENTS)
 
-    Observations are float32 [num_envs, 8268] numpy arrays, identical to craftax 1.6.1's
-    render_craftax_symbolic for the same state. See CraftaxVecEnv for seeding and threads.
-    """
+
+class CBackendEnv(CraftaxVecEnv):
+    """The C backend of one game: a subclass names the game's C functions (`_c_prefix`:
+    craftax_reset_with_keys, ..._step_autoreset, ..._step_optimistic, ..._step_with_keys,
+    ..._observe), its sizes, leaf table, achievement table and params struct."""
 
     backend = "c"
+    _c_prefix = ""
+    state_size = 0
+    achievement_table: tuple[tuple[str, int], ...] = ()
 
-    def __init__(self, num_envs: int, seed: int, params: EnvParams, static_params: StaticEnvParams,
-                 resets: str = "auto", reset_ratio: int | None = None):
+    def __init__(self, num_envs: int, seed: int, params, static_params, resets: str = "auto",
+                 reset_ratio: int | None = None):
         super().__init__(num_envs, seed, params, static_params, obs="float", resets=resets, reset_ratio=reset_ratio)
         n = self.num_envs
-        need, free = n * HOST_BYTES_PER_ENV, available_host_memory()
+        per_env = host_bytes_per_env(self.state_size, self.obs_size, len(self.achievement_table))
+        need, free = n * per_env, available_host_memory()
         if free is not None and need > free:
             raise MemoryError(
-                f"backend='c': {n} envs need about {need / 2**30:.2f} GiB of memory ({HOST_BYTES_PER_ENV} bytes "
+                f"backend='c': {n} envs need about {need / 2**30:.2f} GiB of memory ({per_env} bytes "
                 f"per env) but only {free / 2**30:.2f} GiB are available; use at most about "
-                f"{free // HOST_BYTES_PER_ENV} envs"
+                f"{free // per_env} envs"
             )
-        self._c_params = to_c(params)
-        self._states = np.zeros((n, _state.STATE_SIZE), dtype=np.uint8)
+        self._c_params = self._make_c_params(params)
+        self._states = np.zeros((n, self.state_size), dtype=np.uint8)
         self._episode_return = np.zeros(n, dtype=np.float32)
         self._episode_length = np.zeros(n, dtype=np.int32)
 
+    def _make_c_params(self, params):
+        raise NotImplementedError
+
+    def _c(self, name: str):
+        return getattr(lib, f"{self._c_prefix}_{name}")
+
     def _native_reset(self, keys: np.ndarray) -> np.ndarray:
-        obs = np.empty((self.num_envs, OBS_SIZE), dtype=np.float32)
-        check(lib.craftax_reset_with_keys(ptr(self._states, "void *"), ptr(keys, "uint32_t *"), self.num_envs,
+        obs = np.empty((self.num_envs, self.obs_size), dtype=np.float32)
+        check(self._c("reset_with_keys")(ptr(self._states, "void *"), ptr(keys, "uint32_t *"), self.num_envs,
                                           self._c_params, ptr(obs, "float *")), "reset")
         self._episode_return[:] = 0.0
         self._episode_length[:] = 0
@@ -58,24 +73,24 @@ class CraftaxEnv(CraftaxVecEnv):
 
     def _native_step(self, actions: np.ndarray, sub_key: np.ndarray):
         n = self.num_envs
-        obs = np.empty((n, OBS_SIZE), dtype=np.float32)
+        obs = np.empty((n, self.obs_size), dtype=np.float32)
         reward = np.empty(n, dtype=np.float32)
         done = np.empty(n, dtype=np.uint8)
         terminated = np.empty(n, dtype=np.uint8)
         truncated = np.empty(n, dtype=np.uint8)
-        final_ach = np.empty((n, NUM_ACHIEVEMENTS), dtype=np.uint8)
+        final_ach = np.empty((n, len(self.achievement_table)), dtype=np.uint8)
         outputs = (ptr(obs, "float *"), ptr(reward, "float *"), ptr(done, "uint8_t *"), ptr(terminated, "uint8_t *"),
                    ptr(truncated, "uint8_t *"), ptr(final_ach, "uint8_t *"))
         if self.resets == "optimistic":
             sub_key = np.ascontiguousarray(sub_key)
-            check(lib.craftax_step_optimistic(ptr(self._states, "void *"), ptr(actions, "int32_t *"),
+            check(self._c("step_optimistic")(ptr(self._states, "void *"), ptr(actions, "int32_t *"),
                                               ptr(sub_key, "uint32_t *"), n, self.reset_ratio, self._c_params,
                                               *outputs, ffi.NULL), "step")
         else:
             from pycraftax import jax_random
 
             keys = jax_random.split(sub_key, n)
-            check(lib.craftax_step_autoreset(ptr(self._states, "void *"), ptr(actions, "int32_t *"),
+            check(self._c("step_autoreset")(ptr(self._states, "void *"), ptr(actions, "int32_t *"),
                                              ptr(keys, "uint32_t *"), n, self._c_params, *outputs), "step")
         done = done.astype(bool)
         self._episode_return += reward
@@ -85,7 +100,7 @@ class CraftaxEnv(CraftaxVecEnv):
         self._episode_return[done] = 0.0
         self._episode_length[done] = 0
         achievements = final_ach.astype(bool)
-        info = log_achievements_to_info(achievements, done)
+        info = log_achievements_to_info(achievements, done, self.achievement_table)
         info.update(
             done=done,
             discount=(1.0 - done.astype(np.float32)).astype(np.float32),
@@ -97,26 +112,50 @@ class CraftaxEnv(CraftaxVecEnv):
 
     def _native_step_with_keys(self, actions: np.ndarray, keys: np.ndarray):
         n = self.num_envs
-        obs = np.empty((n, OBS_SIZE), dtype=np.float32)
+        obs = np.empty((n, self.obs_size), dtype=np.float32)
         reward = np.empty(n, dtype=np.float32)
         done = np.empty(n, dtype=np.uint8)
         check(
-            lib.craftax_step_with_keys(
+            self._c("step_with_keys")(
                 ptr(self._states, "void *"), ptr(actions, "int32_t *"), ptr(keys, "uint32_t *"), n,
                 self._c_params, ptr(obs, "float *"), ptr(reward, "float *"), ptr(done, "uint8_t *"),
             ),
             "step_with_keys",
         )
         done = done.astype(bool)
-        achievements = _state.LEAF_BY_NAME["achievements"].view(self._states).astype(bool)
-        info = log_achievements_to_info(achievements, done)
+        achievements = self._state_table().by_name["achievements"].view(self._states).astype(bool)
+        info = log_achievements_to_info(achievements, done, self.achievement_table)
         info["discount"] = (1.0 - done.astype(np.float32)).astype(np.float32)
         return obs, reward, done, info
 
     def _native_observe(self) -> np.ndarray:
-        obs = np.empty((self.num_envs, OBS_SIZE), dtype=np.float32)
-        check(lib.craftax_observe(ptr(self._states, "void *"), self.num_envs, ptr(obs, "float *")), "observe")
+        obs = np.empty((self.num_envs, self.obs_size), dtype=np.float32)
+        check(self._c("observe")(ptr(self._states, "void *"), self.num_envs, ptr(obs, "float *")), "observe")
         return obs
+
+    def _native_host_states(self) -> np.ndarray:
+        return self._states
+
+    def _native_write_states(self, converted: dict[str, np.ndarray]) -> None:
+        self._state_table().write_state(self._states, converted)
+
+    def _native_close(self) -> None:
+        self._states = np.zeros((0, self.state_size), dtype=np.uint8)
+
+
+class CraftaxEnv(CBackendEnv):
+    """`num_envs` full-Craftax envs on the CPU (OpenMP over the envs of a batch).
+
+    Observations are float32 [num_envs, 8268] numpy arrays, identical to craftax 1.6.1's
+    render_craftax_symbolic for the same state. See CraftaxVecEnv for seeding and threads.
+    """
+
+    _c_prefix = "craftax"
+    state_size = _state.STATE_SIZE
+    achievement_table = ACHIEVEMENTS
+
+    def _make_c_params(self, params):
+        return to_c(params)
 
     def observe_compact(self) -> np.ndarray:
         """The compact observation records of the current states, uint8 [N, 1008]
@@ -128,12 +167,3 @@ class CraftaxEnv(CraftaxVecEnv):
             check(lib.craftax_observe_compact(ptr(self._states, "void *"), self.num_envs, ptr(records, "uint8_t *")),
                   "observe_compact")
             return records
-
-    def _native_host_states(self) -> np.ndarray:
-        return self._states
-
-    def _native_write_states(self, converted: dict[str, np.ndarray]) -> None:
-        _state.write_state(self._states, converted)
-
-    def _native_close(self) -> None:
-        self._states = np.zeros((0, _state.STATE_SIZE), dtype=np.uint8)

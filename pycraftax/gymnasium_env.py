@@ -110,7 +110,6 @@ class CraftaxGymEnv(gymnasium.Env):
         self.backend = self._env.backend
         self.observation_space = to_gymnasium_space(self._env.single_observation_space)
         self.action_space = to_gymnasium_space(self._env.single_action_space)
-        self._num_levels = int(self._env.static_params.num_levels)
         self._stream = None  # the step key stream; None until the first reset
         self._needs_reset = True
 
@@ -160,8 +159,7 @@ class CraftaxGymEnv(gymnasium.Env):
     def _ended_by_rules(self) -> bool:
         """Whether the ended episode ended by death or by beating the boss (upstream's
         is_game_over without its time limit), read from the final state."""
-        state = self._env.get_state()
-        return bool(state["player_health"][0] <= 0 or state["boss_progress"][0] >= self._num_levels - 1)
+        return bool(self._env.ended_by_rules(self._env.get_state())[0])
 
     def close(self):
         self._env.close()

@@ -1,11 +1,16 @@
-"""EnvParams and StaticEnvParams of full Craftax, with upstream's names and defaults
-(craftax/craftax/craftax_state.py), validated before they reach C."""
+"""EnvParams and StaticEnvParams of full Craftax and of Craftax-Classic, with upstream's
+names and defaults (craftax/craftax/craftax_state.py, craftax/craftax_classic/envs/
+craftax_state.py), validated before they reach C."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
 import numpy as np
+
+# The env ids (upstream's names), the games whose parameters these are
+CRAFTAX_ENV_ID = "Craftax-Symbolic-v1"
+CLASSIC_ENV_ID = "Craftax-Classic-Symbolic-v1"
 
 # Shapes of the four fractal_noise_angles overrides: the gradient grids of the water,
 # mountain, path and tree noise fields of generate_smoothworld.
@@ -36,6 +41,32 @@ class StaticEnvParams:
     max_player_projectiles: int = 3
 
 
+@dataclass(frozen=True)
+class ClassicEnvParams:
+    max_timesteps: int = 10000
+    day_length: int = 300
+    always_diamond: bool = True
+    zombie_health: int = 5
+    cow_health: int = 3
+    skeleton_health: int = 3
+    mob_despawn_distance: int = 14
+    spawn_cow_chance: float = 0.1
+    spawn_zombie_base_chance: float = 0.02
+    spawn_zombie_night_chance: float = 0.1
+    spawn_skeleton_chance: float = 0.05
+    fractal_noise_angles: tuple = (None, None, None, None)
+
+
+@dataclass(frozen=True)
+class ClassicStaticEnvParams:
+    map_size: tuple = (64, 64)
+    max_zombies: int = 3
+    max_cows: int = 3
+    max_growing_plants: int = 10
+    max_skeletons: int = 2
+    max_arrows: int = 3
+
+
 ENV_PARAM_NAMES = tuple(f.name for f in fields(EnvParams))
 STATIC_PARAM_NAMES = tuple(f.name for f in fields(StaticEnvParams))
 
@@ -44,26 +75,40 @@ _INT_LIMITS = {
     "day_length": (1, 2**31 - 1),
     "mob_despawn_distance": (0, 2**31 - 1),
     "max_attribute": (1, 99),
+    # a mob spawned with health <= 0 would be a masked dead mob, which no step handles
+    "zombie_health": (1, 2**31 - 1),
+    "cow_health": (1, 2**31 - 1),
+    "skeleton_health": (1, 2**31 - 1),
 }
+# Classic's spawn chances are compared with a uniform draw in [0, 1)
+_FLOAT_LIMITS = {name: (0.0, 1.0) for name in ("spawn_cow_chance", "spawn_zombie_base_chance",
+                                                "spawn_zombie_night_chance", "spawn_skeleton_chance")}
+# Classic's noise gradient grids: water, mountain, path, tree (generate_world)
+CLASSIC_NOISE_ANGLE_SHAPES = ((5, 5), (5, 5), (9, 33), (17, 17))
 
 
-def split_params(kwargs: dict) -> tuple[EnvParams, StaticEnvParams]:
-    """Sort make()'s keyword arguments into EnvParams and StaticEnvParams, checking each."""
+def split_params(kwargs: dict, classic: bool = False):
+    """Sort make()'s keyword arguments into EnvParams and StaticEnvParams (Classic's with
+    classic=True), checking each."""
+    env_cls, static_cls = (ClassicEnvParams, ClassicStaticEnvParams) if classic else (EnvParams, StaticEnvParams)
+    env_names = tuple(f.name for f in fields(env_cls))
+    static_names = tuple(f.name for f in fields(static_cls))
+    shapes = CLASSIC_NOISE_ANGLE_SHAPES if classic else NOISE_ANGLE_SHAPES
     env_kwargs, static_kwargs = {}, {}
     for name, value in kwargs.items():
-        if name in ENV_PARAM_NAMES:
+        if name in env_names:
             env_kwargs[name] = value
-        elif name in STATIC_PARAM_NAMES:
+        elif name in static_names:
             static_kwargs[name] = value
         else:
             raise TypeError(
-                f"unknown parameter {name!r}; EnvParams fields are {list(ENV_PARAM_NAMES)}, "
-                f"StaticEnvParams fields are {list(STATIC_PARAM_NAMES)}"
+                f"unknown parameter {name!r}; EnvParams fields are {list(env_names)}, "
+                f"StaticEnvParams fields are {list(static_names)}"
             )
     for name, value in env_kwargs.items():
-        _check_env_param(name, value)
-    static = StaticEnvParams(**static_kwargs)
-    default = StaticEnvParams()
+        _check_env_param(name, value, shapes)
+    static = static_cls(**static_kwargs)
+    default = static_cls()
     for name in static_kwargs:
         given, expected = getattr(static, name), getattr(default, name)
         if tuple(np.atleast_1d(given).tolist()) != tuple(np.atleast_1d(expected).tolist()):
@@ -71,10 +116,10 @@ def split_params(kwargs: dict) -> tuple[EnvParams, StaticEnvParams]:
                 f"StaticEnvParams.{name}={given!r} is not supported: the C and CUDA builds fix the "
                 f"state layout at upstream's defaults ({name}={expected!r})"
             )
-    return EnvParams(**env_kwargs), static
+    return env_cls(**env_kwargs), static
 
 
-def _check_env_param(name: str, value) -> None:
+def _check_env_param(name: str, value, noise_angle_shapes=NOISE_ANGLE_SHAPES) -> None:
     if name in ("always_diamond", "god_mode"):
         if not isinstance(value, (bool, np.bool_)):
             raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
@@ -82,7 +127,7 @@ def _check_env_param(name: str, value) -> None:
     if name == "fractal_noise_angles":
         if not isinstance(value, (tuple, list)) or len(value) != 4:
             raise TypeError("fractal_noise_angles must be a tuple of 4 entries, each None or a float array")
-        for i, (angles, shape) in enumerate(zip(value, NOISE_ANGLE_SHAPES)):
+        for i, (angles, shape) in enumerate(zip(value, noise_angle_shapes)):
             if angles is None:
                 continue
             array = np.asarray(angles)
@@ -93,6 +138,13 @@ def _check_env_param(name: str, value) -> None:
                 )
             if not np.all(np.isfinite(array)):
                 raise ValueError(f"fractal_noise_angles[{i}] must be finite")
+        return
+    if name in _FLOAT_LIMITS:
+        lo, hi = _FLOAT_LIMITS[name]
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise TypeError(f"{name} must be a float, got {type(value).__name__} {value!r}")
+        if not lo <= float(value) <= hi:
+            raise ValueError(f"{name} must be in [{lo}, {hi}], got {value}")
         return
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
@@ -120,6 +172,25 @@ def to_c(params: EnvParams, ffi=None):
             continue
         c.has_angles[i] = 1
         # Upstream multiplies the override by 2*pi in float32, so it is used as float32.
+        flat = np.asarray(angles, dtype=np.float32).ravel()
+        ffi.memmove(getattr(c, _ANGLE_FIELDS[i]), flat.tobytes(), flat.nbytes)
+    return c
+
+
+def to_c_classic(params: ClassicEnvParams):
+    """A CraftaxClassicParams struct (owned by the returned cdata) holding `params`; every
+    field is written from `params`, whose defaults are upstream's."""
+    from pycraftax._native import ffi
+
+    c = ffi.new("CraftaxClassicParams *")
+    for f in fields(ClassicEnvParams):
+        if f.name != "fractal_noise_angles":
+            value = getattr(params, f.name)
+            setattr(c, f.name, float(value) if isinstance(f.default, float) else int(value))
+    for i, angles in enumerate(params.fractal_noise_angles):
+        if angles is None:
+            continue
+        c.has_angles[i] = 1
         flat = np.asarray(angles, dtype=np.float32).ravel()
         ffi.memmove(getattr(c, _ANGLE_FIELDS[i]), flat.tobytes(), flat.nbytes)
     return c

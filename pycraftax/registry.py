@@ -4,15 +4,23 @@ from __future__ import annotations
 
 import warnings
 
-from pycraftax.params import split_params
+from pycraftax.params import CLASSIC_ENV_ID, CRAFTAX_ENV_ID, split_params
 
-_ENV_IDS = ("Craftax-Symbolic-v1",)
+__all__ = ["CLASSIC_ENV_ID", "CRAFTAX_ENV_ID", "cuda_available", "list_envs", "make"]
+_ENV_IDS = (CRAFTAX_ENV_ID, CLASSIC_ENV_ID)
 _BACKENDS = ("auto", "c", "cuda")
+# The ids each backend builds (Craftax-Classic has no CUDA build yet)
+_IDS_OF_BACKEND = {"c": _ENV_IDS, "cuda": (CRAFTAX_ENV_ID,)}
 
 
-def list_envs() -> list[str]:
-    """Env ids this build provides (upstream's names)."""
-    return list(_ENV_IDS)
+def list_envs(backend: str | None = None) -> list[str]:
+    """Env ids this build provides (upstream's names); with backend="c" or "cuda", the ids
+    that backend builds (whether a GPU is here or not: see cuda_available)."""
+    if backend is None:
+        return list(_ENV_IDS)
+    if backend not in _IDS_OF_BACKEND:
+        raise ValueError(f"unknown backend {backend!r}; choose one of {list(_IDS_OF_BACKEND)} (or None for all ids)")
+    return list(_IDS_OF_BACKEND[backend])
 
 
 def cuda_available() -> bool:
@@ -42,6 +50,13 @@ def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, o
     mob_despawn_distance, max_attribute, god_mode, fractal_noise_angles); StaticEnvParams
     fields are accepted only at upstream's defaults.
 
+    "Craftax-Classic-Symbolic-v1" (obs float32 [N, 1345], 17 actions, 22 achievements) takes
+    craftax_classic's EnvParams fields instead (max_timesteps, day_length, always_diamond,
+    zombie_health, cow_health, skeleton_health, mob_despawn_distance, spawn_cow_chance,
+    spawn_zombie_base_chance, spawn_zombie_night_chance, spawn_skeleton_chance,
+    fractal_noise_angles) and runs on backend="c" only for now: "cuda" raises, "auto" warns
+    and uses C.
+
     num_envs is any integer >= 1 (numpy integers too). A batch that does not fit in the
     memory it would use (host memory for "c", GPU memory for "cuda") raises MemoryError here,
     saying how many envs fit. Seeding, threads and spaces: pycraftax.vec_env.CraftaxVecEnv.
@@ -55,11 +70,14 @@ def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, o
     if backend not in _BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose one of {list(_BACKENDS)}")
     vec_env.check_obs_mode(obs)
-    if obs == "compact" and backend != "cuda":
-        raise ValueError("obs='compact' needs backend='cuda'")
-    env_params, static_params = split_params(params)
+    classic = env_id == CLASSIC_ENV_ID
+    if obs == "compact" and (backend != "cuda" or classic):
+        raise ValueError("obs='compact' needs backend='cuda' and env id 'Craftax-Symbolic-v1'")
+    env_params, static_params = split_params(params, classic=classic)
     vec_env.check_resets(resets, reset_ratio, num_envs)
     prng_key(seed)  # validates the seed before any allocation
+    if classic:
+        return _make_classic(num_envs, backend, seed, env_params, static_params, resets, reset_ratio)
     if backend in ("cuda", "auto"):
         from pycraftax import cuda_env
 
@@ -78,3 +96,20 @@ def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, o
     from pycraftax.env import CraftaxEnv
 
     return CraftaxEnv(num_envs, seed, env_params, static_params, resets=resets, reset_ratio=reset_ratio)
+
+
+def _make_classic(num_envs, backend, seed, env_params, static_params, resets, reset_ratio):
+    if backend == "cuda":
+        raise RuntimeError(
+            f"backend='cuda' is not available for {CLASSIC_ENV_ID!r}: the CUDA build of Craftax-Classic is not "
+            "available yet; use backend='c' (or 'auto', which falls back to C)"
+        )
+    if backend == "auto":
+        warnings.warn(
+            f"pycraftax: no CUDA backend available for {CLASSIC_ENV_ID} (the CUDA build of Craftax-Classic is not "
+            "available yet), using the C reference (backend='c')",
+            stacklevel=3,
+        )
+    from pycraftax.classic_env import CraftaxClassicEnv
+
+    return CraftaxClassicEnv(num_envs, seed, env_params, static_params, resets=resets, reset_ratio=reset_ratio)

@@ -11,6 +11,11 @@ agent gets is the symbolic one either way.
     frames = [render_frame(env.get_state(), 0)]           # uint8 [H, W, 3]
     save_gif("episode.gif", frames, fps=8)
 
+Craftax-Classic states (get_state() of Craftax-Classic-Symbolic-v1) draw the same way: its 17
+block types are the first 17 of full Craftax's, its one 64x64 map has no items, and the
+whole view is dimmed when its global light level is at or below the 0.05 under which the full
+game dims a cell.
+
 `pycraftax render` (cli.py) records an episode of a trained policy or of random actions.
 """
 
@@ -42,6 +47,10 @@ MOB_CLASSES = {"passive_mobs": (250, 170, 200), "melee_mobs": (220, 30, 30), "ra
 FLOOR_NAMES = ("Overworld", "Dungeon", "Gnomish Mines", "Sewers", "Vaults", "Troll Mines", "Fire Realm", "Ice Realm",
                "Graveyard")
 VIEW_ROWS, VIEW_COLS = 9, 11  # the agent's local view (upstream OBS_DIM)
+CLASSIC_VIEW_ROWS, CLASSIC_VIEW_COLS = 7, 9  # craftax_classic's OBS_DIM
+# Craftax-Classic's mob classes, drawn as the full game's of the same role
+CLASSIC_MOB_CLASSES = {"cows": MOB_CLASSES["passive_mobs"], "zombies": MOB_CLASSES["melee_mobs"],
+                       "skeletons": MOB_CLASSES["ranged_mobs"], "arrows": MOB_CLASSES["mob_projectiles"]}
 # Action direction -> (row, col) step: upstream DIRECTIONS for player_direction 1..4.
 FACING = {1: (0, -1), 2: (0, 1), 3: (-1, 0), 4: (1, 0)}
 STATUS_ROWS = 2  # tiles of status strip under the map
@@ -51,22 +60,39 @@ def _env_slice(state: dict, env: int) -> dict:
     return {name: np.asarray(value)[env] for name, value in state.items()}
 
 
+def is_classic(state: dict) -> bool:
+    """Whether a state dict is Craftax-Classic's (its mobs are zombies, cows, skeletons)."""
+    return "zombies.position" in state
+
+
 def render_frame(state: dict, env: int = 0, view: str = "local", tile: int = 16) -> np.ndarray:
-    """uint8 [H, W, 3] picture of env `env` of a batched state dict (env.get_state()).
-    view="local": the 9x11 cells around the player that the agent sees; "floor": the whole
-    48x48 map of the player's current floor."""
+    """uint8 [H, W, 3] picture of env `env` of a batched state dict (env.get_state() of
+    full Craftax or of Craftax-Classic). view="local": the cells around the player that the
+    agent sees (9x11; Classic 7x9); "floor": the whole map of the player's current floor
+    (48x48; Classic's one 64x64 map)."""
     if view not in ("local", "floor"):
         raise ValueError(f"view must be 'local' or 'floor', got {view!r}")
     if not isinstance(tile, int) or tile < 4:
         raise ValueError(f"tile must be an int >= 4 (pixels per cell), got {tile!r}")
     s = _env_slice(state, env)
-    level = int(s["player_level"])
-    blocks, items, light = s["map"][level], s["item_map"][level], s["light_map"][level]
+    if is_classic(s):
+        level = 0
+        blocks, items = s["map"], np.zeros_like(s["map"])
+        light = np.full(blocks.shape, float(s["light_level"]), np.float32)
+        view_rows, view_cols = CLASSIC_VIEW_ROWS, CLASSIC_VIEW_COLS
+        mobs = [(s[f"{p}.position"], s[f"{p}.mask"], np.zeros(s[f"{p}.mask"].shape, int), colour, p == "arrows")
+                for p, colour in CLASSIC_MOB_CLASSES.items()]
+    else:
+        level = int(s["player_level"])
+        blocks, items, light = s["map"][level], s["item_map"][level], s["light_map"][level]
+        view_rows, view_cols = VIEW_ROWS, VIEW_COLS
+        mobs = [(s[f"{p}.position"][level], s[f"{p}.mask"][level], s[f"{p}.type_id"][level], colour,
+                 p.endswith("projectiles")) for p, colour in MOB_CLASSES.items()]
     rows, cols = blocks.shape
     pr, pc = (int(v) for v in s["player_position"])
     if view == "local":
-        top, left = pr - VIEW_ROWS // 2, pc - VIEW_COLS // 2
-        height, width = VIEW_ROWS, VIEW_COLS
+        top, left = pr - view_rows // 2, pc - view_cols // 2
+        height, width = view_rows, view_cols
     else:
         top, left, height, width = 0, 0, rows, cols
     r = np.arange(top, top + height)[:, None]
@@ -90,10 +116,8 @@ def render_frame(state: dict, env: int = 0, view: str = "local", tile: int = 16)
     for row, col in zip(*np.nonzero(items)):
         if visible(row, col):
             image[cell_box(row, col, tile * 3 // 8)] = ITEM_COLOURS.get(int(items[row, col]), (255, 0, 255))
-    for prefix, colour in MOB_CLASSES.items():
-        small = prefix.endswith("projectiles")
-        for (row, col), alive, kind in zip(s[f"{prefix}.position"][level], s[f"{prefix}.mask"][level],
-                                           s[f"{prefix}.type_id"][level]):
+    for positions, masks, kinds, colour, small in mobs:
+        for (row, col), alive, kind in zip(positions, masks, kinds):
             if alive and visible(int(row), int(col)):
                 shade = 1.0 - 0.08 * int(kind)
                 image[cell_box(int(row), int(col), tile * 3 // 8 if small else tile // 6)] = \
@@ -106,23 +130,35 @@ def render_frame(state: dict, env: int = 0, view: str = "local", tile: int = 16)
     return np.concatenate([image.astype(np.uint8), _status_strip(s, level, image.shape[1], tile)], axis=0)
 
 
+# Status strip inventory: (label, leaf) of each game's main counts
+_INVENTORY = (("wd", "inventory.wood"), ("st", "inventory.stone"), ("co", "inventory.coal"), ("ir", "inventory.iron"),
+              ("di", "inventory.diamond"), ("sp", "inventory.sapphire"), ("ru", "inventory.ruby"),
+              ("ar", "inventory.arrows"), ("to", "inventory.torches"))
+_CLASSIC_INVENTORY = (("wd", "inventory.wood"), ("st", "inventory.stone"), ("co", "inventory.coal"),
+                      ("ir", "inventory.iron"), ("di", "inventory.diamond"), ("sa", "inventory.sapling"),
+                      ("wp", "inventory.wood_pickaxe"), ("sp", "inventory.stone_pickaxe"),
+                      ("ip", "inventory.iron_pickaxe"), ("ws", "inventory.wood_sword"),
+                      ("ss", "inventory.stone_sword"), ("is", "inventory.iron_sword"))
+
+
 def _status_strip(s: dict, level: int, width: int, tile: int) -> np.ndarray:
     """Vitals as bars (each out of 9) and the floor and main inventory as text."""
     from PIL import Image, ImageDraw
 
     strip = Image.new("RGB", (width, STATUS_ROWS * tile), (20, 20, 25))
     draw = ImageDraw.Draw(strip)
+    classic = is_classic(s)
     vitals = (("HP", float(s["player_health"]), (220, 40, 40)), ("FD", int(s["player_food"]), (220, 150, 60)),
-              ("DR", int(s["player_drink"]), (60, 130, 230)), ("EN", int(s["player_energy"]), (230, 220, 60)),
-              ("MP", int(s["player_mana"]), (170, 90, 230)))
+              ("DR", int(s["player_drink"]), (60, 130, 230)), ("EN", int(s["player_energy"]), (230, 220, 60)))
+    if not classic:
+        vitals += (("MP", int(s["player_mana"]), (170, 90, 230)),)
     bar_width = max(1, width // len(vitals))
     for k, (_, value, colour) in enumerate(vitals):
         filled = int(round(bar_width * min(max(value, 0.0), 9.0) / 9.0))
         draw.rectangle([k * bar_width + 1, 2, k * bar_width + max(filled - 2, 1), tile // 2], fill=colour)
-    inv = [("wd", "inventory.wood"), ("st", "inventory.stone"), ("co", "inventory.coal"), ("ir", "inventory.iron"),
-           ("di", "inventory.diamond"), ("sp", "inventory.sapphire"), ("ru", "inventory.ruby"),
-           ("ar", "inventory.arrows"), ("to", "inventory.torches")]
-    text = f"{FLOOR_NAMES[level]}  " + " ".join(f"{a}{int(s[k])}" for a, k in inv if int(s[k]))
+    where = "Classic" if classic else FLOOR_NAMES[level]
+    inv = _CLASSIC_INVENTORY if classic else _INVENTORY
+    text = f"{where}  " + " ".join(f"{a}{int(s[k])}" for a, k in inv if int(s[k]))
     draw.text((2, tile // 2 + 2), text, fill=(230, 230, 230))
     return np.asarray(strip, dtype=np.uint8)
 
@@ -140,20 +176,32 @@ def save_gif(path: str, frames: list[np.ndarray], fps: float = 8.0) -> None:
 
 
 def record_episode(policy=None, seed: int = 0, max_steps: int = 1000, view: str = "local", tile: int = 16,
-                   greedy: bool = False, progress=None) -> tuple[list[np.ndarray], dict]:
+                   greedy: bool = False, progress=None, env_id: str | None = None) -> tuple[list[np.ndarray], dict]:
     """Play one episode of one C env and return (frames, summary). `policy`: flax-named
     weights (pycraftax.train.evaluation.load_policy) or None for uniformly random actions.
-    The summary has the return, length, whether it ended, and the achievements unlocked
-    with the step each first appeared."""
+    env_id: the env played; by default the one the policy's input size reads, or full
+    Craftax for random actions. The summary has the env id, the return, length, whether it
+    ended, and the achievements unlocked with the step each first appeared."""
     import pycraftax
-    from pycraftax.achievements import NAMES_BY_INDEX
+    from pycraftax.achievements import names_by_index
 
     if max_steps < 1:
         raise ValueError(f"max_steps must be >= 1, got {max_steps}")
-    env = pycraftax.make("Craftax-Symbolic-v1", num_envs=1, backend="c", seed=seed)
+    if policy is not None:
+        from pycraftax.train.evaluation import env_id_for_policy
+        from pycraftax.train.interop import infer_model_config
+
+        policy_env = env_id_for_policy(infer_model_config(policy).obs_size)
+        if env_id is not None and env_id != policy_env:
+            raise ValueError(f"env_id {env_id!r} does not match the policy, which reads {policy_env!r}")
+        env_id = policy_env
+    elif env_id is None:
+        env_id = "Craftax-Symbolic-v1"
+    names = names_by_index(env_id)
+    env = pycraftax.make(env_id, num_envs=1, backend="c", seed=seed)
     obs, _ = env.reset(seed=seed)
     rng = np.random.default_rng(seed)
-    act = _policy_actor(policy, rng, greedy)
+    act = _policy_actor(policy, rng, greedy, env.num_actions)
     frames = [render_frame(env.get_state(), 0, view, tile)]
     unlocked: dict[str, int] = {}
     total, ended, done = 0.0, False, np.zeros(1, bool)
@@ -171,18 +219,18 @@ def record_episode(policy=None, seed: int = 0, max_steps: int = 1000, view: str 
             after = state["achievements"][0]
             frames.append(render_frame(state, 0, view, tile))
         for k in np.flatnonzero(after & ~before):
-            unlocked.setdefault(NAMES_BY_INDEX[k], t)
+            unlocked.setdefault(names[k], t)
         if progress is not None:
             progress(t)
         if ended:
             break
     env.close()
-    return frames, {"return": total, "length": t, "ended": ended, "achievements": unlocked}
+    return frames, {"env_id": env_id, "return": total, "length": t, "ended": ended, "achievements": unlocked}
 
 
-def _policy_actor(policy, rng: np.random.Generator, greedy: bool):
+def _policy_actor(policy, rng: np.random.Generator, greedy: bool, num_actions: int):
     if policy is None:
-        return lambda obs, done: rng.integers(0, 43, size=1, dtype=np.int32)
+        return lambda obs, done: rng.integers(0, num_actions, size=1, dtype=np.int32)
     from pycraftax.train import interop
     from pycraftax.train import numpy_ppo as npp
 

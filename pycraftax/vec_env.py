@@ -98,17 +98,17 @@ def host_array(actions, num_envs: int) -> np.ndarray:
     )
 
 
-def check_actions(actions, num_envs: int) -> np.ndarray:
+def check_actions(actions, num_envs: int, num_actions: int = NUM_ACTIONS) -> np.ndarray:
     """Validate actions: an integer array (numpy, torch, JAX) of shape (num_envs,) with values
-    in [0, 43); returns them as a C-contiguous numpy int32 array."""
+    in [0, num_actions) (43 for full Craftax); returns them as a C-contiguous numpy int32 array."""
     actions = host_array(actions, num_envs)
     if not np.issubdtype(actions.dtype, np.integer):
         raise TypeError(f"actions must have an integer dtype, got {actions.dtype}")
     if actions.shape != (num_envs,):
         raise ValueError(f"actions must have shape ({num_envs},), got {actions.shape}")
-    if actions.size and (actions.min() < 0 or actions.max() >= NUM_ACTIONS):
-        bad = int(np.flatnonzero((actions < 0) | (actions >= NUM_ACTIONS))[0])
-        raise ValueError(f"actions[{bad}] = {actions[bad]} is outside [0, {NUM_ACTIONS})")
+    if actions.size and (actions.min() < 0 or actions.max() >= num_actions):
+        bad = int(np.flatnonzero((actions < 0) | (actions >= num_actions))[0])
+        raise ValueError(f"actions[{bad}] = {actions[bad]} is outside [0, {num_actions})")
     return np.ascontiguousarray(actions, dtype=np.int32)
 
 
@@ -163,10 +163,11 @@ def observation_high() -> np.ndarray:
 
 # -- the base class ----------------------------------------------------------------------------
 class CraftaxVecEnv:
-    """`num_envs` full-Craftax envs stepped as one batch (Craftax-Symbolic-v1).
+    """`num_envs` envs of one game stepped as one batch: full Craftax (Craftax-Symbolic-v1) here,
+    Craftax-Classic in pycraftax.classic_env, whose sizes are in brackets below.
 
-    Spaces (gymnasium.spaces): `single_observation_space` (Box float32 [8268], or uint8
-    [1008] with obs="compact"), `single_action_space` (Discrete(43)), and the batched
+    Spaces (gymnasium.spaces): `single_observation_space` (Box float32 [8268] (Classic 1345),
+    or uint8 [1008] with obs="compact"), `single_action_space` (Discrete(43) (Classic 17)), and the batched
     `observation_space` / `action_space` (gymnasium.vector.utils.batch_space of them, built
     on first use).
 
@@ -189,6 +190,10 @@ class CraftaxVecEnv:
 
     env_id = "Craftax-Symbolic-v1"
     backend = ""
+    # the game's sizes; a subclass for another game (Craftax-Classic) sets its own, and its
+    # _observation_high and _state_table
+    obs_size = OBS_SIZE
+    num_actions = NUM_ACTIONS
 
     def __init__(self, num_envs: int, seed: int, params: EnvParams, static_params: StaticEnvParams,
                  obs: str = "float", resets: str = "auto", reset_ratio: int | None = None):
@@ -209,10 +214,24 @@ class CraftaxVecEnv:
         if self.obs_mode == "compact":
             self.single_observation_space = gymnasium.spaces.Box(0, 255, (obs_compact.COMPACT_SIZE,), np.uint8)
         else:
-            self.single_observation_space = gymnasium.spaces.Box(np.float32(0.0), observation_high(), (OBS_SIZE,),
-                                                                 np.float32)
-        self.single_action_space = gymnasium.spaces.Discrete(NUM_ACTIONS)
+            self.single_observation_space = gymnasium.spaces.Box(np.float32(0.0), self._observation_high(),
+                                                                 (self.obs_size,), np.float32)
+        self.single_action_space = gymnasium.spaces.Discrete(self.num_actions)
         self._batched_spaces = None
+
+    def ended_by_rules(self, state: dict[str, np.ndarray]) -> np.ndarray:
+        """bool [N]: whether each state of a get_state() dict is over by the game's rules
+        (upstream's is_game_over without its time limit): died, or beat the necromancer."""
+        return (state["player_health"] <= 0) | (state["boss_progress"] >= self.static_params.num_levels - 1)
+
+    def _observation_high(self) -> np.ndarray:
+        return observation_high()
+
+    def _state_table(self):
+        """The game's pycraftax._state.LeafTable (imported here: this module loads no extension)."""
+        from pycraftax import _state
+
+        return _state.TABLE
 
     def _batched(self):
         # Built on first use: the batched Box holds two [num_envs, 8268] bound arrays (66 GB
@@ -279,7 +298,7 @@ class CraftaxVecEnv:
     def step(self, actions):
         """One step of every env with same-step auto-reset, like upstream CraftaxSymbolicEnv.step.
 
-        actions: integers in [0, 43), shape (num_envs,): a numpy array, a torch tensor or a JAX
+        actions: integers in [0, num_actions) (43; Classic 17), shape (num_envs,): a numpy array, a torch tensor or a JAX
         array (CPU ones through DLPack without a copy; on backend="cuda" a device array is
         read in place through __cuda_array_interface__).
 
@@ -289,10 +308,10 @@ class CraftaxVecEnv:
         (see check_resets). Where an episode ended, obs is the first obs of the next episode.
 
         Returns (obs [N, ...], reward float32 [N], terminated bool [N], truncated bool [N],
-        info). terminated: died or beat the necromancer; truncated: timestep reached
+        info). terminated: ended by the rules (ended_by_rules); truncated: timestep reached
         max_timesteps (and not terminated). info holds, for every env, "episode_return"
         (float32) and "episode_length" (int32) of the episode that just ended (0 where none
-        ended), "achievements" bool [N, 67] of the finished episode, "done", "discount" and
+        ended), "achievements" bool [N, 67 (Classic 22)] of the finished episode, "done", "discount" and
         upstream's "Achievements/<name>" entries. Invalid actions raise and change nothing.
         """
         with self._lock:
@@ -325,21 +344,17 @@ class CraftaxVecEnv:
     # -- states -----------------------------------------------------------------------------
     def get_state(self) -> dict[str, np.ndarray]:
         """Every EnvState leaf, [num_envs, *upstream shape], upstream dtype (a host copy)."""
-        from pycraftax import _state
-
         with self._lock:
             self._check_open()
-            return _state.get_state(self._native_host_states())
+            return self._state_table().get_state(self._native_host_states())
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
         """Replace every env's state (a dict as get_state returns). Validates all leaves first
-        (dtypes, shapes, value domains, and health > 0 at every masked melee, passive and
-        ranged mob, as in every state reachable from reset); on error nothing changes."""
-        from pycraftax import _state
-
+        (dtypes, shapes, value domains, and health > 0 at every masked mob of the classes
+        that live, as in every state reachable from reset); on error nothing changes."""
         with self._lock:
             self._check_open()
-            converted = _state.validate_state(state, self.num_envs)
+            converted = self._state_table().validate_state(state, self.num_envs)
             self._native_write_states(converted)
             self._needs_reset = False
 
@@ -391,7 +406,7 @@ class CraftaxVecEnv:
     # -- what a backend implements ------------------------------------------------------------
     def _prepare_actions(self, actions):
         """Validated actions in the form the backend's step reads (host int32 here)."""
-        return check_actions(actions, self.num_envs)
+        return check_actions(actions, self.num_envs, self.num_actions)
 
     def _native_reset(self, keys: np.ndarray):
         raise NotImplementedError

@@ -189,3 +189,22 @@ def test_resumed_part_is_summarised_with_the_runs_update_numbers(tmp_path):
     assert s["mean_steps_per_s"] == 1_000_000 / 2_000
     text = summary.report(s)
     assert "updates 2,001..3,000 of a resumed run" in text and "(500 steps/s in these updates)" in text
+
+
+def test_classic_c_rows_beside_upstream_classic(tmp_path):
+    report = _report_module()
+    classic = "Craftax-Classic-Symbolic-v1"
+    c_rows = [dict(test="test_step_classic", env=classic, mode=mode, num_envs=64, threads=threads,
+                   throughput=rate) for mode, threads, rate in
+              (("auto", 1, 100_000.0), ("auto", 2, 150_000.0), ("optimistic", 1, 120_000.0),
+               ("optimistic", 2, 200_000.0))]
+    c_rows.append(dict(test="test_reset_classic", env=classic, num_envs=64, threads=1, throughput=400.0))
+    _write(tmp_path / "2026-01-01-cpu-x-2c-c.json", _result("2026-01-01T10:00:00", CPU, *c_rows))
+    _write(tmp_path / "2026-01-01-cpu-x-2c-upstream.json", _result(
+        "2026-01-01T10:05:00", CPU,
+        dict(test="test_step_classic", env=classic, mode="auto", num_envs=64, throughput=1_000.0),
+        dict(test="test_step_classic", env=classic, mode="optimistic", num_envs=64, throughput=2_000.0)))
+    text = report.build_report(tmp_path)
+    # best C over upstream in the same mode, and per core: C's 1 thread over upstream's rate / 2 cores
+    assert "| 64 | 1,000 | 100 k | 150 k | 150x | 200x | 2,000 | 120 k | 200 k | 100x | 120x | - |" in text
+    assert "Classic world generation" in text and "| 64 | 400 | - |" in text

@@ -23,14 +23,16 @@ import os
 import sys
 
 from pycraftax.progress import format_duration
+from pycraftax.registry import CRAFTAX_ENV_ID, list_envs
 from pycraftax.train import interop
 from pycraftax.train.config import DEFAULT_RECIPE, DTYPES, RECIPES, RESETS, TrainConfig
 
 # TrainConfig fields with a flag of their own (anneal_lr has --no-anneal-lr)
 CONFIG_FLAGS = ("total_timesteps", "num_envs", "num_steps", "update_epochs", "num_minibatches", "width", "hidden",
                 "lr", "gamma", "gae_lambda", "clip_eps", "ent_coef", "vf_coef", "max_grad_norm", "seed", "dtype",
-                "checkpoint_every", "resets")
-FLAG_CHOICES = {"dtype": DTYPES, "resets": RESETS}
+                "checkpoint_every", "resets", "env_id")
+FLAG_CHOICES = {"dtype": DTYPES, "resets": RESETS, "env_id": tuple(list_envs())}
+FLAG_NAMES = {"env_id": "--env"}
 BACKENDS = ("auto", "cuda", "c")
 
 
@@ -61,7 +63,7 @@ def _int_arg(text: str) -> int:
 
 
 def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
+    return FLAG_NAMES.get(name, "--" + name.replace("_", "-"))
 
 
 def _recipe_help() -> str:
@@ -145,6 +147,11 @@ def describe_recipe(args) -> str:
 def resolve_backend(args) -> str:
     from pycraftax.train import cuda_trainer
 
+    env_id = args.cfg_env_id or TrainConfig().env_id
+    if env_id != CRAFTAX_ENV_ID:  # the CUDA trainer runs full Craftax only
+        if args.backend == "cuda":
+            raise ValueError(f"--backend cuda: the CUDA trainer of {env_id} is not available yet; use --backend c")
+        return "c"
     if args.backend == "auto":
         return cuda_trainer.default_backend()
     if args.backend == "cuda":
@@ -407,7 +414,7 @@ def _run_and_report(args, trainer, world_size: int, quiet: bool = False) -> None
     config = trainer.config
     if not quiet:
         ranks = f" x {world_size} GPUs (per GPU)" if world_size > 1 else ""
-        print(f"{trainer.TITLE} ({config.dtype}) on Craftax-Symbolic-v1 ({trainer.BACKEND} env): "
+        print(f"{trainer.TITLE} ({config.dtype}) on {config.env_id} ({trainer.BACKEND} env): "
               f"{describe_sizes(config)}{ranks}, {config.num_updates:,} updates -> {trainer.out_dir}")
     t0 = now()
     start_update = trainer.update
@@ -460,15 +467,19 @@ def cmd_eval(args) -> int:
         print(f"pycraftax eval: error: {e}", file=sys.stderr)
         return 2
     set_blas_threads(args.blas_threads)
-    res = evaluate(params, num_episodes=args.episodes, num_envs=args.num_envs, seed=args.seed, greedy=args.greedy,
-                   max_steps=args.max_steps, progress=not args.json)
+    try:
+        res = evaluate(params, num_episodes=args.episodes, num_envs=args.num_envs, seed=args.seed,
+                       greedy=args.greedy, max_steps=args.max_steps, progress=not args.json)
+    except ValueError as e:  # a policy of an input size no env has
+        print(f"pycraftax eval: error: {e}", file=sys.stderr)
+        return 2
     if args.json:
         print(json.dumps(res))
         return 0
     if not res["episodes"]:
         print("no episode finished within the step limit")
         return 1
-    print(f"{res['episodes']:,} episodes: return {res['return_mean']:.2f} +- {res['return_std']:.2f}, "
+    print(f"{res['env_id']}, {res['episodes']:,} episodes: return {res['return_mean']:.2f} +- {res['return_std']:.2f}, "
           f"length {res['length_mean']:,.0f}")
     for name, rate in sorted(res["achievements"].items(), key=lambda kv: -kv[1]):
         if rate > 0:

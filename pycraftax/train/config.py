@@ -65,6 +65,8 @@ class TrainConfig:
     # min(16, num_envs), what the official ppo_rnn.py trains on; "auto": a fresh world for every
     # ended episode (upstream's auto-reset env.step).
     resets: str = "optimistic"
+    # the env trained on: an id of pycraftax.list_envs()
+    env_id: str = "Craftax-Symbolic-v1"
 
     def __post_init__(self) -> None:
         self.validate()
@@ -80,6 +82,7 @@ class TrainConfig:
         names = {f.name for f in dataclasses.fields(cls)}
         d = dict(d)
         d.setdefault("resets", "auto")  # checkpoints written before the option existed trained with auto resets
+        d.setdefault("env_id", "Craftax-Symbolic-v1")  # and those written before env_id trained on full Craftax
         unknown = sorted(set(d) - names)
         if unknown:
             raise ValueError(f"unknown training option(s) {unknown}; known: {sorted(names)}")
@@ -132,5 +135,9 @@ class TrainConfig:
         if self.resets == "optimistic" and self.num_envs % self.reset_ratio:
             raise ValueError(f"resets='optimistic' needs num_envs ({self.num_envs}) to be a multiple of "
                              f"reset_ratio min(16, num_envs) = {self.reset_ratio}, as ppo_rnn.py asserts")
+        from pycraftax.registry import list_envs
+
+        if self.env_id not in list_envs():
+            raise ValueError(f"env_id must be one of {list_envs()}, got {self.env_id!r}")
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {list(DTYPES)}, got {self.dtype!r}")

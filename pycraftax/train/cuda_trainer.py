@@ -373,8 +373,11 @@ class CudaTrainer(RunLoop):
                  max_nnz: int = 1024):
         import pycraftax
         from pycraftax.env import NUM_ACTIONS, OBS_SIZE
+        from pycraftax.params import CRAFTAX_ENV_ID
 
         c = config
+        if c.env_id != CRAFTAX_ENV_ID:
+            raise ValueError(f"the CUDA trainer of {c.env_id} is not available yet; train it with backend='c'")
         super().__init__(config, out_dir, pycraftax.make("Craftax-Symbolic-v1", num_envs=c.num_envs, backend="cuda",
                                                          seed=c.seed, resets=c.resets, reset_ratio=c.reset_ratio))
         self.dtype = np.dtype(np.float32)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pycraftax.achievements import NAMES_BY_INDEX, NUM_ACHIEVEMENTS
+from pycraftax.achievements import names_by_index
 from pycraftax.progress import Progress
 from pycraftax.train import interop
 from pycraftax.train import numpy_ppo as npp
@@ -21,25 +21,40 @@ def load_policy(path: str, dtype=np.float32) -> dict[str, np.ndarray]:
     return interop.load_npz(path, dtype=dtype)
 
 
+def env_id_for_policy(obs_size: int) -> str:
+    """The env id whose observations a policy with `obs_size` inputs reads."""
+    from pycraftax.classic_env import CraftaxClassicEnv
+    from pycraftax.env import CraftaxEnv
+
+    by_size = {cls.obs_size: cls.env_id for cls in (CraftaxEnv, CraftaxClassicEnv)}
+    if obs_size not in by_size:
+        raise ValueError(f"a policy of {obs_size} inputs matches no env: the envs read {sorted(by_size)} "
+                         f"({', '.join(by_size.values())})")
+    return by_size[obs_size]
+
+
 def evaluate(params: dict, num_episodes: int = 32, num_envs: int = 16, seed: int = 1000, greedy: bool = False,
              max_steps: int = 100_000, progress: bool = False) -> dict:
     """Run the policy for `num_episodes` complete episodes: rounds of up to `num_envs` envs,
     counting only each env's first episode of a round (no bias towards short episodes).
     `max_steps` caps the steps of a round. Returns mean/std return, mean length and
-    per-achievement success rates."""
+    per-achievement success rates. The env is the one the policy's input size reads
+    (env_id_for_policy)."""
     import pycraftax
 
     if num_episodes < 1 or num_envs < 1:
         raise ValueError("num_episodes and num_envs must be >= 1")
     cfg = interop.infer_model_config(params)
     dt = params["params/Dense_0/kernel"].dtype
+    env_id = env_id_for_policy(cfg.obs_size)
+    names = names_by_index(env_id)
     rng = np.random.default_rng(seed)
     rets, lens, achs = [], [], []
     bar = Progress(num_episodes, "episodes") if progress else None
     rnd = 0
     while len(rets) < num_episodes:
         n = min(num_envs, num_episodes - len(rets))
-        env = pycraftax.make("Craftax-Symbolic-v1", num_envs=n, backend="c", seed=seed + rnd)
+        env = pycraftax.make(env_id, num_envs=n, backend="c", seed=seed + rnd)
         obs, _ = env.reset()
         done = np.zeros(n, bool)
         finished = np.zeros(n, bool)
@@ -64,8 +79,8 @@ def evaluate(params: dict, num_episodes: int = 32, num_envs: int = 16, seed: int
             break  # max_steps reached: report what finished
     if bar:
         bar.close()
-    rates = np.mean(np.stack(achs), 0) if achs else np.zeros(NUM_ACHIEVEMENTS)
+    rates = np.mean(np.stack(achs), 0) if achs else np.zeros(len(names))
     return dict(episodes=len(rets), return_mean=float(np.mean(rets)) if rets else None,
                 return_std=float(np.std(rets)) if rets else None,
                 length_mean=float(np.mean(lens)) if lens else None,
-                achievements={NAMES_BY_INDEX[i]: float(rates[i]) for i in range(NUM_ACHIEVEMENTS)})
+                env_id=env_id, achievements=dict(zip(names, (float(r) for r in rates))))

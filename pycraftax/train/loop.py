@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pycraftax.achievements import NAMES_BY_INDEX, NUM_ACHIEVEMENTS
+from pycraftax.achievements import names_by_index
 from pycraftax.progress import Progress
 from pycraftax.train import interop
 from pycraftax.train.config import TrainConfig
@@ -188,7 +188,7 @@ class RunLoop:
             self.window_returns.append(ret)
             self.window_lengths.append(length)
             self.window_ach.append(ach)
-        m = dict(update=self.update, env_steps=self.env_steps, episodes=len(episodes),
+        m = dict(update=self.update, env_steps=self.env_steps, env_id=c.env_id, episodes=len(episodes),
                  episode_return=(float(np.mean([e[0] for e in episodes])) if episodes else None),
                  episode_length=(float(np.mean([e[1] for e in episodes])) if episodes else None),
                  return_window=(float(np.mean(self.window_returns)) if self.window_returns else None),
@@ -197,7 +197,7 @@ class RunLoop:
                  **it.losses, sps=self.world_size * c.steps_per_update / it.seconds, **it.timings)
         if self.window_ach:
             rates = np.mean(np.stack(self.window_ach), 0)
-            m["achievements"] = {NAMES_BY_INDEX[i]: float(rates[i]) for i in range(NUM_ACHIEVEMENTS)}
+            m["achievements"] = dict(zip(names_by_index(c.env_id), (float(r) for r in rates)))
         if not all(np.isfinite(v) for v in it.losses.values()):
             raise FloatingPointError(f"non-finite loss at update {self.update}: {it.losses}")
         self.history.append({k: m[k] for k in ("update", "env_steps", "episode_return", "return_window",
@@ -295,7 +295,7 @@ class RunLoop:
         arrays["window_returns"] = np.asarray(self.window_returns, np.float64)
         arrays["window_lengths"] = np.asarray(self.window_lengths, np.int64)
         arrays["window_ach"] = (np.stack(self.window_ach) if self.window_ach
-                                else np.zeros((0, NUM_ACHIEVEMENTS), bool))
+                                else np.zeros((0, len(names_by_index(self.config.env_id))), bool))
         meta = dict(version=CHECKPOINT_VERSION, backend=self.BACKEND, config=self.config.to_dict(),
                     update=self.update, env_steps=self.env_steps, world_size=self.world_size, history=self.history,
                     **self.backend_meta())
@@ -376,7 +376,7 @@ class RunLoop:
         ax.plot([r["env_steps"] for r in h], [r["return_window"] for r in h], label=f"mean of last {WINDOW} episodes")
         ax.set_xlabel("env steps")
         ax.set_ylabel("episode return")
-        ax.set_title(f"{self.TITLE} on Craftax-Symbolic-v1, {self.config.num_envs} envs")
+        ax.set_title(f"{self.TITLE} on {self.config.env_id}, {self.config.num_envs} envs")
         ax.grid(alpha=0.3)
         ax.legend()
         path = os.path.join(self.out_dir, "learning_curve.png")

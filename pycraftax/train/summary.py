@@ -1,5 +1,6 @@
 """Summary of a `pycraftax train` run from its metrics.jsonl (or .jsonl.gz): the score the
-Craftax paper reports (mean episode return, and as % of the 226 maximum) over the episodes
+Craftax paper reports (mean episode return, and as % of the maximum: 226 for Craftax, 22 for
+Craftax-Classic) over the episodes
 that ended in the last 1% of updates, the learning curve at round step counts, throughput,
 and per-achievement success rates averaged over the last 50 updates' 64-episode windows.
 
@@ -22,6 +23,15 @@ import numpy as np
 from pycraftax.progress import format_count, format_duration
 
 MAX_RETURN = 226.0  # the Craftax paper's normaliser (% of max)
+CLASSIC_MAX_RETURN = 22.0  # Craftax-Classic's: one per achievement
+
+
+def max_return(lines: list[dict]) -> float:
+    """The % of max normaliser of a run, by the env id its metrics lines carry (lines without
+    one are full Craftax's)."""
+    from pycraftax.params import CLASSIC_ENV_ID
+
+    return CLASSIC_MAX_RETURN if lines[-1].get("env_id") == CLASSIC_ENV_ID else MAX_RETURN
 
 
 def load(path: Path) -> list[dict]:
@@ -53,8 +63,9 @@ def plot(lines: list[dict], title: str, path: Path) -> None:
     window = [m["return_window"] if m["return_window"] is not None else np.nan for m in lines]
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.plot(steps, window, lw=1, label="mean return of the last 64 episodes")
-    ax2 = ax.secondary_yaxis("right", functions=(lambda r: 100 * r / MAX_RETURN, lambda p: p * MAX_RETURN / 100))
-    ax2.set_ylabel("% of max (226)")
+    top = max_return(lines)
+    ax2 = ax.secondary_yaxis("right", functions=(lambda r: 100 * r / top, lambda p: p * top / 100))
+    ax2.set_ylabel(f"% of max ({top:g})")
     ax.set_xlabel("env steps")
     ax.set_ylabel("episode return")
     ax.set_title(title)
@@ -78,6 +89,7 @@ def summarize(lines: list[dict], final_fraction: float = 0.01) -> dict:
     # mid-run, and its score uses the same final updates as the uninterrupted run's would.
     first_update, last_update = lines[0]["update"], lines[-1]["update"]
     k = min(len(lines), max(1, int(last_update * final_fraction)))
+    top = max_return(lines)
     final, episodes = weighted_return(lines[-k:])
     steps = np.array([m["env_steps"] for m in lines])
     steps_before = steps[0] - steps[0] // first_update  # the env steps of the updates before this file
@@ -91,7 +103,7 @@ def summarize(lines: list[dict], final_fraction: float = 0.01) -> dict:
         i = min(i, len(lines) - 1)
         window = lines[max(0, i - k + 1):i + 1]
         r, n = weighted_return(window)
-        curve.append(dict(env_steps=int(steps[i]), episode_return=r, percent_of_max=100 * r / MAX_RETURN,
+        curve.append(dict(env_steps=int(steps[i]), episode_return=r, percent_of_max=100 * r / top,
                           episodes=n))
     tail = [m["achievements"] for m in lines[-50:] if m.get("achievements")]
     names = list(tail[-1]) if tail else []
@@ -99,7 +111,7 @@ def summarize(lines: list[dict], final_fraction: float = 0.01) -> dict:
     wall = float(sum(m.get("iteration_s") or (m.get("rollout_s") or 0) + (m.get("learn_s") or 0) for m in lines))
     return dict(updates=len(lines), first_update=first_update, last_update=last_update, env_steps=int(steps[-1]),
                 final_updates=k, final_episodes=episodes,
-                final_return=final, final_percent_of_max=100 * final / MAX_RETURN,
+                final_return=final, final_percent_of_max=100 * final / top, max_return=top,
                 training_seconds=wall, mean_steps_per_s=float((steps[-1] - steps_before) / wall) if wall else None,
                 median_update_steps_per_s=float(np.median([m["sps"] for m in lines])),
                 curve=curve, achievement_success_rates=dict(sorted(rates.items(), key=lambda x: -x[1])))
@@ -109,7 +121,7 @@ def report(s: dict) -> str:
     """The summary as text: score, curve, throughput and the achievements reached."""
     if s["final_episodes"]:
         score = (f"score (episodes ending in the last {s['final_updates']} updates, {s['final_episodes']:,} "
-                 f"episodes): return {s['final_return']:.2f} = {s['final_percent_of_max']:.2f}% of {MAX_RETURN:g}")
+                 f"episodes): return {s['final_return']:.2f} = {s['final_percent_of_max']:.2f}% of {s.get('max_return', MAX_RETURN):g}")
     else:
         score = f"no score yet: no episode ended in the last {s['final_updates']} updates"
     span = f"over {s['updates']:,} updates" if s["first_update"] == 1 else \

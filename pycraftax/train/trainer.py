@@ -57,14 +57,13 @@ class Trainer(RunLoop):
 
     def __init__(self, config: TrainConfig, out_dir: str | None = None, *, _restore: dict | None = None):
         import pycraftax
-        from pycraftax.env import NUM_ACTIONS, OBS_SIZE
 
         c = config
-        super().__init__(config, out_dir, pycraftax.make("Craftax-Symbolic-v1", num_envs=c.num_envs, backend="c",
-                                                         seed=c.seed, resets=c.resets, reset_ratio=c.reset_ratio))
+        super().__init__(config, out_dir, pycraftax.make(c.env_id, num_envs=c.num_envs, backend="c", seed=c.seed,
+                                                         resets=c.resets, reset_ratio=c.reset_ratio))
         self.dtype = np.dtype(c.dtype)
-        self.model_config = npp.ModelConfig(obs_size=OBS_SIZE, num_actions=NUM_ACTIONS, width=c.width,
-                                            hidden=c.hidden)
+        self.model_config = npp.ModelConfig(obs_size=self.env.obs_size, num_actions=self.env.num_actions,
+                                            width=c.width, hidden=c.hidden)
         self.loss_config = npp.LossConfig(clip_eps=c.clip_eps, vf_coef=c.vf_coef, ent_coef=c.ent_coef)
         if _restore is None:
             self.params = npp.init_params(self.model_config, seed=c.seed, dtype=self.dtype)
