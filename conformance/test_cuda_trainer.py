@@ -13,7 +13,7 @@
   (g) bad configurations and out-of-memory raise clear Python exceptions;
   (h) checkpoint + resume continues bit-exactly;
   (i) the pipelined forward kernels (mm_kernel: cp.async GEMMs and the fused GRU step) give
-      bitwise the loss of the 2026-11-29 kernels (PYCRAFTAX_PPO_LEGACY=1), fp32 and TF32, and
+      bitwise the loss of the baseline kernels (PYCRAFTAX_PPO_LEGACY=1), fp32 and TF32, and
       with TF32 off bitwise every gradient.
 
 Every comparison prints its numbers (run with -s), so one run on the GPU tells all. Skips
