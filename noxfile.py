@@ -114,11 +114,16 @@ def cuda_build(session: nox.Session) -> None:
     if not any(os.access(p, os.X_OK) for p in (os.environ.get("NVCC") or "", "/usr/local/cuda/bin/nvcc",
                                                 "/usr/local/bin/nvcc", shutil.which("nvcc") or "")):
         session.skip("nvcc not found: the CUDA build was not compiled")
-    session.install("setuptools", "wheel", "cffi", "numpy", "gymnasium>=1.0")
+    # jax visible to the build: it then compiles pycraftax.jax's CUDA FFI handlers too
+    session.install("setuptools", "wheel", "cffi", "numpy", "gymnasium>=1.0", "pytest", "jax==0.10.2",
+                    "jaxlib==0.10.2")
     session.run("pip", "install", "--no-build-isolation", "--force-reinstall", "--no-deps", ".",
-                env={"PYCRAFTAX_CUDA": "1"})
+                env={"PYCRAFTAX_CUDA": "1", "PYCRAFTAX_JAX_FFI": "1"})
     session.chdir(session.create_tmp())  # import the installed package, not the source tree
     session.run("python", "-c", CHECK_INSTALLED_CUDA)
+    # the trainer's learning-rate function is host code: checked against the Python schedule here
+    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                str(ROOT / "tests" / "test_learning_rate.py") + "::test_cuda_library_schedule_is_bitwise_the_python_one")
 
 
 CHECK_INSTALLED_CUDA = """
@@ -127,6 +132,10 @@ path = cuda_env.library_path()
 assert path is not None and path.parent.name == "pycraftax", f"not the installed library: {path}"
 ffi, lib = cuda_env.bind(path)
 print("installed CUDA library:", path, "API version", lib.craftax_cuda_api_version())
+import pycraftax.jax, pathlib
+handlers = pathlib.Path(pycraftax.jax.__file__).with_name("_craftax_xla_cuda.so")
+assert handlers.exists(), f"the CUDA FFI handlers were not built: {handlers}"
+print("installed CUDA FFI handlers:", handlers)
 """
 
 

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -79,12 +80,25 @@ ffi::Error ForEachParamsRun(const std::vector<CraftaxParams> &params, const char
     return ffi::Error::Success();
 }
 
-void *Scratch(ffi::ScratchAllocator &allocator, int64_t num_envs) {
+// World-generation scratch of the handlers, grown to the largest batch and kept: XLA's FFI
+// scratch allocator refused these requests on the GPU. The library's calls wait before they
+// return, so holding the lock for a whole call is what keeps two executions off one scratch.
+std::mutex g_scratch_lock;
+void *g_scratch = nullptr;
+size_t g_scratch_bytes = 0;
+
+void *Scratch(int64_t num_envs) {
     const size_t bytes = craftax_cuda_scratch_size() * static_cast<size_t>(craftax_cuda_scratch_entries(num_envs));
-    return allocator.Allocate(bytes > 0 ? bytes : 1, 256).value_or(nullptr);
+    if (bytes <= g_scratch_bytes) return g_scratch;
+    if (g_scratch) craftax_cuda_free(g_scratch);
+    g_scratch = nullptr;
+    g_scratch_bytes = 0;
+    if (craftax_cuda_malloc(&g_scratch, bytes > 0 ? bytes : 1) != 0) return nullptr;
+    g_scratch_bytes = bytes;
+    return g_scratch;
 }
 
-ffi::Error ResetImpl(cudaStream_t stream, ffi::ScratchAllocator allocator, ffi::Buffer<ffi::U32> keys,
+ffi::Error ResetImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> keys,
                      ffi::Buffer<ffi::U32> params, ffi::ResultBuffer<ffi::U8> states, ffi::ResultBuffer<ffi::F32> obs) {
     int64_t n;
     ffi::Error error = Prepare(stream, states->element_count(), keys.element_count(), params.element_count(), &n);
@@ -92,7 +106,8 @@ ffi::Error ResetImpl(cudaStream_t stream, ffi::ScratchAllocator allocator, ffi::
     std::vector<CraftaxParams> host_params;
     error = HostParams(params.typed_data(), n, &host_params);
     if (error.failure()) return error;
-    void *scratch = Scratch(allocator, n);
+    std::lock_guard<std::mutex> hold(g_scratch_lock);
+    void *scratch = Scratch(n);
     if (!scratch) return ffi::Error(ffi::ErrorCode::kResourceExhausted, "pycraftax (CUDA): no scratch memory");
     uint8_t *s = states->typed_data();
     float *o = obs->typed_data();
@@ -111,7 +126,7 @@ ffi::Error ResetImpl(cudaStream_t stream, ffi::ScratchAllocator allocator, ffi::
     });
 }
 
-ffi::Error StepImpl(cudaStream_t stream, ffi::ScratchAllocator allocator, ffi::Buffer<ffi::U8> states_in,
+ffi::Error StepImpl(cudaStream_t stream, ffi::Buffer<ffi::U8> states_in,
                     ffi::Buffer<ffi::S32> actions, ffi::Buffer<ffi::U32> keys, ffi::Buffer<ffi::U32> params,
                     ffi::ResultBuffer<ffi::U8> states, ffi::ResultBuffer<ffi::F32> obs,
                     ffi::ResultBuffer<ffi::F32> rewards, ffi::ResultBuffer<ffi::PRED> dones) {
@@ -125,7 +140,8 @@ ffi::Error StepImpl(cudaStream_t stream, ffi::ScratchAllocator allocator, ffi::B
     std::vector<CraftaxParams> host_params;
     error = HostParams(params.typed_data(), n, &host_params);
     if (error.failure()) return error;
-    void *scratch = Scratch(allocator, n);
+    std::lock_guard<std::mutex> hold(g_scratch_lock);
+    void *scratch = Scratch(n);
     if (!scratch) return ffi::Error(ffi::ErrorCode::kResourceExhausted, "pycraftax (CUDA): no scratch memory");
     uint8_t *s = states->typed_data();
     const int32_t *a = actions.typed_data();
@@ -145,7 +161,6 @@ ffi::Error StepImpl(cudaStream_t stream, ffi::ScratchAllocator allocator, ffi::B
 XLA_FFI_DEFINE_HANDLER_SYMBOL(PycraftaxResetCuda, ResetImpl,
                               ffi::Ffi::Bind()
                                   .Ctx<ffi::PlatformStream<cudaStream_t>>()
-                                  .Ctx<ffi::ScratchAllocator>()
                                   .Arg<ffi::Buffer<ffi::U32>>()
                                   .Arg<ffi::Buffer<ffi::U32>>()
                                   .Ret<ffi::Buffer<ffi::U8>>()
@@ -154,7 +169,6 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(PycraftaxResetCuda, ResetImpl,
 XLA_FFI_DEFINE_HANDLER_SYMBOL(PycraftaxStepCuda, StepImpl,
                               ffi::Ffi::Bind()
                                   .Ctx<ffi::PlatformStream<cudaStream_t>>()
-                                  .Ctx<ffi::ScratchAllocator>()
                                   .Arg<ffi::Buffer<ffi::U8>>()
                                   .Arg<ffi::Buffer<ffi::S32>>()
                                   .Arg<ffi::Buffer<ffi::U32>>()
