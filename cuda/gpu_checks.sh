@@ -9,7 +9,7 @@
 #   tests      every GPU test file: conformance/test_cuda*.py (anchors, C-vs-CUDA lockstep on every leaf,
 #              optimistic resets, lazy levels, the trainer against numpy_ppo), tests/test_cuda_contract.py,
 #              tests/test_learning_rate.py, the registry contract and gymnasium tests on both backends, the
-#              multi-GPU tests (they skip below two GPUs)
+#              multi-GPU tests (they skip below two GPUs), pycraftax.jax's CUDA handlers against the C backend
 #   memcheck   compute-sanitizer memcheck with leak check: cuda/sanitize_run.py (env), cuda/sanitize_trainer.py
 #   racecheck  compute-sanitizer racecheck (shared-memory hazards) over the same two
 #   bench      the CUDA env and trainer suites (bench/test_bench_cuda.py, bench/test_bench_trainer.py -k cuda)
@@ -49,7 +49,8 @@ if want tests; then
     step tests ${TEST_TIMEOUT:-420} $PY -m pytest -q -rs --durations=10 -p no:cacheprovider \
         conformance/test_cuda.py conformance/test_cuda_optimistic.py conformance/test_cuda_lazy_floors.py \
         conformance/test_cuda_trainer.py tests/test_cuda_contract.py tests/test_learning_rate.py \
-        tests/test_env_contract.py tests/test_gymnasium.py tests/test_distributed.py tests/test_train_gpus.py
+        tests/test_env_contract.py tests/test_gymnasium.py tests/test_distributed.py tests/test_train_gpus.py \
+        tests/test_jax_cuda.py
 fi
 
 if command -v compute-sanitizer >/dev/null; then
