@@ -36,14 +36,19 @@ def _check_no_parity_skips(junit: Path) -> None:
         raise RuntimeError("tests were skipped for a reason other than a missing GPU:\n" + "\n".join(skipped))
 
 
+def _install_with_jax_ffi(session: nox.Session, target: str, env: dict) -> None:
+    """pip install -e TARGET, then again with jax visible to the build (no isolation), which then
+    builds pycraftax.jax's FFI library; PYCRAFTAX_JAX_FFI=1 makes a failed FFI build an error."""
+    session.install("-e", target, env=env)
+    session.install("setuptools>=68", "wheel")
+    session.install("--no-build-isolation", "--no-deps", "--force-reinstall", "-e", ".",
+                    env={**env, "PYCRAFTAX_JAX_FFI": "1"})
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
     """API contract + JAX-parity conformance tests (CI profile) against craftax 1.6.1 on the CPU."""
-    session.install("-e", ".[test,jax]", env={**C_ONLY, "PYCRAFTAX_TEST_HOOKS": "1"})
-    # again with jax visible to the build, which then builds pycraftax.jax's FFI library
-    session.install("setuptools>=68", "wheel")
-    session.install("--no-build-isolation", "--no-deps", "--force-reinstall", "-e", ".",
-                    env={**C_ONLY, "PYCRAFTAX_TEST_HOOKS": "1", "PYCRAFTAX_JAX_FFI": "1"})
+    _install_with_jax_ffi(session, ".[test,jax]", {**C_ONLY, "PYCRAFTAX_TEST_HOOKS": "1"})
     # torch's CPU build, so the torch-input tests and the CleanRL example run rather than skip
     session.install("torch==2.13.0")
     junit = Path(session.create_tmp()) / "junit.xml"
@@ -177,7 +182,8 @@ def bench(session: nox.Session) -> None:
     bench/REPORT.md. Extra arguments go to every pytest run (`-- --bench-quick`: small sizes);
     `-- --benchmark-compare` compares each suite with its last committed result of this machine kind."""
     if session.venv_backend != "none":  # with --no-venv the calling environment must have these
-        session.install("-e", ".[jax]", "pytest", "pytest-benchmark")
+        session.install("pytest", "pytest-benchmark")
+        _install_with_jax_ffi(session, ".[jax]", {})
     kind = session.run("python", "-c", MACHINE_KIND, silent=True).strip().splitlines()[-1]
     date = time.strftime("%Y-%m-%d", time.gmtime())
     args = list(session.posargs)
