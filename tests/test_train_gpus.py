@@ -196,7 +196,7 @@ def test_a_rank_above_zero_writes_only_its_shard(tmp_path):
 
 def test_rank_zero_writes_the_run_with_its_world_size(two_rank_run):
     names = set(os.listdir(two_rank_run)) - {"learning_curve.png"}
-    assert names == {"checkpoint.npz", "checkpoint.rank1.npz", "metrics.jsonl", "params.npz"}
+    assert names == {"checkpoint.npz", "checkpoint.rank1.npz", "metrics.jsonl", "params.npz", "skill_ladder.json"}
     meta = read_checkpoint(str(two_rank_run / "checkpoint.npz"))["meta"]
     assert (meta["world_size"], meta["update"], meta["env_steps"]) == (2, 3, 2 * 3 * 32)
     lines = [json.loads(ln) for ln in (two_rank_run / "metrics.jsonl").read_text().splitlines()]
@@ -248,7 +248,7 @@ def test_two_cpu_ranks_train_through_the_launcher(monkeypatch, tmp_path):
     assert cli.main(["train", "--gpus", "2", "--backend", "cuda", "--out", str(out), "--quiet", "--checkpoint-every",
                      "2", *TINY_FLAGS]) == 0
     assert set(os.listdir(out)) - {"learning_curve.png"} == {"checkpoint.npz", "checkpoint.rank1.npz", "metrics.jsonl",
-                                                             "params.npz"}
+                                                             "params.npz", "skill_ladder.json"}
     meta = read_checkpoint(str(out / "checkpoint.npz"))["meta"]
     assert (meta["world_size"], meta["update"], meta["env_steps"]) == (2, 3, 2 * 3 * 32)
     assert json.loads(str(interop.read_npz(str(out / "checkpoint.rank1.npz"))["shard"])) == dict(
@@ -383,7 +383,7 @@ def test_gpu_train_on_two_gpus_and_resume_on_two_then_one(tmp_path):
 
     train("--gpus", "2", "--out", str(out), *stop_after_one, *flags)
     assert set(os.listdir(out)) - {"learning_curve.png"} == {"checkpoint.npz", "checkpoint.rank1.npz",
-                                                             "metrics.jsonl"}
+                                                             "metrics.jsonl", "skill_ladder.json"}
     assert "continue their envs exactly" in train("--gpus", "2", "--resume", checkpoint, *stop_after_one)
     assert "the envs start fresh" in train("--resume", checkpoint)
     meta = read_checkpoint(checkpoint)["meta"]

@@ -12,7 +12,8 @@ RunLoop and supplies its iteration and its own state:
 
 Outputs in out_dir: metrics.jsonl (one line per update), checkpoint.npz (every
 `checkpoint_every` updates, at a stop and at the end), params.npz (final weights, flax
-names, see interop.py) and learning_curve.png (if matplotlib is importable).
+names, see interop.py), skill_ladder.json (the first occurrence of each achievement, see
+skill_ladder.py) and learning_curve.png (the curve and the ladder, if matplotlib is importable).
 
 One rank of a run over several GPUs (`join_ranks`, see distributed.py): rank 0 writes all of
 the above; every other rank has no out_dir and writes only its envs' state, to its shard beside
@@ -35,10 +36,11 @@ from pycraftax.achievements import names_by_index
 from pycraftax.progress import Progress
 from pycraftax.train import interop
 from pycraftax.train.config import TrainConfig
+from pycraftax.train.skill_ladder import LADDER_FILE, SkillLadder, ordered
 
 CHECKPOINT_VERSION = 1
 WINDOW = 64  # episodes in the running return / achievement window
-RUN_FILES = ("metrics.jsonl", "checkpoint.npz", "params.npz", "learning_curve.png")  # what a run writes
+RUN_FILES = ("metrics.jsonl", "checkpoint.npz", "params.npz", LADDER_FILE, "learning_curve.png")  # what a run writes
 SHARD_PATTERN = "checkpoint.rank*.npz"  # the other ranks' env states (distributed.shard_path)
 
 
@@ -50,12 +52,16 @@ def now() -> float:
 class Iteration:
     """What one update hands the run loop: the episodes that ended during its rollout as
     (return, length, achievements bool [67]), its mean loss statistics, its wall time and
-    timings of its own (written into the metrics line after `sps`)."""
+    timings of its own (written into the metrics line after `sps`). `episode_steps`, where the
+    trainer knows them: the rollout step (0 .. num_steps - 1) at which each episode ended, in
+    the order of `episodes` (the skill ladder then has the exact env step; without, the
+    update's end)."""
 
     episodes: list
     losses: dict
     seconds: float
     timings: dict = field(default_factory=dict)
+    episode_steps: list | None = None
 
 
 def write_npz_fast(path: str, arrays: dict[str, np.ndarray]) -> None:
@@ -150,6 +156,9 @@ class RunLoop:
         self.history: list[dict] = []
         self.update = 0
         self.env_steps = 0  # of all ranks, over the whole run (resumes on other world sizes included)
+        self.train_seconds = 0.0  # the summed wall time of the run's updates, over all its parts
+        self.ladder = SkillLadder(names_by_index(config.env_id))
+        self.resumed_firsts: dict | None = None  # the ladder a checkpoint held, for the next metrics line
         self.rank, self.world_size, self.group, self.shard_file = 0, 1, None, None
 
     def join_ranks(self, rank: int, world_size: int, group, shard_file: str | None) -> None:
@@ -182,7 +191,9 @@ class RunLoop:
         """Count the update, feed the episode windows and build its metrics line."""
         c = self.config
         self.update += 1
+        steps_before = self.env_steps
         self.env_steps += self.world_size * c.steps_per_update
+        self.train_seconds += it.seconds
         episodes = it.episodes
         for ret, length, ach in episodes:
             self.window_returns.append(ret)
@@ -198,11 +209,32 @@ class RunLoop:
         if self.window_ach:
             rates = np.mean(np.stack(self.window_ach), 0)
             m["achievements"] = dict(zip(names_by_index(c.env_id), (float(r) for r in rates)))
+        if self.resumed_firsts:
+            m["earlier_first_achievements"] = self.resumed_firsts
+        self.resumed_firsts = None
+        new_firsts = self.record_firsts(it, steps_before)
+        if new_firsts:
+            m["first_achievements"] = new_firsts
         if not all(np.isfinite(v) for v in it.losses.values()):
             raise FloatingPointError(f"non-finite loss at update {self.update}: {it.losses}")
         self.history.append({k: m[k] for k in ("update", "env_steps", "episode_return", "return_window",
                                                "total_loss", "entropy")})
         return m
+
+    def record_firsts(self, it: Iteration, steps_before: int) -> dict:
+        """The skill ladder's new firsts of this update (see skill_ladder.py), written to
+        skill_ladder.json at once (they are rare)."""
+        if not it.episodes:
+            return {}
+        if it.episode_steps is None:
+            end_steps = np.full(len(it.episodes), self.env_steps, np.int64)
+        else:  # every rank steps its envs in lockstep: rollout step t ends at (t + 1) steps of all envs
+            steps_per_rollout_step = self.world_size * self.config.num_envs
+            end_steps = steps_before + (np.asarray(it.episode_steps, np.int64) + 1) * steps_per_rollout_step
+        new = self.ladder.record(np.stack([e[2] for e in it.episodes]), end_steps, self.train_seconds, self.update)
+        if new and self.out_dir:
+            self.ladder.write(self.out_dir, self.config.env_id)
+        return new
 
     def request_stop(self, reason: str = "stop requested") -> None:
         """Finish the update in progress, checkpoint and return from run() (signal handlers
@@ -230,6 +262,7 @@ class RunLoop:
         if self.out_dir:
             os.makedirs(self.out_dir, exist_ok=True)
             self._truncate_metrics()
+            self.ladder.write(self.out_dir, c.env_id)  # a resume from an older checkpoint drops later firsts
             metrics_f = open(os.path.join(self.out_dir, "metrics.jsonl"), "a")
         if progress is True:
             left = (c.num_updates - self.update) * self.world_size * c.steps_per_update
@@ -298,7 +331,8 @@ class RunLoop:
                                 else np.zeros((0, len(names_by_index(self.config.env_id))), bool))
         meta = dict(version=CHECKPOINT_VERSION, backend=self.BACKEND, config=self.config.to_dict(),
                     update=self.update, env_steps=self.env_steps, world_size=self.world_size, history=self.history,
-                    **self.backend_meta())
+                    train_seconds=self.train_seconds, achievement_firsts=self.ladder.firsts,
+                    ladder_from_update=self.ladder.recorded_from_update, **self.backend_meta())
         arrays["meta"] = np.array(json.dumps(meta))
         return arrays
 
@@ -343,10 +377,17 @@ class RunLoop:
         self.restore_backend(data)
 
     def load_progress(self, meta: dict) -> None:
-        """How far the run is, from a checkpoint's meta: updates, env steps, history."""
+        """How far the run is, from a checkpoint's meta: updates, env steps, history, training
+        time and the skill ladder (a checkpoint without one starts the ladder at its update)."""
         self.update = int(meta["update"])
         self.env_steps = int(meta.get("env_steps", self.update * self.config.steps_per_update))
         self.history = list(meta.get("history", []))
+        self.train_seconds = float(meta.get("train_seconds", 0.0))
+        if "achievement_firsts" in meta:
+            self.ladder = SkillLadder(self.ladder.names, meta["achievement_firsts"], meta.get("ladder_from_update", 0))
+        else:
+            self.ladder = SkillLadder(self.ladder.names, recorded_from_update=self.update)
+        self.resumed_firsts = ordered(self.ladder.firsts) or None
 
     def _truncate_metrics(self) -> None:
         """Drop metric lines past the current update (after a resume from an older checkpoint)."""
@@ -361,26 +402,19 @@ class RunLoop:
         os.replace(tmp, path)
 
     def plot(self) -> str | None:
+        """learning_curve.png: the curve of the episode windows and the skill ladder below it
+        (summary.plot's figure)."""
         try:
-            import matplotlib
-
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
+            import matplotlib  # noqa: F401
         except ImportError:
             print("matplotlib is not installed: skipping learning_curve.png", file=sys.stderr)
             return None
-        h = [r for r in self.history if r["return_window"] is not None]
-        if not h:
+        from pycraftax.train import summary
+
+        if not any(r["return_window"] is not None for r in self.history):
             return None
-        fig, ax = plt.subplots(figsize=(7, 4))
-        ax.plot([r["env_steps"] for r in h], [r["return_window"] for r in h], label=f"mean of last {WINDOW} episodes")
-        ax.set_xlabel("env steps")
-        ax.set_ylabel("episode return")
-        ax.set_title(f"{self.TITLE} on {self.config.env_id}, {self.config.num_envs} envs")
-        ax.grid(alpha=0.3)
-        ax.legend()
         path = os.path.join(self.out_dir, "learning_curve.png")
-        fig.tight_layout()
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
+        summary.plot([dict(r, env_id=self.config.env_id) for r in self.history],
+                     f"{self.TITLE} on {self.config.env_id}, {self.config.num_envs} envs", path,
+                     firsts=self.ladder.firsts)
         return path

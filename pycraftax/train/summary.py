@@ -2,14 +2,18 @@
 Craftax paper reports (mean episode return, and as % of the maximum: 226 for Craftax, 22 for
 Craftax-Classic) over the episodes
 that ended in the last 1% of updates, the learning curve at round step counts, throughput,
-and per-achievement success rates averaged over the last 50 updates' 64-episode windows.
+per-achievement success rates averaged over the last 50 updates' 64-episode windows, and the
+skill ladder: the env step and training time of each achievement's first occurrence
+(skill_ladder.py).
 
     pycraftax summary runs/ppo-rnn-seed0                 # the score and the achievement table
     pycraftax summary part1/metrics.jsonl part2/metrics.jsonl --png curve.png --json
 
 A run continued over several machines (`--time-limit`, then `--resume` elsewhere) has one
 metrics file per part: pass them in order; their updates must follow on without a gap or
-overlap. The plot shows the mean return of the last 64 episodes at each update.
+overlap. The plot shows the mean return of the last 64 episodes at each update and, below it
+on the same env-step axis, the ladder (one marker per achievement at its first env step, the
+milestones named: first wood, table, pickaxe, iron, diamond, each floor entered).
 """
 
 from __future__ import annotations
@@ -20,7 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
+from pycraftax.achievements import names_by_index
+from pycraftax.params import CRAFTAX_ENV_ID
 from pycraftax.progress import format_count, format_duration
+from pycraftax.train import skill_ladder
 
 MAX_RETURN = 226.0  # the Craftax paper's normaliser (% of max)
 CLASSIC_MAX_RETURN = 22.0  # Craftax-Classic's: one per achievement
@@ -53,24 +60,29 @@ def load_parts(paths: list[Path]) -> list[dict]:
     return lines
 
 
-def plot(lines: list[dict], title: str, path: Path) -> None:
+def plot(lines: list[dict], title: str, path: Path, firsts: dict | None = None) -> None:
+    """The learning curve of `lines` and, below it, the skill ladder `firsts` (by default the
+    one the lines record, skill_ladder.ladder_from_lines)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    if firsts is None:
+        firsts = skill_ladder.ladder_from_lines(lines)
     steps = np.array([m["env_steps"] for m in lines], np.float64)
     window = [m["return_window"] if m["return_window"] is not None else np.nan for m in lines]
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, (ax, ladder_ax) = plt.subplots(2, 1, figsize=(7, 7), sharex=True, height_ratios=(3, 2))
     ax.plot(steps, window, lw=1, label="mean return of the last 64 episodes")
     top = max_return(lines)
     ax2 = ax.secondary_yaxis("right", functions=(lambda r: 100 * r / top, lambda p: p * top / 100))
     ax2.set_ylabel(f"% of max ({top:g})")
-    ax.set_xlabel("env steps")
     ax.set_ylabel("episode return")
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right")
+    skill_ladder.plot_ladder(ladder_ax, firsts)
+    ladder_ax.set_xlabel("env steps")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -114,7 +126,9 @@ def summarize(lines: list[dict], final_fraction: float = 0.01) -> dict:
                 final_return=final, final_percent_of_max=100 * final / top, max_return=top,
                 training_seconds=wall, mean_steps_per_s=float((steps[-1] - steps_before) / wall) if wall else None,
                 median_update_steps_per_s=float(np.median([m["sps"] for m in lines])),
-                curve=curve, achievement_success_rates=dict(sorted(rates.items(), key=lambda x: -x[1])))
+                curve=curve, achievement_success_rates=dict(sorted(rates.items(), key=lambda x: -x[1])),
+                achievements=len(names_by_index(lines[-1].get("env_id", CRAFTAX_ENV_ID))),
+                skill_ladder=skill_ladder.ladder_from_lines(lines))
 
 
 def report(s: dict) -> str:
@@ -141,6 +155,7 @@ def report(s: dict) -> str:
         never = len(s["achievement_success_rates"]) - len(rates)
         if never:
             lines.append(f"  ({never} others: 0%)")
+    lines += skill_ladder.format_ladder(s.get("skill_ladder") or {}, s.get("achievements"))
     return "\n".join(lines)
 
 

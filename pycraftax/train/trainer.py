@@ -77,6 +77,8 @@ class Trainer(RunLoop):
 
     # -- rollout + update ------------------------------------------------------------
     def rollout(self):
+        """(buffers, episodes) of one rollout; self.episode_steps: the rollout step at which
+        each of the episodes ended."""
         c, dt = self.config, self.dtype
         T, N = c.num_steps, c.num_envs
         buf = dict(
@@ -85,7 +87,7 @@ class Trainer(RunLoop):
             values=np.empty((T, N), dt), log_probs=np.empty((T, N), dt), rewards=np.empty((T, N), dt),
         )
         h0 = self.hstate.copy()
-        episodes = []
+        episodes, episode_steps = [], []
         for t in range(T):
             buf["obs"][t] = self.obs
             buf["dones"][t] = self.last_done
@@ -98,10 +100,12 @@ class Trainer(RunLoop):
             for i in np.flatnonzero(info["done"]):
                 episodes.append((float(info["episode_return"][i]), int(info["episode_length"][i]),
                                  info["achievements"][i].copy()))
+                episode_steps.append(t)
         _, _, last_val, _ = npp.forward(self.params, self.obs[None], self.last_done[None], self.hstate)
         adv, targets = npp.gae(buf["rewards"], buf["values"], buf["dones"], last_val[0],
                                self.last_done, c.gamma, c.gae_lambda)
         buf.update(h0=h0, advantages=adv, targets=targets)
+        self.episode_steps = episode_steps
         return buf, episodes
 
     def learn(self, buf) -> dict:
@@ -131,7 +135,7 @@ class Trainer(RunLoop):
         t1 = now()
         losses = self.learn(buf)
         t2 = now()
-        return Iteration(episodes, losses, t2 - t0, dict(rollout_s=t1 - t0, learn_s=t2 - t1))
+        return Iteration(episodes, losses, t2 - t0, dict(rollout_s=t1 - t0, learn_s=t2 - t1), self.episode_steps)
 
     # -- checkpoint state ------------------------------------------------------------
     def backend_arrays(self) -> dict[str, np.ndarray]:
