@@ -57,6 +57,33 @@ class CBackendEnv(CraftaxVecEnv):
         self._episode_return = np.zeros(n, dtype=np.float32)
         self._episode_length = np.zeros(n, dtype=np.int32)
 
+    @property
+    def episode_progress(self) -> dict[str, np.ndarray]:
+        """The running "episode_return" (float32 [N]) and "episode_length" (int32 [N]) of each
+        env's current episode, the totals step() reports in info when it ends (copies). A
+        trainer's checkpoint keeps them with get_state() and sets them back on resume."""
+        with self._lock:
+            return dict(episode_return=self._episode_return.copy(), episode_length=self._episode_length.copy())
+
+    @episode_progress.setter
+    def episode_progress(self, value: dict) -> None:
+        expected = {"episode_return", "episode_length"}
+        if not isinstance(value, dict) or set(value) != expected:
+            keys = sorted(value) if isinstance(value, dict) else type(value).__name__
+            raise ValueError(f"episode_progress must be a dict with exactly the keys {sorted(expected)}, got {keys}")
+        ret = np.asarray(value["episode_return"])
+        length = np.asarray(value["episode_length"])
+        for name, arr in (("episode_return", ret), ("episode_length", length)):
+            if arr.shape != (self.num_envs,):
+                raise ValueError(f"episode_progress[{name!r}] must have shape ({self.num_envs},), got {arr.shape}")
+        if not np.issubdtype(ret.dtype, np.floating) or not np.all(np.isfinite(ret)):
+            raise ValueError(f"episode_progress['episode_return'] must be finite floats, got {ret.dtype}")
+        if not np.issubdtype(length.dtype, np.integer) or length.min(initial=0) < 0:
+            raise ValueError(f"episode_progress['episode_length'] must be integers >= 0, got {length.dtype}")
+        with self._lock:
+            self._episode_return[:] = ret
+            self._episode_length[:] = length
+
     def _make_c_params(self, params):
         raise NotImplementedError
 

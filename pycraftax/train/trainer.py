@@ -144,9 +144,10 @@ class Trainer(RunLoop):
             arrays[f"opt/mu/{k}"] = v
         for k, v in self.opt_state["nu"].items():
             arrays[f"opt/nu/{k}"] = v
-        arrays["envkey"] = self.env._key.copy()
-        arrays["env_episode_return"] = self.env._episode_return.copy()
-        arrays["env_episode_length"] = self.env._episode_length.copy()
+        arrays["envkey"] = self.env.key
+        progress = self.env.episode_progress
+        arrays["env_episode_return"] = progress["episode_return"]
+        arrays["env_episode_length"] = progress["episode_length"]
         arrays["obs"] = self.obs
         arrays["last_done"] = self.last_done
         arrays["hstate"] = self.hstate
@@ -162,9 +163,9 @@ class Trainer(RunLoop):
         self.opt_state = {"count": int(meta["opt_count"]),
                           "mu": {k: data[f"opt/mu/{k}"] for k in self.params},
                           "nu": {k: data[f"opt/nu/{k}"] for k in self.params}}
-        self.env._key = data["envkey"].copy()
-        self.env._episode_return[:] = data["env_episode_return"]
-        self.env._episode_length[:] = data["env_episode_length"]
+        self.env.key = data["envkey"]
+        self.env.episode_progress = dict(episode_return=data["env_episode_return"],
+                                         episode_length=data["env_episode_length"])
         self.obs = data["obs"].copy()
         self.last_done = data["last_done"].copy()
         self.hstate = data["hstate"].copy()
