@@ -17,12 +17,18 @@ actions and observations produced every step:
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 _FLAG = "--xla_cpu_experimental_ynn_fusion_type="
 if _FLAG not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _FLAG).strip()
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _ROOT not in sys.path:  # the wrapper is the conformance tests' (the suites run from bench/)
+    sys.path.append(_ROOT)
+from conformance.wrappers import optimistic_reset_step  # noqa: E402  (imports JAX only when called)
 
 UPSTREAM_MODES = ("auto", "optimistic")
 RESET_RATIO = 16
@@ -35,37 +41,6 @@ def jax_device() -> str:
     import jax
 
     return str(jax.devices()[0])
-
-
-def optimistic_reset_step(env, num_envs: int, reset_ratio: int, params):
-    """Craftax_Baselines' OptimisticResetVecEnvWrapper.step for `env` (an upstream env without
-    auto-reset): step every env, generate num_envs // reset_ratio worlds, and give them to the
-    envs that ended (chosen at random among them; more ends than worlds share worlds)."""
-    import jax
-    import jax.numpy as jnp
-
-    num_resets = num_envs // reset_ratio
-    vstep = jax.vmap(env.step, in_axes=(0, 0, 0, None))
-    vreset = jax.vmap(env.reset, in_axes=(0, None))
-
-    def step(rng, state, action):
-        rng, sub = jax.random.split(rng)
-        obs_st, state_st, reward, done, info = vstep(jax.random.split(sub, num_envs), state, action, params)
-        rng, sub = jax.random.split(rng)
-        obs_re, state_re = vreset(jax.random.split(sub, num_resets), params)
-        rng, sub = jax.random.split(rng)
-        reset_indexes = jnp.arange(num_resets).repeat(reset_ratio)
-        being_reset = jax.random.choice(sub, jnp.arange(num_envs), shape=(num_resets,), p=done, replace=False)
-        reset_indexes = reset_indexes.at[being_reset].set(jnp.arange(num_resets))
-        obs_re = obs_re[reset_indexes]
-        state_re = jax.tree_util.tree_map(lambda x: x[reset_indexes], state_re)
-
-        def select(d, re, st):
-            return jax.tree_util.tree_map(lambda x, y: jax.lax.select(d, x, y), re, st)
-
-        return jax.vmap(select)(done, obs_re, obs_st), jax.vmap(select)(done, state_re, state_st), reward, done
-
-    return step
 
 
 def upstream_rollout(env_name: str, mode: str, num_envs: int, steps_per_call: int):
@@ -89,7 +64,11 @@ def upstream_rollout(env_name: str, mode: str, num_envs: int, steps_per_call: in
             obs, state, reward, done, _ = vstep(jax.random.split(key, num_envs), state, actions, params)
             return obs, state, reward, done
     else:
-        one_step = optimistic_reset_step(plain, num_envs, min(RESET_RATIO, num_envs), params)
+        wrapped = optimistic_reset_step(plain, num_envs, min(RESET_RATIO, num_envs), params)
+
+        def one_step(key, state, actions):
+            obs, state, reward, done, _, _ = wrapped(key, state, actions)  # jit drops the unused outputs
+            return obs, state, reward, done
 
     @jax.jit
     def rollout(key, state):

@@ -1,6 +1,7 @@
 """Craftax_Baselines' OptimisticResetVecEnvWrapper.step (craftax's GitHub
 environment_base/wrappers.py; the craftax 1.6.1 wheel does not ship it), written from the
-wrapper's code, line for line in meaning, for the conformance tests and the upstream benchmark.
+wrapper's code, line for line in meaning, for the conformance tests and the upstream benchmark
+(bench/peers.py imports it).
 Imports JAX only; the caller picks the platform and XLA flags."""
 
 from __future__ import annotations
@@ -8,7 +9,9 @@ from __future__ import annotations
 
 def optimistic_reset_step(env, num_envs: int, reset_ratio: int, params):
     """(rng, state, action) -> (obs, state, reward, done, info, reset_indexes) for `env`, an
-    upstream no-auto-reset env (its step is step_env), over num_envs envs."""
+    upstream no-auto-reset env (its step is step_env), over num_envs envs: step every env,
+    generate num_envs // reset_ratio worlds, and give them to the envs that ended (chosen at
+    random among them; more ends than worlds share worlds)."""
     import jax
     import jax.numpy as jnp
 
