@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from conformance.upstream import flatten_state
 from craftax.craftax_classic.envs.craftax_symbolic_env import (
     CraftaxClassicSymbolicEnv,
     CraftaxClassicSymbolicEnvNoAutoReset,
@@ -23,15 +24,6 @@ ENV = CraftaxClassicSymbolicEnvNoAutoReset()
 AUTO_ENV = CraftaxClassicSymbolicEnv()
 DEFAULT_PARAMS = ENV.default_params
 MIN_BATCH = 2
-
-
-def flatten_state(state) -> dict[str, np.ndarray]:
-    """EnvState -> {dotted leaf path: numpy array}, the naming classic_state uses."""
-    out = {}
-    for path, leaf in jax.tree_util.tree_flatten_with_path(state)[0]:
-        name = ".".join(p.name if hasattr(p, "name") else str(p.key) for p in path)
-        out[name] = np.asarray(leaf)
-    return out
 
 
 def unflatten_state(template, flat: dict[str, np.ndarray]):
