@@ -6,7 +6,9 @@
 // Everything is enqueued on XLA's stream with the library's *_stream calls: no host wait and no
 // host copy when the params come as the attribute (params concrete at trace time, the common
 // case). Params that come as an operand (traced) are copied to the host first, waiting for
-// XLA's stream once per call, because the kernels take CraftaxParams by value at launch.
+// XLA's stream once per call, because the kernels take CraftaxParams by value at launch. The
+// first call on a device loads the library there (craftax_cuda_init) and the first step
+// allocates the invalid-action record (pinned memory): one-off calls that may synchronise.
 //
 // Each stream has its own workspace (world-generation scratch, the checked actions, the
 // auto-reset done list), grown with stream-ordered allocations, so concurrent calls on two
