@@ -156,6 +156,7 @@ class BuildExtWithJaxFfi(BuildExtWithCuda):
         linked = work / target.name
         subprocess.run([find_nvcc(), "-std=c++17", "-O3", "-shared", "-Xcompiler", "-fPIC",
                         "-I", str(ROOT / "cuda"), "-I", str(ROOT / "reference_c" / "include"),
+                        "-I", str(ROOT / "reference_c" / "xla"),  # ffi_operands.h, shared with the CPU handlers
                         "-isystem", str(ffi_include), str(ROOT / "cuda" / "xla" / "craftax_xla_ffi.cu"),
                         "-L", str(cuda_library.parent), "-l:" + cuda_library.name,
                         "-Xlinker", "-rpath,$ORIGIN/..", "-o", str(linked)], check=True)

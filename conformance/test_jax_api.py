@@ -1,6 +1,7 @@
 """pycraftax.jax's interface without the upstream env in the loop: batching (one native call
 per vmapped step, nested vmap, batched params), the state pytree (select, gather, donation,
-to/from_upstream_state), typed keys, and bad input (wrong dtypes/shapes at trace time, out of
+to/from_upstream_state), typed keys, params as the FFI attribute (concrete) or operand
+(traced) giving the same results, and bad input (wrong dtypes/shapes at trace time, out of
 range actions as an error after the call, states of another env or size rejected)."""
 
 from __future__ import annotations
@@ -199,21 +200,52 @@ def test_missing_ffi_library_names_the_extra(monkeypatch, tmp_path):
         _ffi._load()
 
 
-def test_composed_auto_reset_step_equals_the_fused_one():
-    """The GPU's auto-reset step (step + reset calls + select) against the CPU's one call."""
-    from pycraftax.jax import env as env_module
+@pytest.mark.parametrize("auto_reset", [True, False], ids=["auto_reset", "no_auto_reset"])
+def test_params_as_attribute_equal_params_as_operand(auto_reset):
+    """Params closed over (concrete at trace time: the FFI attribute) against the same params
+    passed as a jit argument (traced: the operand), over a scan where every env ends."""
+    env = ENV if auto_reset else ENV_NO_RESET
+    params = pjax.EnvParams(max_timesteps=3)
+    keys = jax.random.split(jax.random.PRNGKey(5), 4)
+    actions = jnp.asarray(np.random.default_rng(1).integers(0, 43, size=(8, 4)), jnp.int32)
+    step_keys = jax.random.split(jax.random.PRNGKey(6), 8 * 4).reshape(8, 4, 2)
 
-    keys, (_, state) = fresh(4)
-    state = pjax.CraftaxState(state.data.at[:2].set(state.data[:2]))
-    params = pjax.EnvParams(max_timesteps=1)  # every env ends: the reset half is compared too
-    words = env_module.pack_params(params)
-    actions = jnp.arange(4, dtype=jnp.int32)
+    def rollout(keys, step_keys, actions, params):
+        obs, state = jax.vmap(env.reset, in_axes=(0, None))(keys, params)
 
-    def run(step):
-        return jax.jit(jax.vmap(step, in_axes=(0, 0, 0, None)))(state.data, actions, keys, words)
+        def body(s, xs):
+            k, a = xs
+            o, s, r, d, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(k, s, a, params)
+            return s, (o, r, d, info)
 
-    fused = run(env_module._fused_autoreset_step)
-    composed = run(env_module._composed_autoreset_step)
-    assert np.asarray(fused[3]).all()
-    for a, b in zip(fused, composed):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        return obs, jax.lax.scan(body, state, (step_keys, actions))
+
+    closed = jax.jit(lambda k, sk, a: rollout(k, sk, a, params))
+    traced = jax.jit(rollout)
+    hlo_closed = closed.lower(keys, step_keys, actions).as_text()
+    hlo_traced = traced.lower(keys, step_keys, actions, params).as_text()
+    assert _ffi.OPERAND_SUFFIX not in hlo_closed and "pycraftax_reset" in hlo_closed
+    assert hlo_traced.count(_ffi.OPERAND_SUFFIX) == 2  # the reset and the step
+    a, b = closed(keys, step_keys, actions), traced(keys, step_keys, actions, params)
+    assert np.asarray(b[1][1][2]).sum() >= 8  # episodes ended (max_timesteps 3 over 8 steps)
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_concrete_params_are_packed_once_and_hash_by_value():
+    from pycraftax.jax.params import PackedParams, pack_on_host
+
+    a, b = pack_on_host(pjax.EnvParams(max_timesteps=7)), pack_on_host(pjax.EnvParams(max_timesteps=7))
+    assert isinstance(a, PackedParams) and a is b and hash(a) == hash(b)
+    c = pack_on_host(pjax.EnvParams(max_timesteps=7, day_length=jnp.int32(300)))  # array field: not cached
+    assert c == a and c is not a
+    assert pack_on_host(pjax.EnvParams(max_timesteps=8)) != a
+    with pytest.raises(ValueError, match="day_length must be in"):
+        pack_on_host(pjax.EnvParams(day_length=0))
+    with pytest.raises(TypeError, match="EnvParams field 'max_timesteps'"):
+        pack_on_host(object())
+
+
+def test_raise_if_invalid_actions_returns_on_the_cpu():
+    """The CPU handlers raise at the call (test above), so there is nothing deferred to report."""
+    assert pjax.raise_if_invalid_actions() is None

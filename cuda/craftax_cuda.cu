@@ -401,3 +401,6 @@ int craftax_cuda_env_step_optimistic(void *states, const int32_t *actions, const
 }
 
 }  // extern "C"
+
+/* The stream-ordered env calls of pycraftax.jax's FFI handlers. */
+#include "env_stream.cuh"

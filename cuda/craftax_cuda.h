@@ -184,6 +184,19 @@ int craftax_cuda_step_optimistic_stream(void *states, const int32_t *actions, co
 int craftax_cuda_generate_worlds_stream(void *worlds, const uint32_t *keys, int64_t num_keys, int32_t num_worlds,
                                         const CraftaxParams *params, void *scratch, uintptr_t stream);
 
+/* Reset, step without reset and floor completion enqueued on `stream` (a cudaStream_t) without
+ * waiting, for pycraftax.jax's FFI handlers (cuda/env_stream.cuh): as craftax_cuda_reset_with_keys_ex
+ * (float obs, levels 1-8 left pending), craftax_cuda_step_with_keys_ex (float obs, may be NULL)
+ * and craftax_cuda_complete_floors, except that actions are not checked (they must be valid) and
+ * nothing is shared between calls but the caller's `scratch`. */
+int craftax_cuda_reset_stream(void *states, const uint32_t *keys, int64_t num_envs, const CraftaxParams *params,
+                              float *obs, void *scratch, uintptr_t stream);
+int craftax_cuda_step_stream(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
+                             const CraftaxParams *params, float *obs, float *rewards, uint8_t *dones, void *scratch,
+                             uintptr_t stream);
+int craftax_cuda_complete_floors_stream(void *states, int64_t num_envs, const CraftaxParams *params, void *scratch,
+                                        uintptr_t stream);
+
 #ifdef __cplusplus
 }
 #endif

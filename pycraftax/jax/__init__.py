@@ -1,11 +1,14 @@
 """pycraftax inside JAX: craftax 1.6.1's environment interface over the C reference, callable
-inside jax.jit, jax.lax.scan and jax.vmap through XLA FFI handlers (CPU).
+inside jax.jit, jax.lax.scan and jax.vmap through XLA FFI handlers (CPU; the GPU too where the
+install built the CUDA handlers).
 
     from pycraftax.jax import make_craftax_env_from_name
     env = make_craftax_env_from_name("Craftax-Symbolic-v1", auto_reset=True)
     obs, state = jax.vmap(env.reset, in_axes=(0, None))(keys, env.default_params)
 
 Needs the [jax] extra and the FFI library built with it (pip install 'pycraftax[jax]').
+On the GPU an out-of-range action is reported by a later call or by raise_if_invalid_actions()
+(pycraftax/jax/_ffi.py says why).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ except ImportError as exc:  # pragma: no cover - only without the extra
     ) from exc
 
 from pycraftax.jax import _ffi  # noqa: F401  (loads and registers the FFI handlers, or says why not)
+from pycraftax.jax._ffi import raise_if_invalid_actions
 from pycraftax.jax.env import (
     NUM_ACTIONS,
     CraftaxSymbolicEnv,
@@ -36,6 +40,7 @@ __all__ = [
     "EnvParams",
     "to_upstream_state",
     "from_upstream_state",
+    "raise_if_invalid_actions",
     "NUM_ACTIONS",
     "STATE_SIZE",
 ]

@@ -2,13 +2,24 @@
 
 CPU: _craftax_xla.so (reference_c/xla/craftax_xla_ffi.cc over the C reference), always.
 CUDA: _craftax_xla_cuda.so (cuda/xla/craftax_xla_ffi.cu over libcraftax_cuda.so), where the
-install built it; it has reset and step, and the auto-reset step is composed from them on
-the GPU (CUDA_AVAILABLE tells pycraftax/jax/env.py).
+install built it; the same three calls (reset, step, auto-reset step), so one jax.ffi call
+lowers to either platform.
 
-Each call takes one env's operands (states uint8 [STATE_SIZE], key uint32 [2], action int32 [],
-params uint32 [PARAMS_WORDS]); under jax.vmap, vmap_method="broadcast_all" gives every
-operand the batch axes in front (unbatched ones broadcast), at any vmap depth, and the handler
-runs the whole batch as one native call. The states operand is aliased to the states result.
+Each call takes one env's operands (states uint8 [STATE_SIZE], key uint32 [2], action int32 []);
+under jax.vmap, vmap_method="broadcast_all" gives every operand the batch axes in front
+(unbatched ones broadcast), at any vmap depth, and the handler runs the whole batch as one
+native call. The states operand is aliased to the states result. Params come in one of two
+ways (pycraftax/jax/params.py): a PackedParams (concrete at trace time) as the "params"
+attribute of the targets "pycraftax_reset", "pycraftax_step", "pycraftax_step_autoreset";
+traced params as a uint32 [PARAMS_WORDS] operand of their "..._params_operand" twins. On the
+GPU the attribute form runs without any host synchronisation; the operand form copies the
+params to the host first (one wait for XLA's stream per call).
+
+Out-of-range actions: the CPU handlers fail the call (an exception when its results are
+used). The GPU handlers cannot see the actions without waiting for the GPU, so a device check
+records the first bad (env, action) and runs that env's step as NOOP (no memory is touched
+out of bounds); the record is raised as an error by the next GPU call whose host part runs
+after the bad step finished, and at once by raise_if_invalid_actions().
 """
 
 from __future__ import annotations
@@ -21,18 +32,23 @@ import jax.numpy as jnp
 
 from pycraftax import _state
 from pycraftax._native import lib
-from pycraftax.jax.params import PARAMS_WORDS
+from pycraftax.jax.params import PARAMS_WORDS, pack_on_host, pack_params
 
 LIBRARY = Path(__file__).with_name("_craftax_xla.so")
 CUDA_LIBRARY = Path(__file__).with_name("_craftax_xla_cuda.so")
 OBS_SIZE = int(lib.craftax_obs_size())
 NUM_ACHIEVEMENTS = 67
-_CPU_TARGETS = {
-    "pycraftax_reset": "PycraftaxResetCpu",
-    "pycraftax_step": "PycraftaxStepCpu",
-    "pycraftax_step_autoreset": "PycraftaxStepAutoResetCpu",
+NUM_ACTIONS = 43
+OPERAND_SUFFIX = "_params_operand"
+# target: handler symbol, less its platform suffix (Cpu, Cuda)
+_HANDLERS = {
+    "pycraftax_reset": "PycraftaxReset",
+    "pycraftax_step": "PycraftaxStep",
+    "pycraftax_step_autoreset": "PycraftaxStepAutoReset",
+    "pycraftax_reset" + OPERAND_SUFFIX: "PycraftaxResetParamsOperand",
+    "pycraftax_step" + OPERAND_SUFFIX: "PycraftaxStepParamsOperand",
+    "pycraftax_step_autoreset" + OPERAND_SUFFIX: "PycraftaxStepAutoResetParamsOperand",
 }
-_CUDA_TARGETS = {"pycraftax_reset": "PycraftaxResetCuda", "pycraftax_step": "PycraftaxStepCuda"}
 
 
 def _load() -> ctypes.CDLL:
@@ -45,8 +61,8 @@ def _load() -> ctypes.CDLL:
         )
     library = ctypes.CDLL(str(LIBRARY))
     _check_abi(library.pycraftax_xla_abi, LIBRARY.name)
-    for target, symbol in _CPU_TARGETS.items():
-        jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(getattr(library, symbol)), platform="cpu")
+    for target, symbol in _HANDLERS.items():
+        jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(getattr(library, symbol + "Cpu")), platform="cpu")
     return library
 
 
@@ -70,8 +86,10 @@ def _load_cuda() -> ctypes.CDLL | None:
         return None
     library = ctypes.CDLL(str(CUDA_LIBRARY))
     _check_abi(library.pycraftax_xla_cuda_abi, CUDA_LIBRARY.name)
-    for target, symbol in _CUDA_TARGETS.items():
-        jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(getattr(library, symbol)), platform="CUDA")
+    library.pycraftax_xla_cuda_take_invalid_action.restype = ctypes.c_int
+    library.pycraftax_xla_cuda_take_invalid_action.argtypes = [ctypes.POINTER(ctypes.c_int64)] * 2
+    for target, symbol in _HANDLERS.items():
+        jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(getattr(library, symbol + "Cuda")), platform="CUDA")
     return library
 
 
@@ -80,17 +98,41 @@ _CUDA_LIBRARY = _load_cuda()
 CUDA_AVAILABLE = _CUDA_LIBRARY is not None
 
 
-def _call(target: str, result_shapes, operands, alias_states: bool):
+def raise_if_invalid_actions() -> None:
+    """Wait for the GPU steps enqueued so far and raise ValueError if any got an action outside
+    [0, 43) since the last report (the env is named; it was stepped with NOOP instead). The CPU
+    handlers raise at the call itself, so without the CUDA handlers this only returns."""
+    if _CUDA_LIBRARY is None:
+        return
+    env, action = ctypes.c_int64(), ctypes.c_int64()
+    rc = _CUDA_LIBRARY.pycraftax_xla_cuda_take_invalid_action(ctypes.byref(env), ctypes.byref(action))
+    if rc < 0:
+        raise RuntimeError(f"pycraftax (CUDA): waiting for the GPU failed (code {rc})")
+    if rc:
+        raise ValueError(
+            f"pycraftax (CUDA): action {action.value} of env {env.value} is outside [0, {NUM_ACTIONS}) "
+            "(a GPU step since the last check; that env took NOOP instead)"
+        )
+
+
+def _call(target: str, result_shapes, operands, params, alias_states: bool):
+    """The FFI call with `params` as the attribute where they are concrete, else as the last operand."""
+    packed = pack_on_host(params)
+    if packed is None:
+        target, operands, attributes = target + OPERAND_SUFFIX, (*operands, pack_params(params)), {}
+    else:
+        attributes = {"params": packed.words}
     call = jax.ffi.ffi_call(
         target,
         result_shapes,
         vmap_method="broadcast_all",
         input_output_aliases={0: 0} if alias_states else None,
     )
-    return call(*operands)
+    return call(*operands, **attributes)
 
 
-def reset(keys: jax.Array, params_words: jax.Array):
+def reset(keys: jax.Array, params):
+    """(states, obs) of fresh worlds; `params` a PackedParams or a (traced) params object."""
     batch = keys.shape[:-1]
     return _call(
         "pycraftax_reset",
@@ -98,12 +140,13 @@ def reset(keys: jax.Array, params_words: jax.Array):
             jax.ShapeDtypeStruct(batch + (_state.STATE_SIZE,), jnp.uint8),
             jax.ShapeDtypeStruct(batch + (OBS_SIZE,), jnp.float32),
         ),
-        (keys, params_words),
+        (keys,),
+        params,
         alias_states=False,
     )
 
 
-def step(states: jax.Array, actions: jax.Array, keys: jax.Array, params_words: jax.Array, auto_reset: bool):
+def step(states: jax.Array, actions: jax.Array, keys: jax.Array, params, auto_reset: bool):
     """(states, obs, rewards, dones[, final_achievements]) after one step of every env."""
     batch = actions.shape
     shapes = [
@@ -115,4 +158,5 @@ def step(states: jax.Array, actions: jax.Array, keys: jax.Array, params_words: j
     if auto_reset:
         shapes.append(jax.ShapeDtypeStruct(batch + (NUM_ACHIEVEMENTS,), jnp.uint8))
     target = "pycraftax_step_autoreset" if auto_reset else "pycraftax_step"
-    return _call(target, tuple(shapes), (states, actions, keys, params_words), alias_states=True)
+    return _call(target, tuple(shapes), (states, actions, keys), params, alias_states=True)
+

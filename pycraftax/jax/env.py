@@ -6,11 +6,15 @@ craftax_symbolic_env.py over the gymnax-style bases of craftax/environment_base:
 methods, same returns (obs float32 [8268], state, reward float32, done bool, info with
 "Achievements/<name>" and "discount"), same use of the key. The state is a CraftaxState
 (pycraftax/jax/state.py), not craftax's EnvState; to_upstream_state converts.
+
+step and reset are jitted as upstream's are, with one difference that keeps the GPU free of
+host synchronisation: params that are concrete when the call is traced (None, EnvParams of
+Python values, params closed over by the caller's jitted function) are packed on the host and
+passed as a static argument, becoming an attribute of the FFI call; traced params go to the
+handlers as an operand (pycraftax/jax/_ffi.py).
 """
 
 from __future__ import annotations
-
-from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -19,7 +23,7 @@ import numpy as np
 from pycraftax import params as _host_params
 from pycraftax.achievements import ACHIEVEMENTS
 from pycraftax.jax import _ffi
-from pycraftax.jax.params import EnvParams, pack_params
+from pycraftax.jax.params import EnvParams, pack_on_host
 from pycraftax.jax.state import ENV_ID, CraftaxState, check_state
 
 NUM_ACTIONS = 43
@@ -54,7 +58,7 @@ def _action(action) -> jax.Array:
     dtype, shape = getattr(action, "dtype", None), tuple(getattr(action, "shape", (None,)))
     if dtype is None or not jnp.issubdtype(dtype, jnp.integer) or shape != ():
         raise TypeError(f"action must be one integer action (int32 scalar) in [0, {NUM_ACTIONS}), got {dtype} {shape}")
-    # out-of-range traced actions are rejected by the native call (an XlaRuntimeError after it)
+    # out-of-range traced actions are rejected by the native call (pycraftax/jax/_ffi.py)
     return jnp.asarray(action).astype(jnp.int32)
 
 
@@ -86,28 +90,34 @@ class CraftaxSymbolicEnvNoAutoReset:
     def default_static_params() -> _host_params.StaticEnvParams:
         return _host_params.StaticEnvParams()
 
-    @partial(jax.jit, static_argnums=(0,))
     def step(self, key, state, action, params=None):
-        if params is None:
-            params = self.default_params
+        params = self.default_params if params is None else params
+        packed = pack_on_host(params)
+        if packed is not None:
+            return self._step_static_params(key, state, action, packed)
+        return self._step_traced_params(key, state, action, params)
+
+    def reset(self, key, params=None):
+        params = self.default_params if params is None else params
+        packed = pack_on_host(params)
+        if packed is not None:
+            return self._reset_static_params(key, packed)
+        return self._reset_traced_params(key, params)
+
+    def _step(self, key, state, action, params):
         return self.step_env(key, state, action, params)
 
-    @partial(jax.jit, static_argnums=(0,))
-    def reset(self, key, params=None):
-        if params is None:
-            params = self.default_params
+    def _reset(self, key, params):
         return self.reset_env(key, params)
 
     def step_env(self, key, state, action, params):
         check_state(state, self.env_id)
-        data, obs, reward, done = _ffi.step(
-            state.data, _action(action), _raw_key(key), pack_params(params), auto_reset=False
-        )
+        data, obs, reward, done = _ffi.step(state.data, _action(action), _raw_key(key), params, auto_reset=False)
         new_state = CraftaxState(data, self.env_id)
         return obs, new_state, reward, done, _info(new_state.leaf("achievements"), done)
 
     def reset_env(self, key, params):
-        data, obs = _ffi.reset(_raw_key(key), pack_params(params))
+        data, obs = _ffi.reset(_raw_key(key), params)
         return obs, CraftaxState(data, self.env_id)
 
     @property
@@ -132,18 +142,11 @@ class CraftaxSymbolicEnv(CraftaxSymbolicEnvNoAutoReset):
 
     auto_reset = True
 
-    @partial(jax.jit, static_argnums=(0,))
-    def step(self, key, state, action, params=None):
-        if params is None:
-            params = self.default_params
+    def _step(self, key, state, action, params):
         check_state(state, self.env_id)
-        operands = (state.data, _action(action), _raw_key(key), pack_params(params))
-        if _ffi.CUDA_AVAILABLE:
-            data, obs, reward, done, achievements = jax.lax.platform_dependent(
-                *operands, cpu=_fused_autoreset_step, default=_composed_autoreset_step
-            )
-        else:
-            data, obs, reward, done, achievements = _fused_autoreset_step(*operands)
+        data, obs, reward, done, achievements = _ffi.step(
+            state.data, _action(action), _raw_key(key), params, auto_reset=True
+        )
         # the finished episode's achievements are zero unless done, as achievements * done is
         return obs, CraftaxState(data, self.env_id), reward, done, _info(achievements, done)
 
@@ -152,21 +155,17 @@ class CraftaxSymbolicEnv(CraftaxSymbolicEnvNoAutoReset):
         return "Craftax-Symbolic-v1"
 
 
-def _fused_autoreset_step(data, action, key, params_words):
-    """One native call: the C API splits the key, steps, and resets only the ended envs."""
-    return _ffi.step(data, action, key, params_words, auto_reset=True)
+def _jit_methods(cls) -> None:
+    """cls's step and reset halves jitted as upstream's methods are (self static), the packed
+    params static too in the _static_params forms."""
+    cls._step_static_params = jax.jit(cls._step, static_argnums=(0, 4))
+    cls._step_traced_params = jax.jit(cls._step, static_argnums=(0,))
+    cls._reset_static_params = jax.jit(cls._reset, static_argnums=(0, 2))
+    cls._reset_traced_params = jax.jit(cls._reset, static_argnums=(0,))
 
 
-def _composed_autoreset_step(data, action, key, params_words):
-    """Upstream's EnvironmentAutoReset.step from the step and reset calls (the GPU handlers
-    have no fused auto-reset): the same outputs as _fused_autoreset_step."""
-    key_step, key_reset = jax.random.split(key)
-    data_st, obs_st, reward, done = _ffi.step(data, action, key_step, params_words, auto_reset=False)
-    data_re, obs_re = _ffi.reset(key_reset, params_words)
-    achievements = CraftaxState(data_st).leaf("achievements") & done
-    data = jax.lax.select(done, data_re, data_st)
-    obs = jax.lax.select(done, obs_re, obs_st)
-    return data, obs, reward, done, achievements.astype(jnp.uint8)
+_jit_methods(CraftaxSymbolicEnvNoAutoReset)
+_jit_methods(CraftaxSymbolicEnv)
 
 
 def _spaces():

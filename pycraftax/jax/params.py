@@ -3,7 +3,15 @@
 The fields and defaults are upstream's (craftax/craftax/craftax_state.py, and
 pycraftax.params.EnvParams); any object with those attributes is accepted where params are
 taken, so craftax's own EnvParams works too. Fields may be Python values or (traced) JAX
-arrays: jitted code that passes params as an argument packs them inside the trace.
+arrays.
+
+Params whose fields are all concrete when a call is traced (the usual case: env_params closed
+over by the jitted train function, as Craftax_Baselines and PureJaxRL do, or the default
+params) are packed on the host (pack_on_host) into a hashable PackedParams: a static argument
+of the env's jitted methods and an attribute of the FFI call, so the GPU handlers launch their
+kernels with them without reading anything back. Traced params (passed as an argument of a
+jitted function, or batched per env) are packed inside the trace (pack_params) and reach the
+handlers as an operand.
 """
 
 from __future__ import annotations
@@ -42,15 +50,68 @@ def _is_concrete(value) -> bool:
     return not isinstance(value, jax.core.Tracer)
 
 
+class PackedParams:
+    """CraftaxParams words packed on the host, hashable by value (a jax.jit static argument)."""
+
+    __slots__ = ("words", "_bytes")
+
+    def __init__(self, words: np.ndarray):
+        words = np.ascontiguousarray(words, dtype=np.uint32)
+        if words.shape != (PARAMS_WORDS,):
+            raise ValueError(f"PackedParams needs uint32 [{PARAMS_WORDS}] words, got shape {words.shape}")
+        words.setflags(write=False)
+        self.words = words
+        self._bytes = words.tobytes()
+
+    def __hash__(self) -> int:
+        return hash(self._bytes)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, PackedParams) and self._bytes == other._bytes
+
+    def __repr__(self) -> str:
+        return f"PackedParams(max_timesteps={int(self.words[0])}, day_length={int(self.words[1])}, ...)"
+
+
+_PACKED_CACHE: dict = {}
+
+
+def _check_fields(params) -> None:
+    for name in _INT_FIELDS + ("fractal_noise_angles",):
+        if not hasattr(params, name):
+            raise TypeError(f"params must have the EnvParams field {name!r} (got {type(params).__name__})")
+
+
+def pack_on_host(params) -> PackedParams | None:
+    """The PackedParams of `params` when every field is concrete, else None (some field is
+    traced). Checked as pack_params checks; hashable params are packed once and cached."""
+    if isinstance(params, PackedParams):
+        return params
+    _check_fields(params)
+    fields = tuple(getattr(params, name) for name in _INT_FIELDS) + tuple(params.fractal_noise_angles or ())
+    if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(fields)):
+        return None
+    try:
+        key = (type(params), fields)
+        hash(key)
+    except TypeError:  # array fields: packed at each call
+        key = None
+    if key is not None and key in _PACKED_CACHE:
+        return _PACKED_CACHE[key]
+    with jax.ensure_compile_time_eval():
+        packed = PackedParams(np.asarray(pack_params(params)))
+    if key is not None:
+        _PACKED_CACHE[key] = packed
+    return packed
+
+
 def pack_params(params) -> jax.Array:
     """uint32 [PARAMS_WORDS]: `params` laid out as CraftaxParams (craftax/params.h).
 
     Concrete fields are checked as pycraftax.make checks them (ValueError/TypeError naming
     the field); traced ones reach the C side unchecked except day_length > 0.
     """
-    for name in _INT_FIELDS + ("fractal_noise_angles",):
-        if not hasattr(params, name):
-            raise TypeError(f"params must have the EnvParams field {name!r} (got {type(params).__name__})")
+    _check_fields(params)
     for name in _INT_FIELDS:
         value = getattr(params, name)
         if _is_concrete(value) and np.ndim(value) == 0:
