@@ -149,7 +149,8 @@ ffi::Error StepAutoResetImpl(ffi::Buffer<ffi::U8> states_in, ffi::Buffer<ffi::S3
     return ForEachParamsRun(
         params.typed_data(), n, "step", [&](int64_t first, int64_t count, const CraftaxParams *p) {
             return craftax_step_autoreset(s + first * state_size, a + first, k + 2 * first, count, p,
-                                          o + first * CRAFTAX_OBS_SIZE, r + first, d + first, nullptr, nullptr,
+                                          o + first * CRAFTAX_OBS_SIZE, nullptr, r + first, d + first, nullptr,
+                                          nullptr,
                                           ach + first * CRAFTAX_NUM_ACHIEVEMENTS);
         });
 }
