@@ -7,7 +7,7 @@ and `register_envs()`, which registers every pycraftax env id under the `pycraft
                               vectorization_mode="vector_entry_point", backend="c")
 
 Both adapters use only pycraftax's public env API (`pycraftax.make`, `reset`, `step`,
-`reset_with_keys`, `step_with_keys`, `get_state`), so they sit on either backend.
+`reset_with_keys`, `step_with_keys`, `get_state`, `report_final_obs`), so they sit on either backend.
 """
 
 from __future__ import annotations
