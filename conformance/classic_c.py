@@ -54,11 +54,12 @@ def c_step(states: np.ndarray, keys: np.ndarray, actions: np.ndarray, params=Non
     reward = np.zeros(n, dtype=np.float32)
     done = np.zeros(n, dtype=np.uint8)
     args = (_ptr("void *", states), _ptr("int32_t *", actions), _ptr("uint32_t *", keys), n, params)
-    outs = (_ptr("float *", obs), _ptr("float *", reward), _ptr("uint8_t *", done))
+    outs = (_ptr("float *", reward), _ptr("uint8_t *", done))
     if auto_reset:
-        rc = lib.craftax_classic_step_autoreset(*args, *outs, ffi.NULL, ffi.NULL, ffi.NULL)
+        rc = lib.craftax_classic_step_autoreset(*args, _ptr("float *", obs), ffi.NULL, *outs, ffi.NULL, ffi.NULL,
+                                                ffi.NULL)
     else:
-        rc = lib.craftax_classic_step_with_keys(*args, *outs)
+        rc = lib.craftax_classic_step_with_keys(*args, _ptr("float *", obs), *outs)
     assert rc == 0, rc
     return obs, reward, done.astype(bool)
 
@@ -106,6 +107,7 @@ def c_step_optimistic(states: np.ndarray, key: np.ndarray, actions: np.ndarray, 
         reset_ratio,
         params,
         _ptr("float *", obs),
+        ffi.NULL,
         _ptr("float *", reward),
         _ptr("uint8_t *", done),
         ffi.NULL,

@@ -296,9 +296,10 @@ int craftax_cuda_set_autoreset_chunks(int chunks, int64_t min_chunk_envs) {
 
 int craftax_cuda_env_step(void *states, const int32_t *actions, const uint32_t *key, uint32_t *keys,
                           int64_t num_envs, const CraftaxParams *params, float *obs, uint8_t *obs_compact,
-                          float *rewards, uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
-                          uint8_t *final_achievements, float *ret_acc, int32_t *len_acc, float *ep_return,
-                          int32_t *ep_length, float *discount, float *achievements_scaled, void *scratch) {
+                          float *final_obs, float *rewards, uint8_t *dones, uint8_t *terminated,
+                          uint8_t *truncated, uint8_t *final_achievements, float *ret_acc, int32_t *len_acc,
+                          float *ep_return, int32_t *ep_length, float *discount, float *achievements_scaled,
+                          void *scratch) {
     if (!states || !actions || !key || !keys || !params || !scratch || !rewards || !dones || !ret_acc || !len_acc)
         return CRAFTAX_ERR_NULL;
     if (achievements_scaled && !final_achievements) return CRAFTAX_ERR_NULL;
@@ -307,8 +308,8 @@ int craftax_cuda_env_step(void *states, const int32_t *actions, const uint32_t *
     if (num_envs == 0) return 0;
     const CraftaxKey k = {{key[0], key[1]}};
     const EpisodeTrack track = {ret_acc, len_acc, ep_return, ep_length, discount, achievements_scaled};
-    return step_autoreset_sync((CraftaxState *)states, actions, keys, num_envs, params, obs, obs_compact, rewards,
-                               dones, terminated, truncated, final_achievements, scratch, k, track);
+    return step_autoreset_sync((CraftaxState *)states, actions, keys, num_envs, params, obs, obs_compact, final_obs,
+                               rewards, dones, terminated, truncated, final_achievements, scratch, k, track);
 }
 
 int craftax_cuda_step_autoreset_stream(void *states, const int32_t *actions, const uint32_t *keys,
@@ -325,8 +326,8 @@ int craftax_cuda_step_autoreset_stream(void *states, const int32_t *actions, con
     CUDA_TRY(cudaMemsetAsync(count, 0, sizeof(int32_t), s), "cudaMemsetAsync(done count)");
     /* One stream, so the caller's graph capture sees a plain chain; `dones` doubles as the
      * done flags that kernel O reads. */
-    return launch_autoreset_chunk((CraftaxState *)states, actions, keys, 0, num_envs, *params, obs, NULL, rewards,
-                                  dones,
+    return launch_autoreset_chunk((CraftaxState *)states, actions, keys, 0, num_envs, *params, obs, NULL, NULL,
+                                  rewards, dones,
                                   terminated, truncated, dense_rows(final_achievements), (CraftaxCudaScratch *)scratch,
                                   craftax_cuda_scratch_entries(num_envs), done_list, count, dones, s, s, NULL);
 }
@@ -379,16 +380,16 @@ int craftax_cuda_step_optimistic_stream(void *states, const int32_t *actions, co
     if (reset_ratio < 1 || num_envs % reset_ratio != 0 || params->day_length <= 0) return CRAFTAX_ERR_ARGUMENT;
     if (num_envs == 0) return 0;
     return launch_optimistic((CraftaxState *)states, actions, key, num_envs, reset_ratio, params, worlds, obs,
-                             obs_compact, rewards, dones, terminated, truncated, dense_rows(final_achievements),
+                             obs_compact, NULL, rewards, dones, terminated, truncated, dense_rows(final_achievements),
                              reset_worlds, scratch, work, (cudaStream_t)stream, NULL);
 }
 
 int craftax_cuda_env_step_optimistic(void *states, const int32_t *actions, const uint32_t *key, int64_t num_envs,
                                      int32_t reset_ratio, const CraftaxParams *params, float *obs,
-                                     uint8_t *obs_compact, float *rewards, uint8_t *dones, uint8_t *terminated,
-                                     uint8_t *truncated, uint8_t *final_achievements, float *ret_acc,
-                                     int32_t *len_acc, float *ep_return, int32_t *ep_length, float *discount,
-                                     float *achievements_scaled, void *scratch, void *work) {
+                                     uint8_t *obs_compact, float *final_obs, float *rewards, uint8_t *dones,
+                                     uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements,
+                                     float *ret_acc, int32_t *len_acc, float *ep_return, int32_t *ep_length,
+                                     float *discount, float *achievements_scaled, void *scratch, void *work) {
     if (!states || !actions || !key || !params || !dones || !rewards || !scratch || !work || !ret_acc || !len_acc)
         return CRAFTAX_ERR_NULL;
     if (achievements_scaled && !final_achievements) return CRAFTAX_ERR_NULL;
@@ -396,8 +397,8 @@ int craftax_cuda_env_step_optimistic(void *states, const int32_t *actions, const
     if (reset_ratio < 1 || num_envs % reset_ratio != 0 || params->day_length <= 0) return CRAFTAX_ERR_ARGUMENT;
     if (num_envs == 0) return 0;
     const EpisodeTrack track = {ret_acc, len_acc, ep_return, ep_length, discount, achievements_scaled};
-    return step_optimistic_sync(states, actions, key, num_envs, reset_ratio, params, obs, obs_compact, rewards, dones,
-                                terminated, truncated, final_achievements, scratch, work, track);
+    return step_optimistic_sync(states, actions, key, num_envs, reset_ratio, params, obs, obs_compact, final_obs,
+                                rewards, dones, terminated, truncated, final_achievements, scratch, work, track);
 }
 
 }  // extern "C"

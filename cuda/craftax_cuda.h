@@ -27,7 +27,7 @@ extern "C" {
 
 /* The version of this API; craftax_cuda_api_version() returns it, so a caller can tell a
  * library built from another version of this header. */
-#define CRAFTAX_CUDA_API_VERSION 8
+#define CRAFTAX_CUDA_API_VERSION 9
 
 #define CRAFTAX_ERR_NULL -1
 #define CRAFTAX_ERR_NUM_ENVS -2
@@ -145,12 +145,16 @@ int craftax_cuda_last_profile(float *ms);
  * achievements_scaled in place: only the rows of envs that end in this call or ended in the
  * previous one (`dones` as the previous call left it) are written. Pass the same dones and
  * row buffers at every call, the rows zeroed before the first call and after anything else
- * writes `dones`. */
+ * writes `dones`. final_obs (device float [N, 8268], may be NULL: then nothing more is
+ * launched): for every env that ends in this call, the obs of the state it ended in
+ * (step_env's obs before the reset replaces it; float also when obs_compact is the obs
+ * asked for); other rows are left as they were. */
 int craftax_cuda_env_step(void *states, const int32_t *actions, const uint32_t *key, uint32_t *keys,
                           int64_t num_envs, const CraftaxParams *params, float *obs, uint8_t *obs_compact,
-                          float *rewards, uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
-                          uint8_t *final_achievements, float *ret_acc, int32_t *len_acc, float *ep_return,
-                          int32_t *ep_length, float *discount, float *achievements_scaled, void *scratch);
+                          float *final_obs, float *rewards, uint8_t *dones, uint8_t *terminated,
+                          uint8_t *truncated, uint8_t *final_achievements, float *ret_acc, int32_t *len_acc,
+                          float *ep_return, int32_t *ep_length, float *discount, float *achievements_scaled,
+                          void *scratch);
 
 /* Optimistic resets (reference_c/include/craftax/step.h: craftax_optimistic_keys; the C API's
  * craftax_step_optimistic): one step of Craftax_Baselines' OptimisticResetVecEnvWrapper.
@@ -168,14 +172,15 @@ int craftax_cuda_env_step(void *states, const int32_t *actions, const uint32_t *
  * The obs of an env that took a world is that world's reset obs. */
 size_t craftax_cuda_optimistic_work_size(int64_t num_envs);
 /* CraftaxEnv.step with optimistic resets in one call, one wait: the optimistic step, then the
- * episode bookkeeping (as craftax_cuda_env_step), enqueued together. Actions outside [0, 43) return
- * CRAFTAX_ERR_ARGUMENT with no state or accumulator changed (the outputs are undefined). */
+ * episode bookkeeping (as craftax_cuda_env_step, final_obs too), enqueued together. Actions
+ * outside [0, 43) return CRAFTAX_ERR_ARGUMENT with no state or accumulator changed (the outputs
+ * are undefined). */
 int craftax_cuda_env_step_optimistic(void *states, const int32_t *actions, const uint32_t *key, int64_t num_envs,
                                      int32_t reset_ratio, const CraftaxParams *params, float *obs,
-                                     uint8_t *obs_compact, float *rewards, uint8_t *dones, uint8_t *terminated,
-                                     uint8_t *truncated, uint8_t *final_achievements, float *ret_acc,
-                                     int32_t *len_acc, float *ep_return, int32_t *ep_length, float *discount,
-                                     float *achievements_scaled, void *scratch, void *work);
+                                     uint8_t *obs_compact, float *final_obs, float *rewards, uint8_t *dones,
+                                     uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements,
+                                     float *ret_acc, int32_t *len_acc, float *ep_return, int32_t *ep_length,
+                                     float *discount, float *achievements_scaled, void *scratch, void *work);
 int craftax_cuda_step_optimistic_stream(void *states, const int32_t *actions, const uint32_t *key, int64_t num_envs,
                                         int32_t reset_ratio, const CraftaxParams *params, const void *worlds,
                                         float *obs, uint8_t *obs_compact, float *rewards, uint8_t *dones,

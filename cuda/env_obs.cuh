@@ -1,5 +1,6 @@
-/* cuda/env_obs.cuh: the obs kernels of the CUDA env library (a warp per env) and the obs
- * writers that the step and world-generation kernels call.
+/* cuda/env_obs.cuh: the obs kernels of the CUDA env library (a warp per env: the obs, the
+ * terminal obs of the ended envs, the compact records' expansion) and the obs writers that the
+ * step and world-generation kernels call.
  *
  * Every obs goes through the compact record (obs.h). A warp renders its env's record into
  * shared memory (craftax_render_compact_lanes: the same reads and mob scatter as the float
@@ -130,6 +131,22 @@ __global__ void observe_kernel(const CraftaxState *states, int64_t num_envs, flo
     if (i >= num_envs) return;
     emit_obs_warp(&states[i], obs_row(obs, i), compact_row(obs_compact, i), fresh_world ? fresh_world[i] : 0, lane,
                   &sh[threadIdx.x / LANES]);
+}
+
+/* The obs of the state each ended env of [base, base + n) is in (ended[i]), into its row of
+ * final_obs: launched, only for a caller that asks for final_obs, between the step kernel and
+ * the reset that overwrites those states; other rows are not written. bad_actions (may be
+ * NULL): set by the action check, the call fails and the flags are stale. */
+__global__ void final_obs_kernel(const CraftaxState *states, int64_t base, int64_t n, float *final_obs,
+                                 const uint8_t *ended, const int *bad_actions) {
+    __shared__ WarpObs sh[OBS_WARPS];
+    const int64_t j = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / LANES;
+    const int lane = (int)(threadIdx.x % LANES);
+    if (j >= n) return;
+    if (bad_actions && *bad_actions) return;
+    const int64_t i = base + j;
+    if (!ended[i]) return;
+    emit_obs_warp(&states[i], obs_row(final_obs, i), NULL, 0, lane, &sh[threadIdx.x / LANES]);
 }
 
 /* Expands compact records to the float obs: a thread per float4 (exact, obs.h). */

@@ -82,11 +82,12 @@ static int ensure_autoreset_locked(int64_t num_envs) {
 
 /* One chunk [base, base + n) of the auto-reset step: kernel A (step) then kernel O (obs of
  * the not-done envs) on step_stream, and kernel B (world generation of the done ones) on
- * reset_stream after A (through the event a_done when the streams differ). *count must be
- * zero before A runs. */
+ * reset_stream after A (through the event a_done when the streams differ). With final_obs
+ * (may be NULL), the done envs' terminal obs is rendered into it after A, before B. *count
+ * must be zero before A runs. */
 static int launch_autoreset_chunk(CraftaxState *states, const int32_t *actions, const uint32_t *keys, int64_t base,
                                   int64_t n, const CraftaxParams &params, float *obs, uint8_t *obs_compact,
-                                  float *rewards, uint8_t *dones,
+                                  float *final_obs, float *rewards, uint8_t *dones,
                                   uint8_t *terminated, uint8_t *truncated, const AchievementRows &ach,
                                   CraftaxCudaScratch *scr, int64_t scr_entries, int32_t *done_list, int32_t *count,
                                   uint8_t *done_flags,
@@ -107,6 +108,11 @@ static int launch_autoreset_chunk(CraftaxState *states, const int32_t *actions, 
             done_list, count, done_flags, bad_actions);
     CUDA_TRY(cudaGetLastError(), "step_autoreset (step part)");
     if (prof) CUDA_TRY(cudaEventRecord(prof[1], step_stream), "cudaEventRecord(profile)");
+    if (final_obs) {
+        final_obs_kernel<<<grid_for_warps(n), THREADS, 0, step_stream>>>(states, base, n, final_obs, done_flags,
+                                                                         bad_actions);
+        CUDA_TRY(cudaGetLastError(), "step_autoreset (final obs)");
+    }
     if (reset_stream != step_stream) {
         CUDA_TRY(cudaEventRecord(a_done, step_stream), "cudaEventRecord");
         CUDA_TRY(cudaStreamWaitEvent(reset_stream, a_done, 0), "cudaStreamWaitEvent");
@@ -163,7 +169,8 @@ static int finish_step_call(int64_t num_envs, const float *rewards, const uint8_
  * and bookkeeping kernels skip all work when it is set, so a rejected call changes no state),
  * the chunks, the reset stream joined by an event, the episode bookkeeping. Each wait would cost the GPU the host's time to the next launch. */
 static int step_autoreset_sync(CraftaxState *states, const int32_t *actions, uint32_t *keys, int64_t num_envs,
-                               const CraftaxParams *params, float *obs, uint8_t *obs_compact, float *rewards,
+                               const CraftaxParams *params, float *obs, uint8_t *obs_compact, float *final_obs,
+                               float *rewards,
                                uint8_t *dones, uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements,
                                void *scratch, const CraftaxKey &split_from, const EpisodeTrack &track) {
     std::lock_guard<std::mutex> lock(g_autoreset_mutex);
@@ -189,8 +196,8 @@ static int step_autoreset_sync(CraftaxState *states, const int32_t *actions, uin
         const int64_t base = c * per_chunk;
         if (base >= num_envs) break;
         const int64_t n = num_envs - base < per_chunk ? num_envs - base : per_chunk;
-        rc = launch_autoreset_chunk(states, actions, keys, base, n, *params, obs, obs_compact, rewards, dones,
-                                    terminated, truncated, rows, scr + c * chunk_entries,
+        rc = launch_autoreset_chunk(states, actions, keys, base, n, *params, obs, obs_compact, final_obs, rewards,
+                                    dones, terminated, truncated, rows, scr + c * chunk_entries,
                                     n < chunk_entries ? n : chunk_entries, g_done_list, counts + c,
                                     g_done_flags, 0, g_reset_stream, g_chunk_events[c],
                                     g_profile && chunks == 1 ? g_prof_events : NULL, g_bad_action);
@@ -222,12 +229,15 @@ static size_t optimistic_sort_bytes(int64_t num_envs) {
 }
 
 /* The optimistic step enqueued on `s`; bad_actions (may be NULL): a device flag that, when set
- * by the action check enqueued before, makes the step, world and take kernels change nothing. */
+ * by the action check enqueued before, makes the step, world and take kernels change nothing.
+ * final_obs (may be NULL): the ended envs' terminal obs, rendered between the step and the
+ * worlds that replace those states. */
 static int launch_optimistic(CraftaxState *st, const int32_t *actions, const uint32_t *key, int64_t num_envs,
                              int32_t reset_ratio, const CraftaxParams *params, const void *worlds, float *obs,
-                             uint8_t *obs_compact, float *rewards, uint8_t *dones, uint8_t *terminated,
-                             uint8_t *truncated, const AchievementRows &ach, int32_t *reset_worlds, void *scratch,
-                             void *work, cudaStream_t s, const int *bad_actions) {
+                             uint8_t *obs_compact, float *final_obs, float *rewards, uint8_t *dones,
+                             uint8_t *terminated, uint8_t *truncated, const AchievementRows &ach,
+                             int32_t *reset_worlds, void *scratch, void *work, cudaStream_t s,
+                             const int *bad_actions) {
     CraftaxCudaScratch *scr = (CraftaxCudaScratch *)scratch;
     const int32_t num_worlds = (int32_t)(num_envs / reset_ratio);
     uint64_t *order = (uint64_t *)((char *)work + OPT_KEY_BYTES);
@@ -246,6 +256,10 @@ static int launch_optimistic(CraftaxState *st, const int32_t *actions, const uin
             st, actions, key, num_envs, *params, rewards, dones, terminated, truncated, ach, order,
             bad_actions);
     CUDA_TRY(cudaGetLastError(), "step_optimistic (step)");
+    if (final_obs) { /* the step kernel writes every env's dones */
+        final_obs_kernel<<<grid_for_warps(num_envs), THREADS, 0, s>>>(st, 0, num_envs, final_obs, dones, bad_actions);
+        CUDA_TRY(cudaGetLastError(), "step_optimistic (final obs)");
+    }
     CUDA_TRY(cub::DeviceRadixSort::SortKeys(sort_temp, sort_bytes, order, sorted, (int)num_envs, 0, 56, s),
              "step_optimistic (order)");
     const CraftaxState *pool = (const CraftaxState *)worlds;
@@ -270,8 +284,9 @@ static int launch_optimistic(CraftaxState *st, const int32_t *actions, const uin
  * a kernel, the action check's flag read back after the wait, the episode bookkeeping. */
 static int step_optimistic_sync(void *states, const int32_t *actions, const uint32_t *key, int64_t num_envs,
                                 int32_t reset_ratio, const CraftaxParams *params, float *obs, uint8_t *obs_compact,
-                                float *rewards, uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
-                                uint8_t *final_achievements, void *scratch, void *work, const EpisodeTrack &track) {
+                                float *final_obs, float *rewards, uint8_t *dones, uint8_t *terminated,
+                                uint8_t *truncated, uint8_t *final_achievements, void *scratch, void *work,
+                                const EpisodeTrack &track) {
     std::lock_guard<std::mutex> check_lock(g_check_mutex);
     int rc = start_action_check(actions, num_envs);
     if (rc) return rc;
@@ -280,7 +295,7 @@ static int step_optimistic_sync(void *states, const int32_t *actions, const uint
     store_key_kernel<<<1, 1>>>(k, device_key);
     CUDA_TRY(cudaGetLastError(), "step_optimistic (key)");
     rc = launch_optimistic((CraftaxState *)states, actions, device_key, num_envs, reset_ratio, params, NULL, obs,
-                               obs_compact, rewards, dones, terminated, truncated,
+                               obs_compact, final_obs, rewards, dones, terminated, truncated,
                                step_rows(final_achievements, track), NULL, scratch, work, 0, g_bad_action);
     if (rc) return rc;
     return finish_step_call(num_envs, rewards, dones, track, "step_optimistic");

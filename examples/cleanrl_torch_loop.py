@@ -83,8 +83,7 @@ def main():
             reward = torch.as_tensor(reward, device=device)
             if truncated.any():
                 # A truncated episode would have gone on: bootstrap its last reward with the value of
-                # final_obs. With final_obs_is_terminal False that is the obs the final action was taken
-                # from (V(s_T) approximated by V(s_{T-1})); docs/GYMNASIUM.md has the details.
+                # final_obs, the obs of the state it ended in (docs/GYMNASIUM.md).
                 final = torch.as_tensor(infos["final_obs"][truncated], device=device)
                 with torch.no_grad():
                     reward[torch.as_tensor(truncated, device=device)] += gamma * agent.value(final)

@@ -115,8 +115,8 @@ class StepLoop:
         self._states = ptr(self.env._states, "void *")
         self._actions = [ptr(actions[b], "int32_t *") for b in range(PREDRAWN_CALLS)]
         self._keys = [ptr(keys[b], "uint32_t *") for b in range(PREDRAWN_CALLS)]
-        self._outputs = (ptr(self.obs, "float *"), ptr(self.rewards, "float *"), ptr(self.dones, "uint8_t *"),
-                         ffi.NULL, ffi.NULL, ffi.NULL)
+        self._outputs = (ptr(self.obs, "float *"), ffi.NULL, ptr(self.rewards, "float *"),
+                         ptr(self.dones, "uint8_t *"), ffi.NULL, ffi.NULL, ffi.NULL)
         self._arrays = (actions, keys)  # the pointers above borrow these buffers
         self.calls = 0
         self.episodes_finished = 0

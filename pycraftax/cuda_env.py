@@ -498,7 +498,12 @@ class CudaCraftaxEnv(CraftaxVecEnv):
 
     step() reads actions already on the GPU in place (int32 [N], any object with
     __cuda_array_interface__: torch, CuPy, JAX); invalid actions raise ValueError and change
-    nothing."""
+    nothing.
+
+    With `report_final_obs` set, step()'s info["final_obs"] is a device float32 [N, obs_size]
+    array (float with obs="compact" too), a view of a buffer allocated on first use and
+    rewritten by every step: the step kernels render the ended envs' terminal obs into it
+    before their reset, the other rows are zeroed."""
 
     backend = "cuda"
 
@@ -529,7 +534,7 @@ class CudaCraftaxEnv(CraftaxVecEnv):
         self._closed = True  # until the buffers exist
         self._lib = load()
         self.device = self._lib.device_name
-        self._expanded = None
+        self._float_views = {}  # name -> CudaArray float32 [N, width] of _float_buffer
         self._device_actions_in_use = None
         self._params = to_c(params, self._lib.ffi)
         self._allocate()
@@ -631,15 +636,31 @@ class CudaCraftaxEnv(CraftaxVecEnv):
                 if cai.get("strides") not in (None, (obs_compact.COMPACT_SIZE, 1)):
                     raise ValueError("records must be C-contiguous")
                 src = lib.ffi.cast("uint8_t *", cai["data"][0])
-            if self._expanded is None:
-                size = n * OBS_SIZE * 4
-                ptr = lib.ffi.new("void **")
-                lib.check(lib.lib.craftax_cuda_malloc(ptr, size), "allocating the expanded obs")
-                buf = _DeviceBuffer(lib, int(lib.ffi.cast("uintptr_t", ptr[0])), size)
-                self._buffers["obs_expanded"] = buf
-                self._expanded = CudaArray(buf, (n, OBS_SIZE), np.float32, device_id=lib.device_id)
+            expanded = self._float_buffer("obs_expanded", OBS_SIZE)
             lib.check(lib.lib.craftax_cuda_expand_obs(src, n, self._p("obs_expanded", "float *")), "expand_obs")
-            return self._expanded
+            return expanded
+
+    def _float_buffer(self, name: str, width: int) -> CudaArray:
+        """A float32 [N, width] device buffer of the env's that only some calls need, allocated
+        on first use (then freed with the others at close)."""
+        view = self._float_views.get(name)
+        if view is None:
+            lib, size = self._lib, self.num_envs * width * 4
+            ptr = lib.ffi.new("void **")
+            lib.check(lib.lib.craftax_cuda_malloc(ptr, size), f"allocating {name}")
+            self._buffers[name] = _DeviceBuffer(lib, int(lib.ffi.cast("uintptr_t", ptr[0])), size)
+            view = CudaArray(self._buffers[name], (self.num_envs, width), np.float32, device_id=lib.device_id)
+            self._float_views[name] = view
+        return view
+
+    def _final_obs_ptr(self):
+        """float *final_obs for a step call: NULL unless report_final_obs, else the final-obs
+        buffer (allocated on first use) zeroed, so that rows of envs that do not end are 0."""
+        if not self.report_final_obs:
+            return self._lib.ffi.NULL
+        final_obs = self._float_buffer("final_obs", self.obs_size)
+        self._lib.check(self._lib.lib.craftax_cuda_memset(self._p("final_obs"), 0, final_obs.nbytes), "memset")
+        return self._p("final_obs", "float *")
 
     # -- native calls of CraftaxVecEnv -------------------------------------------------------
     def _native_reset(self, keys: np.ndarray):
@@ -675,7 +696,7 @@ class CudaCraftaxEnv(CraftaxVecEnv):
     def _native_step(self, actions_p, sub_key: np.ndarray):
         # step, resets and bookkeeping in one call with one wait
         lib, n = self._lib, self.num_envs
-        outputs = (*self._obs_ptrs(), self._p("reward", "float *"), self._p("done", "uint8_t *"),
+        outputs = (*self._obs_ptrs(), self._final_obs_ptr(), self._p("reward", "float *"), self._p("done", "uint8_t *"),
                    self._p("terminated", "uint8_t *"), self._p("truncated", "uint8_t *"),
                    self._p("final_achievements", "uint8_t *"))
         sub = np.ascontiguousarray(sub_key)
@@ -692,7 +713,10 @@ class CudaCraftaxEnv(CraftaxVecEnv):
                              f"({lib.last_error()}); no env changed")
         lib.check(code, "step")
         v = self._views
-        return v["obs"], v["reward"], v["terminated"], v["truncated"], dict(self._info_views)
+        info = dict(self._info_views)
+        if self.report_final_obs:
+            info["final_obs"] = self._float_views["final_obs"]
+        return v["obs"], v["reward"], v["terminated"], v["truncated"], info
 
     def _clear_achievement_rows(self) -> None:
         """Zero step()'s achievement rows: craftax_cuda_env_step rewrites only the rows of envs
@@ -787,7 +811,7 @@ class CudaCraftaxEnv(CraftaxVecEnv):
         for buffer in self._buffers.values():
             buffer.free()
         self._buffers = {}
-        self._expanded = None
+        self._float_views = {}
 
     def __del__(self):
         try:

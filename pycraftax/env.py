@@ -106,7 +106,10 @@ class CBackendEnv(CraftaxVecEnv):
         terminated = np.empty(n, dtype=np.uint8)
         truncated = np.empty(n, dtype=np.uint8)
         final_ach = np.empty((n, len(self.achievement_table)), dtype=np.uint8)
-        outputs = (ptr(obs, "float *"), ptr(reward, "float *"), ptr(done, "uint8_t *"), ptr(terminated, "uint8_t *"),
+        # zeros where no episode ends (the C step writes only the ended envs' rows)
+        final_obs = np.zeros((n, self.obs_size), dtype=np.float32) if self.report_final_obs else None
+        outputs = (ptr(obs, "float *"), ffi.NULL if final_obs is None else ptr(final_obs, "float *"),
+                   ptr(reward, "float *"), ptr(done, "uint8_t *"), ptr(terminated, "uint8_t *"),
                    ptr(truncated, "uint8_t *"), ptr(final_ach, "uint8_t *"))
         if self.resets == "optimistic":
             sub_key = np.ascontiguousarray(sub_key)
@@ -135,6 +138,8 @@ class CBackendEnv(CraftaxVecEnv):
             episode_length=episode_length,
             achievements=achievements,
         )
+        if final_obs is not None:
+            info["final_obs"] = final_obs
         return obs, reward, terminated.astype(bool), truncated.astype(bool), info
 
     def _native_step_with_keys(self, actions: np.ndarray, keys: np.ndarray):

@@ -7,7 +7,7 @@ and `register_envs()`, which registers every pycraftax env id under the `pycraft
                               vectorization_mode="vector_entry_point", backend="c")
 
 Both adapters use only pycraftax's public env API (`pycraftax.make`, `reset`, `step`,
-`reset_with_keys`, `step_with_keys`, `get_state`), so they sit on either backend.
+`reset_with_keys`, `step_with_keys`, `get_state`, `report_final_obs`), so they sit on either backend.
 """
 
 from __future__ import annotations
@@ -180,14 +180,11 @@ class CraftaxVectorEnv(VectorEnv):
     `k` of the env's step info comes with a bool mask `_k` ("done" and "discount" hold for every
     env; "episode_return", "episode_length", "achievements" and "Achievements/<name>" for the
     envs that ended). When any env ends, infos also hold "final_info" (those episode keys with
-    their masks) and "final_obs", float32 [N, *obs shape] (rows valid where "_final_obs"):
-
-    - if the env reports the obs of the final state (a step info "final_obs"), that is it
-      (`final_obs_is_terminal` is True);
-    - otherwise (`final_obs_is_terminal` False) row i is the obs env i's final action was taken
-      from: the obs this env returned for env i at the step before it ended. The obs of the
-      final state itself is not rendered by the auto-resetting step. docs/GYMNASIUM.md says how
-      to bootstrap a truncated episode from it.
+    their masks) and "final_obs", float32 [N, *obs shape]: where "_final_obs" (the done mask),
+    the obs of the state env i's episode ended in, which the native step renders before the
+    reset replaces it (the wrapped env's `report_final_obs`, on for this adapter); zeros
+    elsewhere. `final_obs_is_terminal` is True (kept for code that checks it). A truncated
+    episode bootstraps from it exactly: docs/GYMNASIUM.md.
     """
 
     def __init__(self, num_envs: int, env_id: str = "Craftax-Symbolic-v1", backend: str = "auto", seed: int = 0,
@@ -204,8 +201,9 @@ class CraftaxVectorEnv(VectorEnv):
         self.single_action_space = to_gymnasium_space(self._env.single_action_space)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
-        self.final_obs_is_terminal = False
-        self._last_obs = None  # None until the first reset: step() refuses to run before it
+        self._env.report_final_obs = True
+        self.final_obs_is_terminal = True
+        self._needs_reset = True
 
     @property
     def craftax_env(self):
@@ -218,29 +216,26 @@ class CraftaxVectorEnv(VectorEnv):
         if options:
             raise ValueError(f"options are not supported (got {sorted(options)}); pass env params to make_vec()")
         obs, info = self._env.reset(seed=None if seed is None else int(seed))
-        self._last_obs = _host(obs).copy()
-        return self._last_obs.copy(), self._vector_info(info, np.zeros(self.num_envs, dtype=bool))
+        self._needs_reset = False
+        return _host(obs).copy(), self._vector_info(info, np.zeros(self.num_envs, dtype=bool))
 
     def step(self, actions):
-        if self._last_obs is None:
+        if self._needs_reset:
             raise RuntimeError("step() needs reset() first")
         obs, reward, terminated, truncated, info = self._env.step(self._env_actions(actions))
-        obs = _host(obs).copy()
         terminated = _host(terminated).astype(bool)
         truncated = _host(truncated).astype(bool)
         info = dict(info)
-        final_obs = info.pop("final_obs", None)
-        self.final_obs_is_terminal = final_obs is not None
+        final_obs = info.pop("final_obs")
         done = terminated | truncated
         infos = self._vector_info(info, done)
         if done.any():
             infos["final_info"] = {name: value for name, value in infos.items()
                                    if name.lstrip("_") not in _PER_STEP_INFO_KEYS}
             infos["_final_info"] = done.copy()
-            infos["final_obs"] = _host(final_obs).copy() if final_obs is not None else self._last_obs
+            infos["final_obs"] = _host(final_obs).copy()
             infos["_final_obs"] = done.copy()
-        self._last_obs = obs
-        return obs.copy(), _host(reward).astype(np.float32, copy=True), terminated, truncated, infos
+        return _host(obs).copy(), _host(reward).astype(np.float32, copy=True), terminated, truncated, infos
 
     def _env_actions(self, actions):
         """Actions as the env takes them: device arrays pass through to the CUDA backend;

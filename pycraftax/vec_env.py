@@ -203,6 +203,7 @@ class CraftaxVecEnv:
         self.params = params
         self.static_params = static_params
         self._key = jax_random.prng_key(seed)
+        self._report_final_obs = False
         self._lock = threading.RLock()
         self._closed = False
         self._needs_reset = True
@@ -269,6 +270,23 @@ class CraftaxVecEnv:
         with self._lock:
             self._key = value.copy()
 
+    @property
+    def report_final_obs(self) -> bool:
+        """Whether step() adds info["final_obs"] (default False, which costs nothing): float32
+        [N, obs_size], for every env whose episode ended in the step the obs of the state it
+        ended in (upstream step_env's obs before the auto-reset replaces it, so that a truncated
+        episode can be bootstrapped from it), zeros in the other rows. A numpy array on
+        backend="c", a device array (float32 even with obs="compact") on backend="cuda".
+        Set it (True/False) at any time; the gymnasium VectorEnv sets it to True."""
+        return self._report_final_obs
+
+    @report_final_obs.setter
+    def report_final_obs(self, value) -> None:
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"report_final_obs must be True or False, got {type(value).__name__} {value!r}")
+        with self._lock:
+            self._report_final_obs = bool(value)
+
     # -- episodes ---------------------------------------------------------------------------
     def reset(self, seed: int | None = None):
         """Reset every env. With `seed`, env i gets key split(PRNGKey(seed), num_envs)[i],
@@ -312,7 +330,8 @@ class CraftaxVecEnv:
         max_timesteps (and not terminated). info holds, for every env, "episode_return"
         (float32) and "episode_length" (int32) of the episode that just ended (0 where none
         ended), "achievements" bool [N, 67 (Classic 22)] of the finished episode, "done", "discount" and
-        upstream's "Achievements/<name>" entries. Invalid actions raise and change nothing.
+        upstream's "Achievements/<name>" entries, and with `report_final_obs` set, "final_obs"
+        (the obs of the state each ended episode ended in). Invalid actions raise and change nothing.
         """
         with self._lock:
             self._check_stepping("step")

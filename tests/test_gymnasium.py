@@ -124,11 +124,14 @@ def test_vector_env_spaces_and_metadata():
 
 def test_vector_env_infos_masks_final_obs_and_final_info():
     envs = make_vec(3, max_timesteps=4)
+    longer = make_vec(3, max_timesteps=5)  # the same episodes one step longer: its 4th obs is the final state's
     obs, info = envs.reset(seed=2)
+    longer.reset(seed=2)
     previous = obs
     returns = np.zeros(3, np.float32)
     for t in range(4):
         obs, reward, terminated, truncated, infos = envs.step(np.full(3, 5))
+        longer_obs = longer.step(np.full(3, 5))[0]
         returns += reward
         for name, value in infos.items():
             if not name.startswith("_") and name not in ("final_obs", "final_info"):
@@ -141,8 +144,8 @@ def test_vector_env_infos_masks_final_obs_and_final_info():
     assert truncated.all() and not terminated.any()
     np.testing.assert_array_equal(infos["_final_obs"], [True] * 3)
     np.testing.assert_array_equal(infos["_final_info"], [True] * 3)
-    assert not envs.final_obs_is_terminal
-    np.testing.assert_array_equal(infos["final_obs"], previous)  # the obs the final action was taken from
+    assert envs.final_obs_is_terminal
+    np.testing.assert_array_equal(infos["final_obs"], longer_obs)  # the obs of the state the episodes ended in
     final = infos["final_info"]
     np.testing.assert_array_equal(final["episode_length"], [4, 4, 4])
     np.testing.assert_array_equal(final["episode_return"], returns)

@@ -70,17 +70,20 @@ int craftax_classic_step_with_keys(void *states, const int32_t *actions, const u
  * step_env(key_step); where done, state and obs become reset_env(key_reset).
  * terminated = died (health <= 0 or in lava); truncated = done and not terminated.
  * final_achievements uint8 [N, 22]: the finished episode's achievements where done (zeros
- * elsewhere). Outputs other than states may be NULL. */
+ * elsewhere). final_obs float32 [N, 1345]: where done, the obs of the state the episode ended
+ * in (before the reset); other rows are left as they were. Outputs other than states may be
+ * NULL. */
 int craftax_classic_step_autoreset(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
-                                   const CraftaxClassicParams *params, float *obs, float *rewards, uint8_t *dones,
-                                   uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements);
+                                   const CraftaxClassicParams *params, float *obs, float *final_obs, float *rewards,
+                                   uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
+                                   uint8_t *final_achievements);
 
 /* One step of OptimisticResetVecEnvWrapper over Classic's no-auto-reset env, as
- * craftax_step_optimistic (craftax_api_step.h) does it for the full game. */
+ * craftax_step_optimistic (craftax_api_step.h) does it for the full game, final_obs too. */
 int craftax_classic_step_optimistic(void *states, const int32_t *actions, const uint32_t *key, int64_t num_envs,
                                     int32_t reset_ratio, const CraftaxClassicParams *params, float *obs,
-                                    float *rewards, uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
-                                    uint8_t *final_achievements, int32_t *reset_worlds);
+                                    float *final_obs, float *rewards, uint8_t *dones, uint8_t *terminated,
+                                    uint8_t *truncated, uint8_t *final_achievements, int32_t *reset_worlds);
 
 /* generate_fractal_noise_2d(key, (64, 64), (res0, res1), octaves=1) as Classic's world
  * generation evaluates it; res0, res1 in {4, 8, 16, 32} (CRAFTAX_ERR_ARGUMENT otherwise). */

@@ -13,6 +13,7 @@
 
 #include "craftax/step.h"
 #include "craftax_classic/step.h"
+#include "optimistic_step.h"
 
 int craftax_classic_obs_size(void) { return CRAFTAX_CLASSIC_OBS_SIZE; }
 int craftax_classic_num_actions(void) { return CRAFTAX_CLASSIC_NUM_ACTIONS; }
@@ -173,26 +174,15 @@ int craftax_classic_step_with_keys(void *states, const int32_t *actions, const u
     return failed ? CRAFTAX_ERR_NO_MEMORY : 0;
 }
 
-static void write_ending(int64_t i, uint8_t done, uint8_t term, const uint8_t *ach, uint8_t *terminated,
-                         uint8_t *truncated, uint8_t *final_achievements) {
-    if (terminated) terminated[i] = (uint8_t)(done && term);
-    if (truncated) truncated[i] = (uint8_t)(done && !term);
-    if (final_achievements) {
-        uint8_t *out = final_achievements + i * CRAFTAX_CLASSIC_NUM_ACHIEVEMENTS;
-        if (done)
-            memcpy(out, ach, CRAFTAX_CLASSIC_NUM_ACHIEVEMENTS);
-        else
-            memset(out, 0, CRAFTAX_CLASSIC_NUM_ACHIEVEMENTS);
-    }
-}
-
 int craftax_classic_step_autoreset(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
-                                   const CraftaxClassicParams *params, float *obs, float *rewards, uint8_t *dones,
-                                   uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements) {
+                                   const CraftaxClassicParams *params, float *obs, float *final_obs, float *rewards,
+                                   uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
+                                   uint8_t *final_achievements) {
     if (!states || !actions || !keys || !params) return CRAFTAX_ERR_NULL;
     if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
     if (check_params(params) || check_actions(actions, num_envs)) return CRAFTAX_ERR_ARGUMENT;
     CraftaxClassicState *all = (CraftaxClassicState *)states;
+    const CraftaxStepOutputs out = {obs, final_obs, rewards, dones, terminated, truncated, final_achievements, NULL};
     int failed = 0;
 #pragma omp parallel num_threads(craftax_get_num_threads()) reduction(| : failed)
     {
@@ -205,114 +195,63 @@ int craftax_classic_step_autoreset(void *states, const int32_t *actions, const u
                 continue;
             }
             const CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
-            uint8_t done, term, ach[CRAFTAX_CLASSIC_NUM_ACHIEVEMENTS];
-            const float r = craftax_classic_step_autoreset_one(&all[i], key, actions[i], params,
-                                                               obs ? obs + i * CRAFTAX_CLASSIC_OBS_SIZE : NULL, &done,
-                                                               &term, ach, scratch);
+            uint8_t done, term;
+            const float r = craftax_classic_step_autoreset_one(
+                &all[i], key, actions[i], params, obs ? obs + i * CRAFTAX_CLASSIC_OBS_SIZE : NULL,
+                final_obs ? final_obs + i * CRAFTAX_CLASSIC_OBS_SIZE : NULL, &done, &term,
+                final_achievements ? final_achievements + i * CRAFTAX_CLASSIC_NUM_ACHIEVEMENTS : NULL, scratch);
             if (rewards) rewards[i] = r;
             if (dones) dones[i] = done;
-            write_ending(i, done, term, ach, terminated, truncated, final_achievements);
+            craftax_write_ending(&out, i, CRAFTAX_CLASSIC_NUM_ACHIEVEMENTS, done, term);
         }
         free(scratch);
     }
     return failed ? CRAFTAX_ERR_NO_MEMORY : 0;
 }
 
-static int compare_u64(const void *a, const void *b) {
-    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
+/* Classic as the optimistic step drives it (optimistic_step.h). */
+static float optimistic_step_env(void *state, CraftaxKey key, int32_t action, const void *params, void *step_scratch,
+                                 uint8_t *done, uint8_t *terminated, uint8_t *achievements) {
+    CraftaxClassicState *s = (CraftaxClassicState *)state;
+    const CraftaxClassicParams *p = (const CraftaxClassicParams *)params;
+    const float r = craftax_classic_step(s, key, action, p, (CraftaxClassicSpawnScratch *)step_scratch);
+    *done = (uint8_t)craftax_classic_is_game_over(s, p);
+    *terminated = (uint8_t)craftax_classic_is_terminated(s);
+    if (achievements) memcpy(achievements, s->achievements, CRAFTAX_CLASSIC_NUM_ACHIEVEMENTS);
+    return r;
 }
+static void optimistic_reset_env(CraftaxKey key, const void *params, void *state, void *reset_scratch) {
+    craftax_classic_reset_env(key, (const CraftaxClassicParams *)params, (CraftaxClassicState *)state,
+                              (CraftaxClassicWorldGenScratch *)reset_scratch);
+}
+static void optimistic_render(const void *state, float *obs, int fresh_world) {
+    (void)fresh_world; /* Classic's obs rounds the same either way */
+    craftax_classic_render_symbolic((const CraftaxClassicState *)state, obs);
+}
+static const CraftaxOptimisticGame CLASSIC_GAME = {
+    .state_size = sizeof(CraftaxClassicState),
+    .obs_size = CRAFTAX_CLASSIC_OBS_SIZE,
+    .num_achievements = CRAFTAX_CLASSIC_NUM_ACHIEVEMENTS,
+    .step_scratch_size = sizeof(CraftaxClassicSpawnScratch),
+    .reset_scratch_size = sizeof(CraftaxClassicWorldGenScratch),
+    .step = optimistic_step_env,
+    .reset = optimistic_reset_env,
+    .render = optimistic_render,
+};
 
-/* The full game's wrapper logic (craftax/step.h: craftax_optimistic_keys, _order_key, _world)
- * over Classic's step_env and reset_env. */
 int craftax_classic_step_optimistic(void *states, const int32_t *actions, const uint32_t *key, int64_t num_envs,
                                     int32_t reset_ratio, const CraftaxClassicParams *params, float *obs,
-                                    float *rewards, uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
-                                    uint8_t *final_achievements, int32_t *reset_worlds) {
+                                    float *final_obs, float *rewards, uint8_t *dones, uint8_t *terminated,
+                                    uint8_t *truncated, uint8_t *final_achievements, int32_t *reset_worlds) {
     if (!states || !actions || !key || !params) return CRAFTAX_ERR_NULL;
     if (num_envs < 0 || num_envs > (int64_t)UINT32_MAX) return CRAFTAX_ERR_NUM_ENVS;
     if (reset_ratio < 1 || num_envs % reset_ratio != 0) return CRAFTAX_ERR_ARGUMENT;
     if (check_params(params) || check_actions(actions, num_envs)) return CRAFTAX_ERR_ARGUMENT;
     if (num_envs == 0) return 0;
-    CraftaxClassicState *all = (CraftaxClassicState *)states;
-    const int32_t num_worlds = (int32_t)(num_envs / reset_ratio);
-    CraftaxKey step_parent, reset_parent, choice_key;
-    craftax_optimistic_keys((CraftaxKey){{key[0], key[1]}}, &step_parent, &reset_parent, &choice_key);
-
-    uint8_t *done = (uint8_t *)malloc((size_t)num_envs);
-    uint64_t *order = (uint64_t *)malloc((size_t)num_envs * sizeof(uint64_t));
-    int32_t *world = (int32_t *)malloc((size_t)num_envs * sizeof(int32_t));
-    int32_t *owner = (int32_t *)malloc((size_t)num_worlds * sizeof(int32_t));
-    int failed = !done || !order || !world || !owner;
-    if (failed) goto out;
-
-#pragma omp parallel num_threads(craftax_get_num_threads()) reduction(| : failed)
-    {
-        CraftaxClassicSpawnScratch *spawn = NULL;
-#pragma omp for schedule(dynamic, 8)
-        for (int64_t i = 0; i < num_envs; i++) {
-            if (!spawn) spawn = (CraftaxClassicSpawnScratch *)malloc(sizeof(CraftaxClassicSpawnScratch));
-            if (!spawn) {
-                failed = 1;
-                done[i] = 0;
-                continue;
-            }
-            const float r = craftax_classic_step(&all[i], craftax_split_at(step_parent, (uint32_t)i), actions[i],
-                                                 params, spawn);
-            done[i] = (uint8_t)craftax_classic_is_game_over(&all[i], params);
-            if (rewards) rewards[i] = r;
-            if (dones) dones[i] = done[i];
-            write_ending(i, done[i], (uint8_t)craftax_classic_is_terminated(&all[i]), all[i].achievements, terminated,
-                         truncated, final_achievements);
-        }
-        free(spawn);
-    }
-    if (failed) goto out;
-
-    int64_t num_done = 0;
-    for (int64_t i = 0; i < num_envs; i++) {
-        world[i] = -1;
-        if (done[i]) order[num_done++] = craftax_optimistic_order_key(choice_key, (uint32_t)i, 1);
-    }
-    qsort(order, (size_t)num_done, sizeof(uint64_t), compare_u64);
-    for (int32_t w = 0; w < num_worlds; w++) owner[w] = -1;
-    for (int64_t rank = 0; rank < num_done; rank++) {
-        const uint32_t i = (uint32_t)(order[rank] & 0xFFFFFFFFu);
-        world[i] = craftax_optimistic_world(rank, i, num_worlds, reset_ratio);
-        if (owner[world[i]] < 0) owner[world[i]] = (int32_t)i;
-    }
-
-    /* each world that some env takes is generated once, into its first taker, then copied */
-#pragma omp parallel num_threads(craftax_get_num_threads()) reduction(| : failed)
-    {
-        CraftaxClassicWorldGenScratch *scratch = NULL;
-#pragma omp for schedule(dynamic, 1)
-        for (int32_t w = 0; w < num_worlds; w++) {
-            if (owner[w] < 0) continue;
-            if (!scratch) scratch = (CraftaxClassicWorldGenScratch *)malloc(sizeof(CraftaxClassicWorldGenScratch));
-            if (!scratch) {
-                failed = 1;
-                continue;
-            }
-            craftax_classic_reset_env(craftax_split_at(reset_parent, (uint32_t)w), params, &all[owner[w]], scratch);
-        }
-        free(scratch);
-    }
-    if (failed) goto out;
-#pragma omp parallel for num_threads(craftax_get_num_threads()) schedule(static)
-    for (int64_t i = 0; i < num_envs; i++)
-        if (world[i] >= 0 && owner[world[i]] != i) memcpy(&all[i], &all[owner[world[i]]], sizeof(CraftaxClassicState));
-    if (obs) {
-#pragma omp parallel for num_threads(craftax_get_num_threads()) schedule(dynamic, 8)
-        for (int64_t i = 0; i < num_envs; i++) craftax_classic_render_symbolic(&all[i], obs + i * CRAFTAX_CLASSIC_OBS_SIZE);
-    }
-    if (reset_worlds) memcpy(reset_worlds, world, (size_t)num_envs * sizeof(int32_t));
-out:
-    free(done);
-    free(order);
-    free(world);
-    free(owner);
-    return failed ? CRAFTAX_ERR_NO_MEMORY : 0;
+    const CraftaxStepOutputs out = {obs, final_obs, rewards, dones, terminated, truncated, final_achievements,
+                                    reset_worlds};
+    return craftax_optimistic_step(&CLASSIC_GAME, states, actions, (CraftaxKey){{key[0], key[1]}}, num_envs,
+                                   reset_ratio, params, &out);
 }
 
 int craftax_classic_test_fractal_noise(const uint32_t *key, int32_t res0, int32_t res1, const float *angles,

@@ -101,7 +101,8 @@ int main(int argc, char **argv) {
             key[1] = pair[1];
             craftax_key_split(pair + 2, (uint32_t)n, step_keys);
             for (int64_t i = 0; i < n; i++) actions[i] = (int32_t)(uniforms[t * n + i] * 43.0f);
-            if (craftax_step_autoreset(states, actions, step_keys, n, &params, obs, rewards, dones, NULL, NULL, NULL))
+            if (craftax_step_autoreset(states, actions, step_keys, n, &params, obs, NULL, rewards, dones, NULL, NULL,
+                                       NULL))
                 return 1;
             h = craftax_fnv1a(h, obs, sizeof(float) * obs_floats);
             h = craftax_fnv1a(h, rewards, sizeof(float) * (size_t)n);

@@ -112,7 +112,7 @@ ffi::Error Step(ffi::Buffer<ffi::U8> states_in, ffi::Buffer<ffi::S32> actions, f
                 return craftax_step_with_keys(s + first * state_size, a + first, k + 2 * first, count, p,
                                               o + first * CRAFTAX_OBS_SIZE, r + first, d + first);
             return craftax_step_autoreset(s + first * state_size, a + first, k + 2 * first, count, p,
-                                          o + first * CRAFTAX_OBS_SIZE, r + first, d + first, nullptr, nullptr,
+                                          o + first * CRAFTAX_OBS_SIZE, nullptr, r + first, d + first, nullptr, nullptr,
                                           final_achievements + first * CRAFTAX_NUM_ACHIEVEMENTS);
         },
         [](int rc) { return CallFailed("step", rc); });

@@ -184,11 +184,13 @@ static inline CRAFTAX_HD void craftax_autoreset_observe_part_lanes(CraftaxState 
  * step_env(key_step); where done, the state and obs (when not NULL) become
  * reset_env(key_reset). *terminated says whether the finished episode ended by death or by
  * beating the boss (not only by the time limit); final_achievements (when not NULL) receives
- * the achievements of the stepped state before any reset. `scratch` is world-gen scratch
+ * the achievements of the stepped state before any reset, and final_obs (when not NULL and
+ * done) its obs, step_env's obs_st, which the reset replaces. `scratch` is world-gen scratch
  * space, touched only when done. Returns the reward. */
 static inline CRAFTAX_HD float craftax_step_autoreset_one(CraftaxState *state, CraftaxKey key, int32_t action,
-                                                          const CraftaxParams *params, float *obs, uint8_t *done,
-                                                          uint8_t *terminated, uint8_t *final_achievements,
+                                                          const CraftaxParams *params, float *obs, float *final_obs,
+                                                          uint8_t *done, uint8_t *terminated,
+                                                          uint8_t *final_achievements,
                                                           CraftaxWorldGenScratch *scratch) {
     const float reward =
         craftax_autoreset_step_only_lanes(state, key, action, params, done, terminated, final_achievements, 0, 1, 0);
@@ -196,6 +198,7 @@ static inline CRAFTAX_HD float craftax_step_autoreset_one(CraftaxState *state, C
         craftax_autoreset_observe_part_lanes(state, params, obs, 0, 1);
         return reward;
     }
+    if (final_obs) craftax_render_symbolic(state, final_obs, 0);
     CraftaxKey key_step, key_reset;
     craftax_split2(key, &key_step, &key_reset);
     craftax_reset_env_lanes(key_reset, params, state, scratch, 0, 1);

@@ -27,11 +27,12 @@ static inline CRAFTAX_HD float craftax_classic_step_env(CraftaxClassicState *s, 
 
 /* CraftaxClassicSymbolicEnv.step (auto-reset): key_step, key_reset = split(key);
  * step_env(key_step); where done, state and obs become reset_env(key_reset).
- * *terminated and final_achievements (when not NULL) describe the stepped state. */
+ * *terminated and final_achievements (when not NULL) describe the stepped state, and so does
+ * final_obs (when not NULL and done): step_env's obs_st, which the reset replaces. */
 static inline CRAFTAX_HD float craftax_classic_step_autoreset_one(CraftaxClassicState *s, CraftaxKey key,
                                                                  int32_t action, const CraftaxClassicParams *params,
-                                                                 float *obs, uint8_t *done, uint8_t *terminated,
-                                                                 uint8_t *final_achievements,
+                                                                 float *obs, float *final_obs, uint8_t *done,
+                                                                 uint8_t *terminated, uint8_t *final_achievements,
                                                                  CraftaxClassicWorldGenScratch *scratch) {
     CraftaxKey key_step, key_reset;
     craftax_split2(key, &key_step, &key_reset);
@@ -39,6 +40,7 @@ static inline CRAFTAX_HD float craftax_classic_step_autoreset_one(CraftaxClassic
     *terminated = (uint8_t)craftax_classic_is_terminated(s);
     if (final_achievements) memcpy(final_achievements, s->achievements, CRAFTAX_CLASSIC_NUM_ACHIEVEMENTS);
     if (*done) {
+        if (final_obs) craftax_classic_render_symbolic(s, final_obs);
         craftax_classic_reset_env(key_reset, params, s, scratch);
         if (obs) craftax_classic_render_symbolic(s, obs);
     } else {
