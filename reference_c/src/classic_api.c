@@ -150,27 +150,16 @@ int craftax_classic_step_with_keys(void *states, const int32_t *actions, const u
     if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
     if (check_params(params) || check_actions(actions, num_envs)) return CRAFTAX_ERR_ARGUMENT;
     CraftaxClassicState *all = (CraftaxClassicState *)states;
-    int failed = 0;
-#pragma omp parallel num_threads(craftax_get_num_threads()) reduction(| : failed)
-    {
-        CraftaxClassicSpawnScratch *spawn = NULL;
-#pragma omp for schedule(dynamic, 8)
-        for (int64_t i = 0; i < num_envs; i++) {
-            if (!spawn) spawn = (CraftaxClassicSpawnScratch *)malloc(sizeof(CraftaxClassicSpawnScratch));
-            if (!spawn) {
-                failed = 1;
-                continue;
-            }
-            const CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
-            uint8_t done;
-            const float r = craftax_classic_step_env(&all[i], key, actions[i], params,
-                                                     obs ? obs + i * CRAFTAX_CLASSIC_OBS_SIZE : NULL, &done, spawn);
-            if (rewards) rewards[i] = r;
-            if (dones) dones[i] = done;
-        }
-        free(spawn);
+#pragma omp parallel for num_threads(craftax_get_num_threads()) schedule(dynamic, 8)
+    for (int64_t i = 0; i < num_envs; i++) {
+        const CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
+        uint8_t done;
+        const float r = craftax_classic_step_env(&all[i], key, actions[i], params,
+                                                 obs ? obs + i * CRAFTAX_CLASSIC_OBS_SIZE : NULL, &done);
+        if (rewards) rewards[i] = r;
+        if (dones) dones[i] = done;
     }
-    return failed ? CRAFTAX_ERR_NO_MEMORY : 0;
+    return 0;
 }
 
 static void write_ending(int64_t i, uint8_t done, uint8_t term, const uint8_t *ach, uint8_t *terminated,
@@ -246,28 +235,16 @@ int craftax_classic_step_optimistic(void *states, const int32_t *actions, const 
     int failed = !done || !order || !world || !owner;
     if (failed) goto out;
 
-#pragma omp parallel num_threads(craftax_get_num_threads()) reduction(| : failed)
-    {
-        CraftaxClassicSpawnScratch *spawn = NULL;
-#pragma omp for schedule(dynamic, 8)
-        for (int64_t i = 0; i < num_envs; i++) {
-            if (!spawn) spawn = (CraftaxClassicSpawnScratch *)malloc(sizeof(CraftaxClassicSpawnScratch));
-            if (!spawn) {
-                failed = 1;
-                done[i] = 0;
-                continue;
-            }
-            const float r = craftax_classic_step(&all[i], craftax_split_at(step_parent, (uint32_t)i), actions[i],
-                                                 params, spawn);
-            done[i] = (uint8_t)craftax_classic_is_game_over(&all[i], params);
-            if (rewards) rewards[i] = r;
-            if (dones) dones[i] = done[i];
-            write_ending(i, done[i], (uint8_t)craftax_classic_is_terminated(&all[i]), all[i].achievements, terminated,
-                         truncated, final_achievements);
-        }
-        free(spawn);
+#pragma omp parallel for num_threads(craftax_get_num_threads()) schedule(dynamic, 8)
+    for (int64_t i = 0; i < num_envs; i++) {
+        const float r =
+            craftax_classic_step(&all[i], craftax_split_at(step_parent, (uint32_t)i), actions[i], params);
+        done[i] = (uint8_t)craftax_classic_is_game_over(&all[i], params);
+        if (rewards) rewards[i] = r;
+        if (dones) dones[i] = done[i];
+        write_ending(i, done[i], (uint8_t)craftax_classic_is_terminated(&all[i]), all[i].achievements, terminated,
+                     truncated, final_achievements);
     }
-    if (failed) goto out;
 
     int64_t num_done = 0;
     for (int64_t i = 0; i < num_envs; i++) {

@@ -19,7 +19,7 @@
 typedef struct {
     float blend[4][CRAFTAX_CLASSIC_M][CRAFTAX_CLASSIC_M]; /* water, mountain, path, tree */
     float grad_x[4][CRAFTAX_CLASSIC_NOISE_GRADS], grad_y[4][CRAFTAX_CLASSIC_NOISE_GRADS];
-    CraftaxClassicSpawnScratch choice; /* the always-diamond cell's draw */
+    CraftaxClassicChoiceScratch choice; /* the always-diamond cell's draw */
 } CraftaxClassicWorldGenScratch;
 
 /* water = noise + proximity - 1 and mountain = noise + 0.05 + proximity - 1, in the forms of
