@@ -23,7 +23,7 @@ static_assert(CLASSIC_MOBS_AT + CLASSIC_VIEW_CELLS <= CLASSIC_COMPACT_SIZE && CL
               "the compact record holds the scalars, blocks and mob bits in whole 16-byte words");
 
 /* The record of state s into rec (16-byte aligned), as render_symbolic renders the obs. */
-static __device__ void classic_render_compact(const CraftaxClassicState *s, uint8_t *rec) {
+static inline __host__ __device__ void classic_render_compact(const CraftaxClassicState *s, uint8_t *rec) {
     float *scalars = (float *)rec;
     craftax_classic_obs_scalars(s, scalars);
     uint8_t *blocks = rec + CLASSIC_BLOCKS_AT, *mobs = rec + CLASSIC_MOBS_AT;
@@ -44,7 +44,7 @@ static __device__ void classic_render_compact(const CraftaxClassicState *s, uint
 }
 
 /* Float k of the obs that record rec expands to. */
-static __device__ __forceinline__ float classic_compact_value(const uint8_t *rec, int k) {
+static inline __host__ __device__ float classic_compact_value(const uint8_t *rec, int k) {
     if (k >= CRAFTAX_CLASSIC_OBS_MAP_SIZE) return ((const float *)rec)[k - CRAFTAX_CLASSIC_OBS_MAP_SIZE];
     const int cell = k / CRAFTAX_CLASSIC_OBS_CHANNELS, ch = k - cell * CRAFTAX_CLASSIC_OBS_CHANNELS;
     if (ch < CRAFTAX_CLASSIC_NUM_BLOCK_TYPES) return rec[CLASSIC_BLOCKS_AT + cell] == ch ? 1.0f : 0.0f;
