@@ -15,8 +15,8 @@
  *
  * The auto-reset step runs the step kernel over all envs, appending the done ones to a done
  * list, then the world kernel over that list only (a device count, no host wait between
- * them). World generation needs 131 KB of scratch a world (CraftaxClassicWorldGenScratch), so
- * it runs up to CLASSIC_WORLD_SLOTS threads that share out the worlds. That scratch and the
+ * them). World generation runs a warp per world and needs 99 KB of scratch a world
+ * (CraftaxClassicWorldGenScratch), so up to CLASSIC_WORLD_SLOTS warps share out the worlds. That scratch and the
  * calls' other temporaries (the done list of the synchronous calls, compact records behind
  * a float obs, the action check's flag) come from a memory pool of the library's, allocated
  * and freed in stream order (cudaMallocFromPoolAsync: graph-capturable, and no host wait),
@@ -37,7 +37,7 @@
 #include "classic_obs.cuh"
 #include "classic_kernels.cuh"
 
-/* Most world-generation threads of one call (131 KB of scratch each: 268 MB). */
+/* Most world-generation warps of one call (99 KB of scratch each: 198 MB). */
 #define CLASSIC_WORLD_SLOTS 2048
 /* The bytes of the library's error string (craftax_cuda.cu: env_common.cuh's g_last_error). */
 #define CLASSIC_ERROR_BYTES 512
@@ -136,7 +136,7 @@ static int launch_worlds(const ClassicWorldJobs &jobs, int64_t max_worlds, const
     void *scratch = NULL;
     const int rc = temp.take(&scratch, (size_t)slots * sizeof(CraftaxClassicWorldGenScratch), what);
     if (rc) return rc;
-    classic_worlds_kernel<<<classic_grid(slots), CLASSIC_THREADS, 0, s>>>(
+    classic_worlds_kernel<<<classic_grid_warps(slots), CLASSIC_THREADS, 0, s>>>(
         jobs, params, (CraftaxClassicWorldGenScratch *)scratch, slots);
     CLASSIC_TRY(cudaGetLastError(), what);
     return 0;

@@ -141,17 +141,18 @@ typedef struct {
     const int *bad_actions;  /* may be NULL */
 } ClassicWorldJobs;
 
-/* World generation, a thread per world: `slots` threads each with their own scratch entry
- * (131 KB of noise fields and choice arrays, too large for a thread's stack) take jobs
- * d = t, t + slots, ... */
+/* World generation, a warp per world (the lanes share the noise fields and the map pass,
+ * worldgen.h): `slots` warps, each with its own scratch entry (99 KB of noise fields and
+ * gradients, CraftaxClassicWorldGenScratch), take jobs d = w, w + slots, ... (warp w). */
 __global__ void __launch_bounds__(CLASSIC_THREADS)
     classic_worlds_kernel(ClassicWorldJobs jobs, const __grid_constant__ CraftaxClassicParams params,
                           CraftaxClassicWorldGenScratch *scratch, int64_t slots) {
-    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= slots) return;
+    const int64_t w = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / CLASSIC_WARP;
+    const int lane = (int)(threadIdx.x % CLASSIC_WARP);
+    if (w >= slots) return; /* whole warps */
     if (jobs.bad_actions && *jobs.bad_actions) return;
     const int64_t total = jobs.count ? (int64_t)*jobs.count : jobs.num_jobs;
-    for (int64_t d = t; d < total; d += slots) {
+    for (int64_t d = w; d < total; d += slots) { /* the same jobs in every lane of the warp */
         int64_t i = d;
         CraftaxKey key, unused, step_parent, reset_parent, choice_key;
         if (jobs.source == WORLDS_FROM_KEYS) {
@@ -170,8 +171,9 @@ __global__ void __launch_bounds__(CLASSIC_THREADS)
                                     &choice_key);
             key = craftax_split_at(reset_parent, (uint32_t)(d % jobs.num_worlds));
         }
-        craftax_classic_reset_env(key, &params, &jobs.states[i], &scratch[t]);
-        classic_emit_compact(&jobs.states[i], jobs.compact, i);
+        craftax_classic_reset_env_lanes(key, &params, &jobs.states[i], &scratch[w], lane, CLASSIC_WARP);
+        if (lane == 0) classic_emit_compact(&jobs.states[i], jobs.compact, i);
+        __syncwarp(); /* the scratch entry is free for the warp's next world */
     }
 }
 

@@ -490,20 +490,14 @@ static inline CRAFTAX_HD void craftax_classic_update_mobs(CraftaxClassicState *s
     for (int i = 0; i < CRAFTAX_CLASSIC_MAX_ARROWS; i++) craftax_classic_move_arrow(s, i);
 }
 
-/* Space for a choice over the 4096 cells from float probabilities (world generation's
- * always-diamond draw, worldgen.h). */
-typedef struct {
-    float p[CRAFTAX_CLASSIC_CELLS];
-    float cumsum[CRAFTAX_CLASSIC_CELLS];
-} CraftaxClassicChoiceScratch;
-
-/* spawn_mobs' choice(arange(4096), p=mask / mask.sum()) from the 0/1 mask held as rows of
- * bits (bit y of rows[x]: cell (x, y)), so no 4096-float array is built (a GPU thread per env
- * could not keep one). Every p[j] is 0 or q = 1 / count, so the blocked cumulative sum of
- * rng.h (craftax_cumsum_f32: blocks of 16 sequential, the 256 block totals scanned the same
- * way) at j is t[k] = ((0 + q) + q) ... with k the cells of j's block up to j, plus, past the
- * first block, that scan of the block totals t[popc(block)] at the block before: evaluated
- * where searchsorted looks (the cell_choice.h argument for the full game's 48 x 48 map). */
+/* choice(arange(4096), p=mask / mask.sum()) of spawn_mobs and of world generation's
+ * always-diamond cell, from the 0/1 mask held as rows of bits (bit y of rows[x]: cell (x, y)),
+ * so no 4096-float array is built (a GPU thread per env could not keep one). Every p[j] is 0
+ * or q = 1 / count, so the blocked cumulative sum of rng.h (craftax_cumsum_f32: blocks of 16
+ * sequential, the 256 block totals scanned the same way) at j is t[k] = ((0 + q) + q) ...
+ * with k the cells of j's block up to j, plus, past the first block, that scan of the block
+ * totals t[popc(block)] at the block before: evaluated where searchsorted looks (the
+ * cell_choice.h argument for the full game's 48 x 48 map). */
 typedef struct {
     uint64_t rows[CRAFTAX_CLASSIC_M];
     float t[17];
