@@ -99,6 +99,10 @@ class Temporaries {
     }
     int take(void **out, size_t bytes, const char *what) {
         *out = NULL;
+        if (count_ == kMost) {
+            classic_set_error("%s: more than %d temporaries in one call", what, kMost);
+            return CRAFTAX_ERR_ARGUMENT;
+        }
         cudaMemPool_t pool;
         const int rc = classic_pool(&pool);
         if (rc) return rc;
@@ -113,8 +117,9 @@ class Temporaries {
     }
 
   private:
+    static const int kMost = 8;
     cudaStream_t stream_;
-    void *ptrs_[8];
+    void *ptrs_[kMost];
     int count_ = 0;
 };
 
