@@ -43,26 +43,31 @@ static inline CRAFTAX_HD void craftax_classic_clear_mobs3(CraftaxClassicMobs3 *m
     for (int i = 0; i < 3; i++) m->health[i] = health;
 }
 
-/* The rest of generate_world after the map pass (one lane). */
-static inline CRAFTAX_HD void craftax_classic_init_world_state(CraftaxKey diamond_choice_key, CraftaxKey state_key,
-                                                              const CraftaxClassicParams *params,
-                                                              CraftaxClassicState *s) {
-    const int32_t px = CRAFTAX_CLASSIC_M / 2, py = CRAFTAX_CLASSIC_M / 2;
-    s->map[px][py] = BLOCK_GRASS;
-
-    /* The always-diamond cell: choice(arange(4096), p=valid / valid.sum()), valid = stone:
-     * every p is 0 or 1 / count (the float sum of 0/1 values is the exact count), the choice
-     * of the bit mask (game_logic.h); no stone gives upstream's 0/0 = NaN probabilities,
-     * whose search ends at index 0. */
+/* The always-diamond cell: choice(arange(4096), p=valid / valid.sum()), valid = stone: every
+ * p is 0 or 1 / count (the float sum of 0/1 values is the exact count), the choice of the bit
+ * mask (game_logic.h), the same in every lane (the lanes' ballots build the rows); no stone
+ * gives upstream's 0/0 = NaN probabilities, whose search ends at index 0. */
+static inline CRAFTAX_HD int32_t craftax_classic_diamond_cell(CraftaxKey key, const CraftaxClassicState *s, int lane,
+                                                             int lanes) {
     CraftaxClassicCellChoice c;
     int32_t num_stone = 0;
     for (int x = 0; x < CRAFTAX_CLASSIC_M; x++) {
         uint64_t row = 0;
-        for (int y = 0; y < CRAFTAX_CLASSIC_M; y++) row |= (uint64_t)(s->map[x][y] == BLOCK_STONE) << y;
+        for (int y0 = 0; y0 < CRAFTAX_CLASSIC_M; y0 += CRAFTAX_LANE_STRIDE(lanes)) {
+            const int y = y0 + CRAFTAX_LANE_FIRST(lane);
+            row |= (uint64_t)craftax_lanes_ballot(s->map[x][y] == BLOCK_STONE, lanes) << y0;
+        }
         c.rows[x] = row;
         num_stone += craftax_popc32((uint32_t)row) + craftax_popc32((uint32_t)(row >> 32));
     }
-    const int32_t diamond_index = num_stone > 0 ? craftax_classic_cell_choice(diamond_choice_key, &c, num_stone) : 0;
+    return num_stone > 0 ? craftax_classic_cell_choice(key, &c, num_stone) : 0;
+}
+
+/* The rest of generate_world after the map pass and the diamond draw (one lane). */
+static inline CRAFTAX_HD void craftax_classic_init_world_state(int32_t diamond_index, CraftaxKey state_key,
+                                                              const CraftaxClassicParams *params,
+                                                              CraftaxClassicState *s) {
+    const int32_t px = CRAFTAX_CLASSIC_M / 2, py = CRAFTAX_CLASSIC_M / 2;
     s->map[diamond_index / CRAFTAX_CLASSIC_M][diamond_index % CRAFTAX_CLASSIC_M] =
         (uint8_t)(params->always_diamond ? BLOCK_DIAMOND : BLOCK_STONE);
 
@@ -90,8 +95,8 @@ static inline CRAFTAX_HD void craftax_classic_init_world_state(CraftaxKey diamon
 }
 
 /* world_gen.py:generate_world. Lanes (craftax/common.h: one on a CPU, a GPU warp's 32) share
- * the noise fields and the per-cell map pass; lane 0 makes the always-diamond draw and the
- * rest of the state. The state is visible to every lane on return. */
+ * the noise fields, the per-cell map pass and the always-diamond draw's mask; lane 0 writes
+ * the rest of the state. The state is visible to every lane on return. */
 static inline CRAFTAX_HD void craftax_classic_generate_world_lanes(CraftaxKey rng, const CraftaxClassicParams *params,
                                                                   CraftaxClassicState *s,
                                                                   CraftaxClassicWorldGenScratch *w, int lane,
@@ -149,7 +154,10 @@ static inline CRAFTAX_HD void craftax_classic_generate_world_lanes(CraftaxKey rn
         s->map[i][j] = (uint8_t)block;
     }
     craftax_lanes_sync(lanes);
-    if (lane == 0) craftax_classic_init_world_state(diamond_choice_key, state_key, params, s);
+    if (lane == 0) s->map[px][py] = BLOCK_GRASS;
+    craftax_lanes_sync(lanes);
+    const int32_t diamond_index = craftax_classic_diamond_cell(diamond_choice_key, s, lane, lanes);
+    if (lane == 0) craftax_classic_init_world_state(diamond_index, state_key, params, s);
     craftax_lanes_sync(lanes);
 }
 
