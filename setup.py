@@ -58,7 +58,9 @@ class BuildExtWithCuda(build_ext):
         headers = package / "cuda_include"
         headers.mkdir(parents=True, exist_ok=True)
         shutil.copy2(built, package / CUDA_LIBRARY)
-        for header in sorted((ROOT / "cuda").glob("*.h")) + [ROOT / "reference_c" / "include" / "craftax" / "params.h"]:
+        include = ROOT / "reference_c" / "include"  # params.h, and the Classic binding's C API headers
+        for header in sorted((ROOT / "cuda").glob("*.h")) + [include / "craftax" / "params.h", include / "craftax_api.h",
+                                                             include / "craftax_api_classic.h"]:
             shutil.copy2(header, headers / header.name)
 
 

@@ -9,11 +9,13 @@
 #   tests      every GPU test file: conformance/test_cuda*.py (anchors, C-vs-CUDA lockstep on every leaf,
 #              optimistic resets, lazy levels, the trainer against numpy_ppo), tests/test_cuda_contract.py,
 #              tests/test_learning_rate.py, the registry contract and gymnasium tests on both backends, the
-#              multi-GPU tests (they skip below two GPUs), pycraftax.jax's CUDA handlers against the C backend
+#              multi-GPU tests (they skip below two GPUs), pycraftax.jax's CUDA handlers against the C backend,
+#              Craftax-Classic on CUDA against C (conformance/test_cuda_classic.py, tests/test_classic_env.py)
 #   memcheck   compute-sanitizer memcheck with leak check: cuda/sanitize_run.py (env), cuda/sanitize_trainer.py
 #   racecheck  compute-sanitizer racecheck (shared-memory hazards) over the same two
-#   bench      the CUDA env and trainer suites (bench/test_bench_cuda.py, bench/test_bench_trainer.py -k cuda)
-#              into OUTDIR/<date>-<machine kind>-{cuda,trainer}.json, the names `nox -s bench` gives them
+#   bench      the CUDA env suites of both games and the trainer's (bench/test_bench_cuda.py,
+#              bench/test_bench_cuda_classic.py, bench/test_bench_trainer.py -k cuda) into
+#              OUTDIR/<date>-<machine kind>-{cuda,cuda_classic,trainer}.json, the names `nox -s bench` gives them
 #   train      a short `pycraftax train --backend cuda --recipe paper` run (metrics, checkpoint, plot)
 # Knobs: PYTHON, STAGES, TEST_TIMEOUT, SANITIZE_TIMEOUT, BENCH_TIMEOUT, BENCH_ARGS, TRAIN_STEPS.
 cd "$(dirname "$0")/.."
@@ -50,7 +52,7 @@ if want tests; then
         conformance/test_cuda.py conformance/test_cuda_optimistic.py conformance/test_cuda_lazy_floors.py \
         conformance/test_cuda_trainer.py tests/test_cuda_contract.py tests/test_learning_rate.py \
         tests/test_env_contract.py tests/test_gymnasium.py tests/test_distributed.py tests/test_train_gpus.py \
-        tests/test_jax_cuda.py
+        tests/test_jax_cuda.py conformance/test_cuda_classic.py tests/test_classic_env.py
 fi
 
 if command -v compute-sanitizer >/dev/null; then
@@ -73,6 +75,8 @@ if want bench; then
     KIND=$($PY -c "import sys; sys.path.insert(0, 'bench'); import conftest; print(conftest.pycraftax_machine_info()['kind'])")
     step bench_env ${BENCH_TIMEOUT:-420} $PY -m pytest -p no:cacheprovider bench/test_bench_cuda.py \
         --benchmark-json="$OUTDIR/$DATE-$KIND-cuda.json" --benchmark-columns=median,rounds ${BENCH_ARGS:-}
+    step bench_env_classic ${BENCH_TIMEOUT:-420} $PY -m pytest -p no:cacheprovider bench/test_bench_cuda_classic.py \
+        --benchmark-json="$OUTDIR/$DATE-$KIND-cuda_classic.json" --benchmark-columns=median,rounds ${BENCH_ARGS:-}
     step bench_trainer ${BENCH_TIMEOUT:-420} $PY -m pytest -p no:cacheprovider bench/test_bench_trainer.py -k cuda \
         --benchmark-json="$OUTDIR/$DATE-$KIND-trainer.json" --benchmark-columns=median,rounds ${BENCH_ARGS:-}
 fi

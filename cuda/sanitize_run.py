@@ -6,7 +6,10 @@
 the dense reset kernel and the two-stream chunked path all run: chunks=3, min 2 envs), then
 8 step_with_keys steps, then 10 optimistic-reset steps of 8 envs, then 12 god-mode steps of 8
 envs with many descents (lazy floors: pending_floors_kernel before the steps and on get_state);
-every output and the final state are compared with the C reference.
+then Craftax-Classic (cuda/classic_cuda.cu): 30 auto-reset steps of 7 envs with a short time
+limit and injected deaths (done list and world kernel), 6 step_with_keys steps, 10 optimistic
+steps of 8 envs (2 worlds), with obs="compact" for the auto-reset part's twin env; every output
+and the final state are compared with the C reference.
 Prints OK and exits 0 when all match.
 """
 
@@ -27,6 +30,54 @@ def same(a, b) -> bool:
     a = np.asarray(a)
     b = b.numpy() if isinstance(b, cuda_env.CudaArray) else np.asarray(b)
     return a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def classic_run(rng) -> tuple[int, int]:
+    """The Craftax-Classic part: (mismatches, episode ends)."""
+    classic = "Craftax-Classic-Symbolic-v1"
+    n, bad, ends = 7, 0, 0
+    c = pycraftax.make(classic, num_envs=n, backend="c", seed=3, max_timesteps=9)
+    g = pycraftax.make(classic, num_envs=n, backend="cuda", seed=3, max_timesteps=9)
+    k = pycraftax.make(classic, num_envs=n, backend="cuda", seed=3, max_timesteps=9, obs="compact")
+    for e in (c, g, k):
+        e.reset(seed=3)
+    for t in range(30):
+        if t % 5 == 2:
+            st = c.get_state()
+            st["player_health"] = np.where(rng.random(n) < 0.3, 0, st["player_health"]).astype(np.int32)
+            for e in (c, g, k):
+                e.set_state(st)
+        a = rng.integers(0, 17, n).astype(np.int32)
+        co, go, ko = c.step(a), g.step(a), k.step(a)
+        ends += int(np.sum(co[2]) + np.sum(co[3]))
+        bad += sum(not same(x, y) for x, y in zip(co[:4], go[:4]))
+        bad += sum(not same(x, y) for x, y in zip(co[1:4], ko[1:4]))
+        bad += not same(co[0], k.expand_obs())
+    keys = jax_random.split(jax_random.prng_key(9), n)
+    c.reset_with_keys(keys)
+    g.reset_with_keys(keys)
+    for t in range(6):
+        a = rng.integers(0, 17, n).astype(np.int32)
+        kk = rng.integers(0, 2**32, size=(n, 2), dtype=np.uint32)
+        co, go = c.step_with_keys(a, kk), g.step_with_keys(a, kk)
+        bad += sum(not same(x, y) for x, y in zip(co[:3], go[:3]))
+    cs, gs = c.get_state(), g.get_state()
+    bad += sum(not same(cs[name], gs[name]) for name in cs)
+    g.close()
+    k.close()
+    kw = dict(num_envs=8, seed=4, max_timesteps=4, resets="optimistic", reset_ratio=4)
+    c, g = (pycraftax.make(classic, backend=b, **kw) for b in ("c", "cuda"))
+    c.reset(seed=4)
+    g.reset(seed=4)
+    for t in range(10):
+        a = rng.integers(0, 17, 8).astype(np.int32)
+        co, go = c.step(a), g.step(a)
+        ends += int(np.sum(co[2]) + np.sum(co[3]))
+        bad += sum(not same(x, y) for x, y in zip(co[:4], go[:4]))
+    cs, gs = c.get_state(), g.get_state()
+    bad += sum(not same(cs[name], gs[name]) for name in cs)
+    g.close()
+    return bad, ends
 
 
 def main() -> int:
@@ -87,8 +138,12 @@ def main() -> int:
     cs, gs = c.get_state(), g.get_state()
     bad += sum(not same(cs[k], gs[k]) for k in cs)
     g.close()
+    classic_bad, classic_ends = classic_run(rng)
+    bad += classic_bad
+    ends += classic_ends
     print(f"{'OK' if bad == 0 else 'MISMATCH'}: {bad} mismatches, {ends} episode ends, {steps} + 8 steps of {n} envs, "
-          "10 optimistic steps of 8 envs, 12 god-mode descent steps of 8 envs")
+          "10 optimistic steps of 8 envs, 12 god-mode descent steps of 8 envs; Classic: 30 + 6 steps of 7 envs, "
+          "10 optimistic steps of 8 envs")
     return 0 if bad == 0 else 1
 
 

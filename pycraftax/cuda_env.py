@@ -506,6 +506,11 @@ class CudaCraftaxEnv(CraftaxVecEnv):
     before their reset, the other rows are zeroed."""
 
     backend = "cuda"
+    # the game's compact obs record and achievements; a subclass for another game
+    # (pycraftax.classic_cuda_env) sets its own, its _BUFFERS and its native calls
+    compact_size = obs_compact.COMPACT_SIZE
+    achievement_table = ACHIEVEMENTS
+    state_size = _state.STATE_SIZE
 
     # name -> (dtype, per-env shape); allocated together, all or nothing.
     _BUFFERS = {
@@ -536,16 +541,20 @@ class CudaCraftaxEnv(CraftaxVecEnv):
         self.device = self._lib.device_name
         self._float_views = {}  # name -> CudaArray float32 [N, width] of _float_buffer
         self._device_actions_in_use = None
-        self._params = to_c(params, self._lib.ffi)
+        self._params = self._make_params(params)
         self._allocate()
         self._closed = False
         _LIVE_ENVS.add(self)
+
+    def _make_params(self, params):
+        """The params struct that the library's calls take."""
+        return to_c(params, self._lib.ffi)
 
     @classmethod
     def _buffer_specs(cls, obs: str) -> dict:
         specs = dict(cls._BUFFERS)
         if obs == "compact":  # the compact records replace the float obs (1008 vs 33,072 bytes)
-            specs["obs"] = (np.uint8, (obs_compact.COMPACT_SIZE,))
+            specs["obs"] = (np.uint8, (cls.compact_size,))
         return specs
 
     @classmethod
@@ -573,7 +582,7 @@ class CudaCraftaxEnv(CraftaxVecEnv):
             sizes.append(self.scratch_bytes(n) if shape is None else n * _row_bytes(dtype, shape))
         if self.resets == "optimistic":  # the wrapper's order keys and sort space
             names.append("optimistic_work")
-            sizes.append(int(lib.lib.craftax_cuda_optimistic_work_size(n)))
+            sizes.append(self._optimistic_work_size(n))
         need = sum(sizes)
         free, total = lib.mem_info()
         if need > free:
@@ -599,7 +608,7 @@ class CudaCraftaxEnv(CraftaxVecEnv):
         # step()'s info: views of fixed buffers, built once (67 column views cost ~0.1 ms a step)
         v = self._views
         self._info_views = {f"Achievements/{name}": v["achievements_scaled"].column(index)
-                            for name, index in ACHIEVEMENTS}
+                            for name, index in self.achievement_table}
         self._info_views.update(done=v["done"], discount=v["discount"], episode_return=v["episode_return"],
                                 episode_length=v["episode_length"], achievements=v["final_achievements"])
         lib.check(lib.lib.craftax_cuda_memset(self._p("ret_acc"), 0, n * 4), "memset")
@@ -607,6 +616,9 @@ class CudaCraftaxEnv(CraftaxVecEnv):
         lib.check(lib.lib.craftax_cuda_memset(self._p("states"), 0, sizes[0]), "memset")
         lib.check(lib.lib.craftax_cuda_memset(self._p("done"), 0, n), "memset")
         self._clear_achievement_rows()
+
+    def _optimistic_work_size(self, num_envs: int) -> int:
+        return int(self._lib.lib.craftax_cuda_optimistic_work_size(num_envs))
 
     def _p(self, name: str, ctype: str = "void *"):
         return self._lib.ffi.cast(ctype, self._buffers[name].ptr)
@@ -618,26 +630,26 @@ class CudaCraftaxEnv(CraftaxVecEnv):
         return self._p("obs", "float *"), self._lib.ffi.NULL
 
     def expand_obs(self, records=None):
-        """The float obs (CudaArray float32 [N, 8268], bitwise the obs="float" obs) of compact
-        records on the GPU: `records` a device uint8 [N, 1008] array (default: the env's last
-        compact obs). The result is a view of a buffer the env owns (overwritten by the next
-        expand_obs)."""
+        """The float obs (CudaArray float32 [N, obs_size], bitwise the obs="float" obs) of compact
+        records on the GPU: `records` a device uint8 [N, compact_size] array (default: the
+        env's last compact obs). The result is a view of a buffer the env owns (overwritten by
+        the next expand_obs)."""
         with self._lock:
             self._check_open()
             lib, n = self._lib, self.num_envs
             if records is None:
                 if self.obs_mode != "compact":
                     raise ValueError("expand_obs() without records needs make(..., obs='compact')")
-                src = self._p("obs", "uint8_t *")
+                src = self._buffers["obs"].ptr
             else:
                 cai = getattr(records, "__cuda_array_interface__", None)
-                if cai is None or tuple(cai["shape"]) != (n, obs_compact.COMPACT_SIZE) or cai["typestr"] != "|u1":
-                    raise ValueError(f"records must be a device uint8 array of shape ({n}, {obs_compact.COMPACT_SIZE})")
-                if cai.get("strides") not in (None, (obs_compact.COMPACT_SIZE, 1)):
+                if cai is None or tuple(cai["shape"]) != (n, self.compact_size) or cai["typestr"] != "|u1":
+                    raise ValueError(f"records must be a device uint8 array of shape ({n}, {self.compact_size})")
+                if cai.get("strides") not in (None, (self.compact_size, 1)):
                     raise ValueError("records must be C-contiguous")
-                src = lib.ffi.cast("uint8_t *", cai["data"][0])
-            expanded = self._float_buffer("obs_expanded", OBS_SIZE)
-            lib.check(lib.lib.craftax_cuda_expand_obs(src, n, self._p("obs_expanded", "float *")), "expand_obs")
+                src = int(cai["data"][0])
+            expanded = self._float_buffer("obs_expanded", self.obs_size)
+            self._expand_records(src, self._buffers["obs_expanded"].ptr)
             return expanded
 
     def _float_buffer(self, name: str, width: int) -> CudaArray:
@@ -662,6 +674,13 @@ class CudaCraftaxEnv(CraftaxVecEnv):
         self._lib.check(self._lib.lib.craftax_cuda_memset(self._p("final_obs"), 0, final_obs.nbytes), "memset")
         return self._p("final_obs", "float *")
 
+    def _expand_records(self, records: int, out: int) -> None:
+        """The library's expansion of the compact records at device address `records` into
+        the float obs at `out`."""
+        lib = self._lib
+        lib.check(lib.lib.craftax_cuda_expand_obs(lib.ffi.cast("uint8_t *", records), self.num_envs,
+                                                  lib.ffi.cast("float *", out)), "expand_obs")
+
     # -- native calls of CraftaxVecEnv -------------------------------------------------------
     def _native_reset(self, keys: np.ndarray):
         lib, n = self._lib, self.num_envs
@@ -683,7 +702,7 @@ class CudaCraftaxEnv(CraftaxVecEnv):
         lib, n = self._lib, self.num_envs
         device = _device_actions(actions, n)
         if device is None:
-            actions = check_actions(actions, n)
+            actions = check_actions(actions, n, self.num_actions)
             lib.check(lib.lib.craftax_cuda_memcpy_htod(self._p("actions"), lib.ffi.from_buffer(actions),
                                                        actions.nbytes), "copy actions")
             return self._p("actions", "int32_t *")
@@ -723,8 +742,9 @@ class CudaCraftaxEnv(CraftaxVecEnv):
         that end in the step or ended in the previous one (per the done buffer), so the rows
         must be zero wherever the done buffer is (at allocation, after step_with_keys)."""
         lib, n = self._lib, self.num_envs
-        lib.check(lib.lib.craftax_cuda_memset(self._p("final_achievements"), 0, n * NUM_ACHIEVEMENTS), "memset")
-        lib.check(lib.lib.craftax_cuda_memset(self._p("achievements_scaled"), 0, n * NUM_ACHIEVEMENTS * 4), "memset")
+        k = len(self.achievement_table)
+        lib.check(lib.lib.craftax_cuda_memset(self._p("final_achievements"), 0, n * k), "memset")
+        lib.check(lib.lib.craftax_cuda_memset(self._p("achievements_scaled"), 0, n * k * 4), "memset")
 
     def _episode_ptrs(self):
         """ret_acc, len_acc, episode_return, episode_length, discount, achievements_scaled."""
@@ -778,14 +798,14 @@ class CudaCraftaxEnv(CraftaxVecEnv):
     def _host_states(self) -> np.ndarray:
         lib = self._lib
         self._complete_floors()
-        host = np.empty((self.num_envs, _state.STATE_SIZE), dtype=np.uint8)
+        host = np.empty((self.num_envs, self.state_size), dtype=np.uint8)
         lib.check(lib.lib.craftax_cuda_memcpy_dtoh(lib.ffi.from_buffer(host), self._p("states"), host.nbytes),
                   "copy states to host")
         return host
 
     def _read_leaf(self, name: str) -> np.ndarray:
         """One leaf of every env, copied from the device with one strided copy."""
-        leaf, lib = _state.LEAF_BY_NAME[name], self._lib
+        leaf, lib = self._state_table().by_name[name], self._lib
         if name in _FLOOR_LEAVES:
             self._complete_floors()
         if leaf.level_stride:  # spread over the per-level mob records: not one run per env
@@ -793,7 +813,7 @@ class CudaCraftaxEnv(CraftaxVecEnv):
         out = np.empty((self.num_envs,) + leaf.shape, dtype=leaf.storage)
         row = out.nbytes // max(self.num_envs, 1)
         src = lib.ffi.cast("char *", self._buffers["states"].ptr) + leaf.offset
-        lib.check(lib.lib.craftax_cuda_memcpy2d_dtoh(lib.ffi.from_buffer(out), row, src, _state.STATE_SIZE, row,
+        lib.check(lib.lib.craftax_cuda_memcpy2d_dtoh(lib.ffi.from_buffer(out), row, src, self.state_size, row,
                                                      self.num_envs), f"copy {name} to host")
         return out
 
@@ -802,7 +822,7 @@ class CudaCraftaxEnv(CraftaxVecEnv):
 
     def _native_write_states(self, converted: dict[str, np.ndarray]) -> None:
         host = self._host_states()
-        _state.write_state(host, converted)
+        self._state_table().write_state(host, converted)
         lib = self._lib
         lib.check(lib.lib.craftax_cuda_memcpy_htod(self._p("states"), lib.ffi.from_buffer(host), host.nbytes),
                   "copy states to device")

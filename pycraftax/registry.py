@@ -9,8 +9,8 @@ from pycraftax.params import CLASSIC_ENV_ID, CRAFTAX_ENV_ID, split_params
 __all__ = ["CLASSIC_ENV_ID", "CRAFTAX_ENV_ID", "cuda_available", "list_envs", "make"]
 _ENV_IDS = (CRAFTAX_ENV_ID, CLASSIC_ENV_ID)
 _BACKENDS = ("auto", "c", "cuda")
-# The ids each backend builds (Craftax-Classic has no CUDA build yet)
-_IDS_OF_BACKEND = {"c": _ENV_IDS, "cuda": (CRAFTAX_ENV_ID,)}
+# The ids each backend builds
+_IDS_OF_BACKEND = {"c": _ENV_IDS, "cuda": _ENV_IDS}
 
 
 def list_envs(backend: str | None = None) -> list[str]:
@@ -44,7 +44,8 @@ def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, o
 
     obs: "float" (default) returns the symbolic obs, float32 [N, 8268]; "compact" (needs
     backend="cuda") returns compact uint8 records [N, 1008] that expand exactly to it
-    (env.expand_obs() on the GPU, pycraftax.obs_compact.expand() in numpy).
+    (env.expand_obs() on the GPU, pycraftax.obs_compact.expand() in numpy; Classic's are
+    [N, 224], expanded by env.expand_obs()).
 
     params are upstream EnvParams fields (max_timesteps, day_length, always_diamond,
     mob_despawn_distance, max_attribute, god_mode, fractal_noise_angles); StaticEnvParams
@@ -54,8 +55,8 @@ def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, o
     craftax_classic's EnvParams fields instead (max_timesteps, day_length, always_diamond,
     zombie_health, cow_health, skeleton_health, mob_despawn_distance, spawn_cow_chance,
     spawn_zombie_base_chance, spawn_zombie_night_chance, spawn_skeleton_chance,
-    fractal_noise_angles) and runs on backend="c" only for now: "cuda" raises, "auto" warns
-    and uses C.
+    fractal_noise_angles); it runs on both backends, "auto" picking CUDA where it is
+    available as for the full game (pycraftax.classic_cuda_env.CudaClassicEnv).
 
     num_envs is any integer >= 1 (numpy integers too). A batch that does not fit in the
     memory it would use (host memory for "c", GPU memory for "cuda") raises MemoryError here,
@@ -71,20 +72,22 @@ def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, o
         raise ValueError(f"unknown backend {backend!r}; choose one of {list(_BACKENDS)}")
     vec_env.check_obs_mode(obs)
     classic = env_id == CLASSIC_ENV_ID
-    if obs == "compact" and (backend != "cuda" or classic):
-        raise ValueError("obs='compact' needs backend='cuda' and env id 'Craftax-Symbolic-v1'")
+    if obs == "compact" and backend != "cuda":
+        raise ValueError(f"obs='compact' needs backend='cuda' (got backend={backend!r})")
     env_params, static_params = split_params(params, classic=classic)
     vec_env.check_resets(resets, reset_ratio, num_envs)
     prng_key(seed)  # validates the seed before any allocation
-    if classic:
-        return _make_classic(num_envs, backend, seed, env_params, static_params, resets, reset_ratio)
     if backend in ("cuda", "auto"):
         from pycraftax import cuda_env
 
         reason = cuda_env.unavailable_reason()
         if reason is None:
-            return cuda_env.CudaCraftaxEnv(num_envs, seed, env_params, static_params, obs=obs, resets=resets,
-                                           reset_ratio=reset_ratio)
+            if classic:
+                from pycraftax.classic_cuda_env import CudaClassicEnv as cuda_class
+            else:
+                cuda_class = cuda_env.CudaCraftaxEnv
+            return cuda_class(num_envs, seed, env_params, static_params, obs=obs, resets=resets,
+                              reset_ratio=reset_ratio)
         if backend == "cuda":
             raise RuntimeError(
                 f"backend='cuda' is not available: {reason}; use backend='c' (or 'auto', which falls back to C)"
@@ -93,23 +96,9 @@ def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, o
             f"pycraftax: no CUDA backend available ({reason}), using the C reference (backend='c')", stacklevel=2
         )
 
-    from pycraftax.env import CraftaxEnv
+    if classic:
+        from pycraftax.classic_env import CraftaxClassicEnv as c_class
+    else:
+        from pycraftax.env import CraftaxEnv as c_class
+    return c_class(num_envs, seed, env_params, static_params, resets=resets, reset_ratio=reset_ratio)
 
-    return CraftaxEnv(num_envs, seed, env_params, static_params, resets=resets, reset_ratio=reset_ratio)
-
-
-def _make_classic(num_envs, backend, seed, env_params, static_params, resets, reset_ratio):
-    if backend == "cuda":
-        raise RuntimeError(
-            f"backend='cuda' is not available for {CLASSIC_ENV_ID!r}: the CUDA build of Craftax-Classic is not "
-            "available yet; use backend='c' (or 'auto', which falls back to C)"
-        )
-    if backend == "auto":
-        warnings.warn(
-            f"pycraftax: no CUDA backend available for {CLASSIC_ENV_ID} (the CUDA build of Craftax-Classic is not "
-            "available yet), using the C reference (backend='c')",
-            stacklevel=3,
-        )
-    from pycraftax.classic_env import CraftaxClassicEnv
-
-    return CraftaxClassicEnv(num_envs, seed, env_params, static_params, resets=resets, reset_ratio=reset_ratio)

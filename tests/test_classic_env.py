@@ -49,7 +49,6 @@ def test_obs_stay_inside_the_space():
 @pytest.mark.parametrize(
     "kwargs, exc, match",
     [
-        ({"backend": "cuda"}, RuntimeError, "CUDA build of Craftax-Classic is not available yet"),
         ({"backend": "gpu"}, ValueError, "unknown backend"),
         ({"num_envs": 0}, ValueError, "num_envs"),
         ({"obs": "compact"}, ValueError, "compact"),
@@ -70,10 +69,16 @@ def test_bad_make_arguments_are_named(kwargs, exc, match):
         make(num_envs, **kwargs)
 
 
-def test_auto_backend_warns_and_uses_c():
-    with pytest.warns(UserWarning, match="CUDA build of Craftax-Classic is not available yet"):
+def test_auto_backend_picks_cuda_where_available_else_warns_and_uses_c():
+    if pycraftax.cuda_available():
+        env = pycraftax.make(ENV_ID, num_envs=2, backend="auto")
+        assert env.backend == "cuda" and type(env).__name__ == "CudaClassicEnv"
+        return
+    with pytest.warns(UserWarning, match="no CUDA backend available"):
         env = pycraftax.make(ENV_ID, num_envs=2, backend="auto")
     assert env.backend == "c" and type(env).__name__ == "CraftaxClassicEnv"
+    with pytest.raises(RuntimeError, match="backend='cuda' is not available"):
+        pycraftax.make(ENV_ID, num_envs=2, backend="cuda")
 
 
 def test_static_params_at_upstream_defaults_are_accepted():
@@ -257,7 +262,7 @@ def test_noise_angle_overrides_reach_the_world():
 
 
 def test_list_envs_by_backend():
-    assert ENV_ID in pycraftax.list_envs("c") and ENV_ID not in pycraftax.list_envs("cuda")
+    assert ENV_ID in pycraftax.list_envs("c") and ENV_ID in pycraftax.list_envs("cuda")
     assert set(pycraftax.list_envs("c")) == set(pycraftax.list_envs())
     with pytest.raises(ValueError, match="unknown backend 'gpu'"):
         pycraftax.list_envs("gpu")

@@ -151,27 +151,16 @@ int craftax_classic_step_with_keys(void *states, const int32_t *actions, const u
     if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
     if (check_params(params) || check_actions(actions, num_envs)) return CRAFTAX_ERR_ARGUMENT;
     CraftaxClassicState *all = (CraftaxClassicState *)states;
-    int failed = 0;
-#pragma omp parallel num_threads(craftax_get_num_threads()) reduction(| : failed)
-    {
-        CraftaxClassicSpawnScratch *spawn = NULL;
-#pragma omp for schedule(dynamic, 8)
-        for (int64_t i = 0; i < num_envs; i++) {
-            if (!spawn) spawn = (CraftaxClassicSpawnScratch *)malloc(sizeof(CraftaxClassicSpawnScratch));
-            if (!spawn) {
-                failed = 1;
-                continue;
-            }
-            const CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
-            uint8_t done;
-            const float r = craftax_classic_step_env(&all[i], key, actions[i], params,
-                                                     obs ? obs + i * CRAFTAX_CLASSIC_OBS_SIZE : NULL, &done, spawn);
-            if (rewards) rewards[i] = r;
-            if (dones) dones[i] = done;
-        }
-        free(spawn);
+#pragma omp parallel for num_threads(craftax_get_num_threads()) schedule(dynamic, 8)
+    for (int64_t i = 0; i < num_envs; i++) {
+        const CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
+        uint8_t done;
+        const float r = craftax_classic_step_env(&all[i], key, actions[i], params,
+                                                 obs ? obs + i * CRAFTAX_CLASSIC_OBS_SIZE : NULL, &done);
+        if (rewards) rewards[i] = r;
+        if (dones) dones[i] = done;
     }
-    return failed ? CRAFTAX_ERR_NO_MEMORY : 0;
+    return 0;
 }
 
 int craftax_classic_step_autoreset(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
@@ -214,7 +203,8 @@ static float optimistic_step_env(void *state, CraftaxKey key, int32_t action, co
                                  uint8_t *done, uint8_t *terminated, uint8_t *achievements) {
     CraftaxClassicState *s = (CraftaxClassicState *)state;
     const CraftaxClassicParams *p = (const CraftaxClassicParams *)params;
-    const float r = craftax_classic_step(s, key, action, p, (CraftaxClassicSpawnScratch *)step_scratch);
+    (void)step_scratch; /* Classic's step needs none */
+    const float r = craftax_classic_step(s, key, action, p);
     *done = (uint8_t)craftax_classic_is_game_over(s, p);
     *terminated = (uint8_t)craftax_classic_is_terminated(s);
     if (achievements) memcpy(achievements, s->achievements, CRAFTAX_CLASSIC_NUM_ACHIEVEMENTS);
@@ -232,7 +222,7 @@ static const CraftaxOptimisticGame CLASSIC_GAME = {
     .state_size = sizeof(CraftaxClassicState),
     .obs_size = CRAFTAX_CLASSIC_OBS_SIZE,
     .num_achievements = CRAFTAX_CLASSIC_NUM_ACHIEVEMENTS,
-    .step_scratch_size = sizeof(CraftaxClassicSpawnScratch),
+    .step_scratch_size = 0,
     .reset_scratch_size = sizeof(CraftaxClassicWorldGenScratch),
     .step = optimistic_step_env,
     .reset = optimistic_reset_env,

@@ -490,23 +490,74 @@ static inline CRAFTAX_HD void craftax_classic_update_mobs(CraftaxClassicState *s
     for (int i = 0; i < CRAFTAX_CLASSIC_MAX_ARROWS; i++) craftax_classic_move_arrow(s, i);
 }
 
-/* Space for spawn_mobs' choice over the 4096 cells. */
+/* choice(arange(4096), p=mask / mask.sum()) of spawn_mobs and of world generation's
+ * always-diamond cell, from the 0/1 mask held as rows of bits (bit y of rows[x]: cell (x, y)),
+ * so no 4096-float array is built (a GPU thread per env could not keep one). Every p[j] is 0
+ * or q = 1 / count, so the blocked cumulative sum of rng.h (craftax_cumsum_f32: blocks of 16
+ * sequential, the 256 block totals scanned the same way) at j is t[k] = ((0 + q) + q) ...
+ * with k the cells of j's block up to j, plus, past the first block, that scan of the block
+ * totals t[popc(block)] at the block before: evaluated where searchsorted looks (the
+ * cell_choice.h argument for the full game's 48 x 48 map). */
 typedef struct {
-    float p[CRAFTAX_CLASSIC_CELLS];
-    float cumsum[CRAFTAX_CLASSIC_CELLS];
-} CraftaxClassicSpawnScratch;
+    uint64_t rows[CRAFTAX_CLASSIC_M];
+    float t[17];
+    float group_scan[16]; /* inclusive scan of the 16 group totals (16 blocks a group) */
+} CraftaxClassicCellChoice;
+
+static inline CRAFTAX_HD uint32_t craftax_classic_block_bits(const CraftaxClassicCellChoice *c, int b) {
+    return (uint32_t)(c->rows[b >> 2] >> (16 * (b & 3))) & 0xFFFFu;
+}
+/* The scan of the block totals at block b: sequential inside b's group of 16, plus the
+ * groups before. */
+static inline CRAFTAX_HD float craftax_classic_block_scan(const CraftaxClassicCellChoice *c, int b) {
+    const int g = b >> 4;
+    float acc = 0.0f;
+    for (int k = g * 16; k <= b; k++) {
+        const float v = c->t[craftax_popc32(craftax_classic_block_bits(c, k))];
+        acc = k == g * 16 ? v : acc + v;
+    }
+    return g == 0 ? acc : acc + c->group_scan[g - 1];
+}
+static inline CRAFTAX_HD float craftax_classic_cell_cumsum_at(const CraftaxClassicCellChoice *c, int j) {
+    const int b = j >> 4;
+    const float first = c->t[craftax_popc32(craftax_classic_block_bits(c, b) & (0xFFFFu >> (15 - (j & 15))))];
+    return j < 16 ? first : first + craftax_classic_block_scan(c, b - 1);
+}
+/* choice(key, arange(4096), p=mask / count) for count > 0 cells in c->rows. */
+static inline CRAFTAX_HD int32_t craftax_classic_cell_choice(CraftaxKey key, CraftaxClassicCellChoice *c,
+                                                            int32_t count) {
+    const float q = 1.0f / (float)count;
+    c->t[0] = 0.0f;
+    for (int k = 1; k <= 16; k++) c->t[k] = c->t[k - 1] + q;
+    float scan = 0.0f;
+    for (int g = 0; g < 16; g++) {
+        float acc = 0.0f;
+        for (int k = g * 16; k < g * 16 + 16; k++) {
+            const float v = c->t[craftax_popc32(craftax_classic_block_bits(c, k))];
+            acc = k == g * 16 ? v : acc + v;
+        }
+        scan = g == 0 ? acc : scan + acc;
+        c->group_scan[g] = scan;
+    }
+    const float r = craftax_classic_cell_cumsum_at(c, CRAFTAX_CLASSIC_CELLS - 1) * (1.0f - craftax_uniform(key, 0));
+    uint32_t high;
+#define CRAFTAX_CLASSIC_CUMSUM_AT(j) craftax_classic_cell_cumsum_at(c, (j))
+    CRAFTAX_SEARCHSORTED_LEFT(CRAFTAX_CLASSIC_CELLS, r, CRAFTAX_CLASSIC_CUMSUM_AT, high);
+#undef CRAFTAX_CLASSIC_CUMSUM_AT
+    return (int32_t)high < CRAFTAX_CLASSIC_CELLS ? (int32_t)high : CRAFTAX_CLASSIC_CELLS - 1;
+}
 
 /* Cell classes that a mob class spawns on. */
 enum { CLASSIC_SPAWN_GRASS, CLASSIC_SPAWN_GRASS_OR_PATH, CLASSIC_SPAWN_PATH };
 
 /* One class of spawn_mobs: a chance draw, then (where it passes and a cell is free) a cell
  * from choice(arange(4096), p=mask / mask.sum()) of the free cells of the class at distance
- * (min_distance, despawn distance) from the player; the first free slot takes it. */
+ * (min_distance, despawn distance) from the player; the first free slot takes it. Only the
+ * box |dx|, |dy| < despawn distance can hold such a cell (the distance is |dx| + |dy|). */
 static inline CRAFTAX_HD void craftax_classic_spawn_class(CraftaxClassicState *s, CraftaxKey *rng,
                                                          CraftaxClassicMobsRef m, float chance, int cells,
                                                          int32_t min_distance, int32_t health,
-                                                         const CraftaxClassicParams *params,
-                                                         CraftaxClassicSpawnScratch *w) {
+                                                         const CraftaxClassicParams *params) {
     int alive = 0, slot = -1;
     for (int i = 0; i < m.n; i++) {
         alive += m.mask[i];
@@ -517,26 +568,33 @@ static inline CRAFTAX_HD void craftax_classic_spawn_class(CraftaxClassicState *s
     int can_spawn = alive < m.n && chance_draw < chance;
     const CraftaxKey cell_key = craftax_split_next(rng);
     int32_t count = 0;
+    CraftaxClassicCellChoice c;
     if (can_spawn) {
-        for (int x = 0; x < CRAFTAX_CLASSIC_M; x++)
-            for (int y = 0; y < CRAFTAX_CLASSIC_M; y++) {
+        const int32_t px = s->player_position[0], py = s->player_position[1];
+        const int32_t r = craftax_min_i32(craftax_max_i32(params->mob_despawn_distance, 0), CRAFTAX_CLASSIC_M);
+        const int32_t x_lo = craftax_max_i32(px - r + 1, 0), x_hi = craftax_min_i32(px + r - 1, CRAFTAX_CLASSIC_M - 1);
+        const int32_t y_lo = craftax_max_i32(py - r + 1, 0), y_hi = craftax_min_i32(py + r - 1, CRAFTAX_CLASSIC_M - 1);
+        for (int x = 0; x < CRAFTAX_CLASSIC_M; x++) c.rows[x] = 0;
+        for (int32_t x = x_lo; x <= x_hi; x++) {
+            uint64_t row = 0;
+            const int32_t dx = x > px ? x - px : px - x;
+            for (int32_t y = y_lo; y <= y_hi; y++) {
                 const uint8_t b = s->map[x][y];
-                const int32_t dist = (x > s->player_position[0] ? x - s->player_position[0] : s->player_position[0] - x) +
-                                     (y > s->player_position[1] ? y - s->player_position[1] : s->player_position[1] - y);
+                const int32_t dist = dx + (y > py ? y - py : py - y);
                 const int kind = cells == CLASSIC_SPAWN_GRASS ? b == BLOCK_GRASS
                                  : cells == CLASSIC_SPAWN_PATH ? b == BLOCK_PATH
                                                                : (b == BLOCK_GRASS || b == BLOCK_PATH);
                 const int ok = kind && dist > min_distance && dist < params->mob_despawn_distance && !s->mob_map[x][y];
-                w->p[x * CRAFTAX_CLASSIC_M + y] = ok ? 1.0f : 0.0f;
-                count += ok;
+                row |= (uint64_t)ok << y;
             }
+            c.rows[x] = row;
+            count += craftax_popc32((uint32_t)row) + craftax_popc32((uint32_t)(row >> 32));
+        }
         can_spawn = count > 0;
     }
     int32_t position[2] = {m.position[slot][0], m.position[slot][1]};
     if (can_spawn) {
-        const float total = (float)count;
-        for (int c = 0; c < CRAFTAX_CLASSIC_CELLS; c++) w->p[c] = w->p[c] / total;
-        const int32_t index = craftax_choice_p(cell_key, w->p, CRAFTAX_CLASSIC_CELLS, w->cumsum);
+        const int32_t index = craftax_classic_cell_choice(cell_key, &c, count);
         position[0] = index / CRAFTAX_CLASSIC_M;
         position[1] = index % CRAFTAX_CLASSIC_M;
         m.position[slot][0] = position[0];
@@ -555,15 +613,14 @@ static inline CRAFTAX_HD float craftax_classic_zombie_spawn_chance(const Craftax
 }
 
 static inline CRAFTAX_HD void craftax_classic_spawn_mobs(CraftaxClassicState *s, CraftaxKey rng,
-                                                        const CraftaxClassicParams *params,
-                                                        CraftaxClassicSpawnScratch *w) {
+                                                        const CraftaxClassicParams *params) {
     craftax_classic_spawn_class(s, &rng, craftax_classic_mobs3_ref(&s->cows), params->spawn_cow_chance,
-                                CLASSIC_SPAWN_GRASS, 3, params->cow_health, params, w);
+                                CLASSIC_SPAWN_GRASS, 3, params->cow_health, params);
     craftax_classic_spawn_class(s, &rng, craftax_classic_mobs3_ref(&s->zombies),
                                 craftax_classic_zombie_spawn_chance(s, params), CLASSIC_SPAWN_GRASS_OR_PATH, 9,
-                                params->zombie_health, params, w);
+                                params->zombie_health, params);
     craftax_classic_spawn_class(s, &rng, craftax_classic_mobs2_ref(&s->skeletons), params->spawn_skeleton_chance,
-                                CLASSIC_SPAWN_PATH, 9, params->skeleton_health, params, w);
+                                CLASSIC_SPAWN_PATH, 9, params->skeleton_health, params);
 }
 
 static inline CRAFTAX_HD void craftax_classic_update_plants(CraftaxClassicState *s) {
@@ -649,8 +706,7 @@ static inline CRAFTAX_HD float craftax_classic_step_reward(const uint8_t *init_a
 
 /* game_logic.py:craftax_step. Modifies *s in place; returns the reward. */
 static inline CRAFTAX_HD float craftax_classic_step(CraftaxClassicState *s, CraftaxKey rng, int32_t action,
-                                                   const CraftaxClassicParams *params,
-                                                   CraftaxClassicSpawnScratch *spawn) {
+                                                   const CraftaxClassicParams *params) {
     uint8_t init_achievements[CRAFTAX_CLASSIC_NUM_ACHIEVEMENTS];
     memcpy(init_achievements, s->achievements, sizeof(init_achievements));
     const int32_t init_health = s->player_health;
@@ -661,7 +717,7 @@ static inline CRAFTAX_HD float craftax_classic_step(CraftaxClassicState *s, Craf
     craftax_classic_place_block(s, action);
     craftax_classic_move_player(s, action);
     craftax_classic_update_mobs(s, craftax_split_next(&rng), params);
-    craftax_classic_spawn_mobs(s, craftax_split_next(&rng), params, spawn);
+    craftax_classic_spawn_mobs(s, craftax_split_next(&rng), params);
     craftax_classic_update_plants(s);
     craftax_classic_update_player_intrinsics(s, action);
     craftax_classic_cap_inventory(s);

@@ -17,9 +17,8 @@ static inline CRAFTAX_HD int craftax_classic_is_terminated(const CraftaxClassicS
 
 /* CraftaxClassicSymbolicEnvNoAutoReset.step_env: step, done = is_terminal, obs (when not NULL). */
 static inline CRAFTAX_HD float craftax_classic_step_env(CraftaxClassicState *s, CraftaxKey rng, int32_t action,
-                                                       const CraftaxClassicParams *params, float *obs, uint8_t *done,
-                                                       CraftaxClassicSpawnScratch *spawn) {
-    const float reward = craftax_classic_step(s, rng, action, params, spawn);
+                                                       const CraftaxClassicParams *params, float *obs, uint8_t *done) {
+    const float reward = craftax_classic_step(s, rng, action, params);
     *done = (uint8_t)craftax_classic_is_game_over(s, params);
     if (obs) craftax_classic_render_symbolic(s, obs);
     return reward;
@@ -36,7 +35,7 @@ static inline CRAFTAX_HD float craftax_classic_step_autoreset_one(CraftaxClassic
                                                                  CraftaxClassicWorldGenScratch *scratch) {
     CraftaxKey key_step, key_reset;
     craftax_split2(key, &key_step, &key_reset);
-    const float reward = craftax_classic_step_env(s, key_step, action, params, obs, done, &scratch->choice);
+    const float reward = craftax_classic_step_env(s, key_step, action, params, obs, done);
     *terminated = (uint8_t)craftax_classic_is_terminated(s);
     if (final_achievements) memcpy(final_achievements, s->achievements, CRAFTAX_CLASSIC_NUM_ACHIEVEMENTS);
     if (*done) {
