@@ -124,16 +124,14 @@ def __getattr__(name: str):
 
 
 def env_sizes(env_id: str) -> tuple[int, int]:
-    """(obs size, number of actions) of an env id, as its envs report them (obs_size, num_actions)."""
-    if env_id == CLASSIC_ENV_ID:
-        from pycraftax import classic_state
+    """(obs size, number of actions) of an env id: those of its C env class, which its CUDA env shares."""
+    from pycraftax.classic_env import CraftaxClassicEnv
+    from pycraftax.env import CraftaxEnv
 
-        return classic_state.OBS_SIZE, classic_state.NUM_ACTIONS
-    if env_id == CRAFTAX_ENV_ID:
-        from pycraftax.vec_env import NUM_ACTIONS, OBS_SIZE
-
-        return OBS_SIZE, NUM_ACTIONS
-    raise ValueError(f"env_id must be one of {sorted(ENV_NAMES)}, got {env_id!r}")
+    sizes = {cls.env_id: (cls.obs_size, cls.num_actions) for cls in (CraftaxEnv, CraftaxClassicEnv)}
+    if env_id not in sizes:
+        raise ValueError(f"env_id must be one of {sorted(sizes)}, got {env_id!r}")
+    return sizes[env_id]
 
 
 def find_cublas() -> str | None:
