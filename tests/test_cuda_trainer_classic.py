@@ -111,6 +111,20 @@ def test_env_and_encoder_ids_are_the_headers():
     assert {constants[f"CRAFTAX_PPO_ENCODER_{name.upper()}"] for name in ct.ENCODERS} == {0, 1}
 
 
+def test_built_library_is_the_headers_api_version():
+    from pycraftax import cuda_env
+
+    path = cuda_env.library_path()
+    if path is None:
+        pytest.skip("the CUDA library libcraftax_cuda.so is not built (make -C cuda, or pip install with nvcc)")
+    from cffi import FFI
+
+    ffi = FFI()
+    ffi.cdef("int craftax_ppo_api_version(void);")
+    lib = ffi.dlopen(str(path))  # ABI mode: no GPU needed for a host function
+    assert lib.craftax_ppo_api_version() == ct.header_constants()["CRAFTAX_PPO_API_VERSION"]
+
+
 # -- on the GPU ---------------------------------------------------------------------------------
 def _classic_cuda_reason() -> str | None:
     if not ct.available():
