@@ -1,9 +1,9 @@
 /* ppo_iteration.cuh: one training iteration enqueued on the trainer's stream: rollout (per step:
  * policy forward, sampling with threefry of (seed, iteration, step, env), the env key split on the
  * device exactly as CudaCraftaxEnv.step does, the env step with auto or optimistic resets through
- * the env's table (ppo_env.cuh), the episode log), bootstrap value, GAE, then epochs x minibatches of (gather minibatch, forward,
- * loss, BPTT backward, the gradients' average across ranks where there are several, global-norm
- * clip, Adam); and its capture as a CUDA graph. Host code only
+ * the env's table (ppo_env.cuh), the episode log), bootstrap value, GAE, then epochs x minibatches
+ * of (gather minibatch, forward, loss, BPTT backward, the gradients' average across ranks where
+ * there are several, global-norm clip, Adam); and its capture as a CUDA graph. Host code only
  * enqueues, so the whole iteration replays as one graph.
  */
 #ifndef CRAFTAX_PPO_ITERATION_CUH
