@@ -24,10 +24,10 @@
 
 #include "craftax/params.h"
 #include "craftax/rng.h"
+#include "craftax_classic_cuda.h"
 #include "craftax_cuda.h"
 #include "ppo_cuda.h"
 
-#define NUM_ACH 67  /* achievements of Craftax-Symbolic */
 #define ACH_WORDS 3 /* uint32 words of an episode's achievement bits */
 #define TPB 256     /* threads per block of the elementwise kernels */
 
@@ -85,6 +85,8 @@ typedef struct {
     int32_t nnz_overflow;
 } Scalars;
 
+struct CraftaxPPOEnvOps; /* the env's calls, ppo_env.cuh */
+
 struct CraftaxPPO {
     CraftaxPPOConfig c;
     int N, T, D, A, E, H, B, R, M;
@@ -92,8 +94,13 @@ struct CraftaxPPO {
     int64_t off[P_COUNT];
     int64_t rows_[P_COUNT], cols_[P_COUNT];
     /* env */
+    const struct CraftaxPPOEnvOps *env_ops; /* of c.env, also without env buffers (has_env 0) */
     void *env_states, *env_scratch;
-    CraftaxParams env_params;
+    size_t env_state_size; /* bytes of one env's state (a pool world's) */
+    union {
+        CraftaxParams craftax;
+        CraftaxClassicParams classic;
+    } env_params; /* the member of c.env */
     int has_env;
     /* cuda */
     cudaStream_t stream;

@@ -8,6 +8,7 @@
  *
  * This file is the trainer's one translation unit; the parts it includes:
  *   ppo_common.cuh     the trainer's state, errors, launch helpers
+ *   ppo_env.cuh        the envs it rolls out in (full game, Classic) behind one table
  *   ppo_gemm.cuh       cuBLAS (loaded at run time) and the forward GEMM kernels
  *   ppo_gru_cell.cuh   the GRU cell's arithmetic, shared by every forward path
  *   ppo_gru.cuh        the recurrent layer: steps, the persistent all-steps kernel, BPTT
@@ -26,6 +27,7 @@
  * iterations agree bitwise and a resumed run continues bit-exactly.
  */
 #include "ppo_common.cuh"
+#include "ppo_env.cuh"
 #include "ppo_gemm.cuh"
 #include "ppo_gru.cuh"
 #include "ppo_iteration.cuh"
@@ -33,6 +35,8 @@
 #include "ppo_optimizer.cuh"
 
 const char *craftax_ppo_last_error(void) { return g_error; }
+
+int craftax_ppo_api_version(void) { return CRAFTAX_PPO_API_VERSION; }
 
 int craftax_ppo_set_cublas_path(const char *path) {
     if (!path) {
@@ -200,6 +204,9 @@ static int validate(const CraftaxPPOConfig *c) {
     if (!(c->lr > 0) || !(c->gamma >= 0 && c->gamma <= 1) || !(c->gae_lambda >= 0 && c->gae_lambda <= 1) ||
         !(c->clip_eps > 0) || !(c->ent_coef >= 0) || !(c->vf_coef >= 0) || !(c->max_grad_norm > 0))
         return fail(CRAFTAX_PPO_ERR_CONFIG, "a loss/optimiser coefficient is out of range or not finite");
+    if (!env_ops_of(c->env))
+        return fail(CRAFTAX_PPO_ERR_CONFIG, "env %d: not CRAFTAX_PPO_ENV_CRAFTAX (0) or CRAFTAX_PPO_ENV_CLASSIC (1)",
+                    c->env);
     if (c->encoder != CRAFTAX_PPO_ENCODER_DENSE && c->encoder != CRAFTAX_PPO_ENCODER_SPARSE)
         return fail(CRAFTAX_PPO_ERR_CONFIG, "encoder %d: not CRAFTAX_PPO_ENCODER_DENSE (0) or _SPARSE (1)",
                     c->encoder);
@@ -248,17 +255,24 @@ static int create(const CraftaxPPOConfig *config, void *env_states, void *env_sc
     t->B = t->N / t->M;
     t->R = t->T * t->B;
     t->Rmax = t->T * t->N; /* replay runs all envs as one minibatch */
+    const CraftaxPPOEnvOps *env = env_ops_of(c->env);
+    t->env_ops = env;
     if (env_states || env_scratch) {
-        if (!env_states || !env_scratch || !env_params)
-            return fail(CRAFTAX_PPO_ERR_NULL, "env_states, env_scratch and env_params go together");
-        if (env_params_size != sizeof(CraftaxParams))
-            return fail(CRAFTAX_PPO_ERR_ARGUMENT, "env params size %zu != sizeof(CraftaxParams) %zu", env_params_size,
-                        sizeof(CraftaxParams));
-        if (t->D != craftax_cuda_obs_size())
-            return fail(CRAFTAX_PPO_ERR_CONFIG, "obs_size %d != the env's %d", t->D, craftax_cuda_obs_size());
-        memcpy(&t->env_params, env_params, sizeof(CraftaxParams));
+        const int takes_scratch = env->world_scratch_size() != 0;
+        if (!env_states || !env_params || (takes_scratch && !env_scratch))
+            return fail(CRAFTAX_PPO_ERR_NULL, "%s: env_states, env_params%s go together", env->name,
+                        takes_scratch ? " and env_scratch" : "");
+        if (env_params_size != env->params_size)
+            return fail(CRAFTAX_PPO_ERR_ARGUMENT, "env params size %zu != %zu, the size of %s's params",
+                        env_params_size, env->params_size, env->name);
+        if (t->D != env->obs_size())
+            return fail(CRAFTAX_PPO_ERR_CONFIG, "obs_size %d != %s's %d", t->D, env->name, env->obs_size());
+        if (t->A != env->num_actions)
+            return fail(CRAFTAX_PPO_ERR_CONFIG, "num_actions %d != %s's %d", t->A, env->name, env->num_actions);
+        memcpy(&t->env_params, env_params, env->params_size);
         t->env_states = env_states;
-        t->env_scratch = env_scratch;
+        t->env_scratch = takes_scratch ? env_scratch : NULL;
+        t->env_state_size = env->state_size();
         t->has_env = 1;
     }
     TRY(load_cublas());
@@ -323,14 +337,14 @@ static int create(const CraftaxPPOConfig *config, void *env_states, void *env_sc
         CUDA_TRY(cudaStreamCreateWithFlags(&t->pool_stream, cudaStreamNonBlocking), "cudaStreamCreate");
         CUDA_TRY(cudaEventCreateWithFlags(&t->pool_fork, cudaEventDisableTiming), "cudaEventCreate");
         CUDA_TRY(cudaEventCreateWithFlags(&t->pool_join, cudaEventDisableTiming), "cudaEventCreate");
-        ALLOC(t, t->pool_worlds, T * t->W * craftax_cuda_state_size());
-        ALLOC(t, t->pool_scratch, T * t->W * craftax_cuda_scratch_size());
+        ALLOC(t, t->pool_worlds, T * t->W * t->env_state_size);
+        if (env->world_scratch_size()) ALLOC(t, t->pool_scratch, T * t->W * env->world_scratch_size());
         ALLOC(t, t->pool_keys, T * 2 * 4);
-        ALLOC(t, t->opt_work, craftax_cuda_optimistic_work_size((int64_t)N));
+        ALLOC(t, t->opt_work, env->optimistic_work_size((int64_t)N));
     }
     ALLOC(t, t->terminated, N);
     ALLOC(t, t->truncated, N);
-    ALLOC(t, t->final_ach, N * NUM_ACH);
+    ALLOC(t, t->final_ach, N * env->num_achievements);
     /* episode log: ep_return, ep_length, ep_ach contiguous (one read) */
     ALLOC(t, t->ep_return, T * N * (2 + ACH_WORDS) * 4);
     t->ep_length = (int32_t *)(t->ep_return + T * N);
@@ -471,7 +485,7 @@ int craftax_ppo_begin(CraftaxPPO *t, const uint32_t *env_key) {
     if (!t->has_env) return fail(CRAFTAX_PPO_ERR_NO_ENV, "begin: this trainer has no env");
     const size_t N = t->N, T = t->T, D = t->D, H = t->H;
     TRY(sync(t, "begin"));
-    int rc = craftax_cuda_observe(t->env_states, (int64_t)N, t->obs + T * N * D);
+    int rc = t->env_ops->observe(t->env_states, (int64_t)N, t->obs + T * N * D);
     if (rc != 0) return fail(CRAFTAX_PPO_ERR_CUDA, "begin: observe: %s", craftax_cuda_last_error());
     CUDA_TRY(cudaMemset(t->dones + T * N, 0, N), "begin: memset");
     CUDA_TRY(cudaMemset(t->hstate, 0, N * H * sizeof(float)), "begin: memset");

@@ -25,6 +25,10 @@
 extern "C" {
 #endif
 
+/* Version of this API (the CraftaxPPOConfig layout included); craftax_ppo_api_version() is the
+ * library's, so that a binding can refuse a library built from another header. */
+#define CRAFTAX_PPO_API_VERSION 2
+
 #define CRAFTAX_PPO_ERR_NULL -1
 #define CRAFTAX_PPO_ERR_CONFIG -2
 #define CRAFTAX_PPO_ERR_NO_MEMORY -3
@@ -33,6 +37,11 @@ extern "C" {
 #define CRAFTAX_PPO_ERR_CUBLAS -6
 #define CRAFTAX_PPO_ERR_NO_ENV -7
 #define CRAFTAX_PPO_ERR_NCCL -8
+
+/* The env the trainer rolls out in (CraftaxPPOConfig.env): the full game (craftax_cuda.h,
+ * Craftax-Symbolic-v1) or Craftax-Classic (craftax_classic_cuda.h, Craftax-Classic-Symbolic-v1). */
+#define CRAFTAX_PPO_ENV_CRAFTAX 0
+#define CRAFTAX_PPO_ENV_CLASSIC 1
 
 /* Encoder (obs -> Dense_0): dense (forward GEMM, cuBLAS kernel gradient), or sparse (the
  * default in Python): the nonzeros of every obs row are listed once (index, value) as the env
@@ -96,7 +105,8 @@ extern "C" {
 /* NUM_LOSS_STATS: total, value_loss, actor_loss, entropy, approx_kl, clip_frac, grad_norm, lr */
 #define CRAFTAX_PPO_NUM_LOSS_STATS 8
 /* Episode log of one iteration: float ep_return [T, N], then int32 ep_length [T, N] (0
- * where no episode ended), then uint32 achievement bits [T, N, 3] (67 bits used). */
+ * where no episode ended), then uint32 achievement bits [T, N, 3] (bit k: the env's achievement
+ * k; 67 bits used by the full game, 22 by Classic). */
 
 typedef struct {
     int32_t num_envs;
@@ -125,17 +135,21 @@ typedef struct {
     int32_t reset_ratio;      /* 0: auto-reset env (CraftaxSymbolicEnv.step); > 0: optimistic resets with this
                                  ratio (OptimisticResetVecEnvWrapper, ppo_rnn.py's default), each rollout's
                                  worlds generated during the previous update */
+    int32_t env;              /* CRAFTAX_PPO_ENV_*: obs_size and num_actions must be the env's */
 } CraftaxPPOConfig;
 
 typedef struct CraftaxPPO CraftaxPPO;
 
 const char *craftax_ppo_last_error(void);
+int craftax_ppo_api_version(void);
 /* Where to dlopen cuBLAS from (NULL: only the default names libcublas.so.13, libcublas.so). */
 int craftax_ppo_set_cublas_path(const char *path);
 
-/* env_states / env_scratch: device pointers of a CudaCraftaxEnv's buffers (NULL for a
- * trainer without env: losses, gradients, GAE and Adam only). env_params: host pointer to a
- * CraftaxParams (copied). *out receives the handle. */
+/* env_states / env_scratch: device pointers of the env's buffers (CudaCraftaxEnv's or
+ * CudaClassicEnv's native_handles; NULL for a trainer without env: losses, gradients, GAE and
+ * Adam only). Classic has no world-generation scratch: its env_scratch is not used. env_params:
+ * host pointer to the params of config->env (CraftaxParams or CraftaxClassicParams, copied), of
+ * env_params_size bytes. *out receives the handle. */
 int craftax_ppo_create(const CraftaxPPOConfig *config, void *env_states, void *env_scratch, const void *env_params,
                        size_t env_params_size, CraftaxPPO **out);
 void craftax_ppo_destroy(CraftaxPPO *t);

@@ -1,9 +1,9 @@
 /* ppo_iteration.cuh: one training iteration enqueued on the trainer's stream: rollout (per step:
  * policy forward, sampling with threefry of (seed, iteration, step, env), the env key split on the
- * device exactly as CudaCraftaxEnv.step does, the env step with auto or optimistic resets, the
- * episode log), bootstrap value, GAE, then epochs x minibatches of (gather minibatch, forward,
- * loss, BPTT backward, the gradients' average across ranks where there are several, global-norm
- * clip, Adam); and its capture as a CUDA graph. Host code only
+ * device exactly as CudaCraftaxEnv.step does, the env step with auto or optimistic resets through
+ * the env's table (ppo_env.cuh), the episode log), bootstrap value, GAE, then epochs x minibatches
+ * of (gather minibatch, forward, loss, BPTT backward, the gradients' average across ranks where
+ * there are several, global-norm clip, Adam); and its capture as a CUDA graph. Host code only
  * enqueues, so the whole iteration replays as one graph.
  */
 #ifndef CRAFTAX_PPO_ITERATION_CUH
@@ -11,6 +11,7 @@
 
 #include "ppo_common.cuh"
 #include "ppo_encoder.cuh"
+#include "ppo_env.cuh"
 #include "ppo_loss.cuh"
 #include "ppo_model.cuh"
 #include "ppo_nccl.cuh"
@@ -66,25 +67,6 @@ __global__ void env_key_split_kernel(const Scalars *sc, int N, uint32_t *keys) {
     const CraftaxKey k = craftax_split_at(sub, (uint32_t)i);
     keys[2 * i] = k.k[0];
     keys[2 * i + 1] = k.k[1];
-}
-
-/* CudaCraftaxEnv.step's episode bookkeeping, logged per (step, env) for the host. */
-__global__ void track_kernel(const float *rewards, const uint8_t *dones, const uint8_t *final_ach, int N,
-                             float *ret_acc, int32_t *len_acc, float *ep_return, int32_t *ep_length, uint32_t *ep_ach) {
-    const int64_t i = gtid();
-    if (i >= N) return;
-    const int done = dones[i] != 0;
-    const float ret = ret_acc[i] + rewards[i];
-    const int32_t len = len_acc[i] + 1;
-    ep_return[i] = done ? ret : 0.0f;
-    ep_length[i] = done ? len : 0;
-    ret_acc[i] = done ? 0.0f : ret;
-    len_acc[i] = done ? 0 : len;
-    uint32_t w[ACH_WORDS] = {0, 0, 0};
-    if (done)
-        for (int k = 0; k < NUM_ACH; k++)
-            if (final_ach[i * NUM_ACH + k]) w[k >> 5] |= 1u << (k & 31);
-    for (int k = 0; k < ACH_WORDS; k++) ep_ach[i * ACH_WORDS + k] = w[k];
 }
 
 /* Random sort keys of an epoch's permutation: (threefry bits << 32) | env. */
@@ -218,8 +200,7 @@ static int fork_pool_generation(CraftaxPPO *t) {
     CUDA_TRY(cudaStreamWaitEvent(t->pool_stream, t->pool_fork, 0), "pool fork");
     future_keys_kernel<<<1, 1, 0, t->pool_stream>>>(t->scal, t->T, t->pool_keys);
     CUDA_TRY(cudaGetLastError(), "future_keys");
-    int rc = craftax_cuda_generate_worlds_stream(t->pool_worlds, t->pool_keys, t->T, t->W, &t->env_params,
-                                                 t->pool_scratch, (uintptr_t)t->pool_stream);
+    int rc = t->env_ops->generate_worlds(t);
     if (rc != 0) return fail(CRAFTAX_PPO_ERR_CUDA, "generate worlds: %s (code %d)", craftax_cuda_last_error(), rc);
     CUDA_TRY(cudaEventRecord(t->pool_join, t->pool_stream), "pool join");
     return 0;
@@ -237,26 +218,24 @@ static int env_step(CraftaxPPO *t, int s) {
     const int64_t D = t->D;
     env_key_advance_kernel<<<1, 1, 0, t->stream>>>(t->scal);
     LAUNCH(t, "env_key_advance");
+    const CraftaxPPOEnvOps *env = t->env_ops;
+    const int32_t *actions = t->actions + (int64_t)s * N;
+    float *obs = t->obs + (int64_t)(s + 1) * N * D, *rewards = t->rewards + (int64_t)s * N;
+    uint8_t *dones = t->dones + (int64_t)(s + 1) * N;
     int rc;
     if (t->W) {
-        rc = craftax_cuda_step_optimistic_stream(
-            t->env_states, t->actions + (int64_t)s * N, t->scal_sub_key, N, t->c.reset_ratio, &t->env_params,
-            (const char *)t->pool_worlds + (size_t)s * t->W * craftax_cuda_state_size(),
-            t->obs + (int64_t)(s + 1) * N * D, NULL, t->rewards + (int64_t)s * N, t->dones + (int64_t)(s + 1) * N,
-            t->terminated, t->truncated, t->final_ach, NULL, t->env_scratch, t->opt_work, (uintptr_t)t->stream);
+        rc = env->step_optimistic(t, actions, obs, rewards, dones,
+                                  (const char *)t->pool_worlds + (size_t)s * t->W * t->env_state_size);
     } else {
         env_key_split_kernel<<<blocks_for(N), TPB, 0, t->stream>>>(t->scal, N, t->env_keys);
         LAUNCH(t, "env_key_split");
-        rc = craftax_cuda_step_autoreset_stream(
-            t->env_states, t->actions + (int64_t)s * N, t->env_keys, N, &t->env_params,
-            t->obs + (int64_t)(s + 1) * N * D, t->rewards + (int64_t)s * N, t->dones + (int64_t)(s + 1) * N,
-            t->terminated, t->truncated, t->final_ach, t->env_scratch, t->done_list, (uintptr_t)t->stream);
+        rc = env->step_autoreset(t, actions, obs, rewards, dones);
     }
     if (rc != 0) return fail(CRAFTAX_PPO_ERR_CUDA, "env step: %s (code %d)", craftax_cuda_last_error(), rc);
     LAUNCH(t, "env step");
-    track_kernel<<<blocks_for(N), TPB, 0, t->stream>>>(
-        t->rewards + (int64_t)s * N, t->dones + (int64_t)(s + 1) * N, t->final_ach, N, t->ret_acc, t->len_acc,
-        t->ep_return + (int64_t)s * N, t->ep_length + (int64_t)s * N, t->ep_ach + (int64_t)s * N * ACH_WORDS);
+    env->track<<<blocks_for(N), TPB, 0, t->stream>>>(rewards, dones, t->final_ach, N, t->ret_acc, t->len_acc,
+                                                     t->ep_return + (int64_t)s * N, t->ep_length + (int64_t)s * N,
+                                                     t->ep_ach + (int64_t)s * N * ACH_WORDS);
     LAUNCH(t, "track");
     return 0;
 }

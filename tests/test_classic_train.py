@@ -58,8 +58,6 @@ def test_cli_train_eval_summary_render(tmp_path, capsys):
     assert cli.main(["train", *args]) == 0
     text = capsys.readouterr().out
     assert f"on {CLASSIC} (c env)" in text
-    assert cli.main(["train", "--env", CLASSIC, "--backend", "cuda", "--out", str(tmp_path / "x")]) == 2
-    assert "CUDA trainer of Craftax-Classic-Symbolic-v1 is not available yet" in capsys.readouterr().err
     checkpoint = os.path.join(out, "checkpoint.npz")
     assert cli.main(["eval", "--checkpoint", checkpoint, "--episodes", "1", "--num-envs", "2", "--json",
                      "--max-steps", "20000"]) == 0

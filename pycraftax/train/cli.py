@@ -23,7 +23,7 @@ import os
 import sys
 
 from pycraftax.progress import format_duration
-from pycraftax.registry import CRAFTAX_ENV_ID, list_envs
+from pycraftax.registry import list_envs
 from pycraftax.train import interop
 from pycraftax.train.config import DEFAULT_RECIPE, DTYPES, RECIPES, RESETS, TrainConfig
 
@@ -95,7 +95,7 @@ def add_train_args(p) -> None:
     p.add_argument("--backend", choices=BACKENDS, default="auto",
                    help="where to train, never what (the recipe does not depend on it): cuda: the GPU trainer "
                         "(cuda/ppo_cuda.cu); c: NumPy + C env on the CPU; auto: cuda where a GPU, the CUDA library "
-                        "and cuBLAS are usable, else c")
+                        "and cuBLAS are usable and the env has a CUDA build, else c")
     p.add_argument("--no-tf32", action="store_true", help="GPU trainer: exact fp32 GEMMs (default: TF32)")
     p.add_argument("--out", default=None, help="output directory (default: runs/ppo-rnn-seed<seed>)")
     p.add_argument("--force", action="store_true",
@@ -148,16 +148,16 @@ def resolve_backend(args) -> str:
     from pycraftax.train import cuda_trainer
 
     env_id = args.cfg_env_id or TrainConfig().env_id
-    if env_id != CRAFTAX_ENV_ID:  # the CUDA trainer runs full Craftax only
-        if args.backend == "cuda":
-            raise ValueError(f"--backend cuda: the CUDA trainer of {env_id} is not available yet; use --backend c")
-        return "c"
+    cuda_ids = list_envs(backend="cuda")  # the ids with a CUDA env, which the GPU trainer runs
     if args.backend == "auto":
-        return cuda_trainer.default_backend()
+        return cuda_trainer.default_backend() if env_id in cuda_ids else "c"
     if args.backend == "cuda":
         reason = cuda_trainer.unavailable_reason()
         if reason:
             raise ValueError(f"--backend cuda: {reason}")
+        if env_id not in cuda_ids:
+            raise ValueError(f"--backend cuda: {env_id} has no CUDA env in this build (CUDA envs: {cuda_ids}); "
+                             "use --backend c")
     return args.backend
 
 

@@ -2,7 +2,8 @@
 
 Same TrainConfig, metrics lines, checkpoints (with "backend": "cuda" in their meta), resume,
 plot and progress as the CPU trainer: both are loop.RunLoop's, each supplying its iteration.
-It drives the CUDA env through its public interface (native_handles, key). The model, loss,
+It drives the CUDA env of config.env_id (full Craftax or Craftax-Classic) through its public
+interface (native_handles, key, obs_size, num_actions, env_id). The model, loss,
 GAE, clipping and Adam are numpy_ppo.py's, run on the GPU. Weights stay on the device; one
 iteration (rollout + GAE + update) is one CUDA graph launch, after which only the episode log
 and the per-minibatch loss statistics are copied back for the metrics line.
@@ -31,33 +32,106 @@ numpy_ppo: set/get parameters by flax name, loss and gradients on a minibatch, G
 from __future__ import annotations
 
 import dataclasses
+import functools
 import glob
 import os
 import sys
+from pathlib import Path
 
 import numpy as np
 
-from pycraftax.achievements import NUM_ACHIEVEMENTS
+from pycraftax.achievements import names_by_index
+from pycraftax.params import CLASSIC_ENV_ID, CRAFTAX_ENV_ID
 from pycraftax.train import numpy_ppo as npp
 from pycraftax.train.config import TrainConfig
 from pycraftax.train.loop import Iteration, RunLoop, now
 
-ERR_NULL, ERR_CONFIG, ERR_NO_MEMORY, ERR_ARGUMENT, ERR_CUDA, ERR_CUBLAS, ERR_NO_ENV = -1, -2, -3, -4, -5, -6, -7
-ENCODER_DENSE, ENCODER_SPARSE = 0, 1
-ENCODERS = {"dense": ENCODER_DENSE, "sparse": ENCODER_SPARSE}
+HEADER = "ppo_cuda.h"
+ENCODERS = ("dense", "sparse")  # CRAFTAX_PPO_ENCODER_<NAME> of the header
+# the env each id trains on: CRAFTAX_PPO_ENV_<NAME> of the header
+ENV_NAMES = {CRAFTAX_ENV_ID: "CRAFTAX", CLASSIC_ENV_ID: "CLASSIC"}
 PROFILE_POLICY, PROFILE_ENV, PROFILE_UPDATE = 0, 1, 2
 # phases of one minibatch's update, timed alone (cuda/ppo_cuda.h CRAFTAX_PPO_PROFILE_GATHER ...)
 PROFILE_PHASES = {"gather": 3, "encode": 4, "gru_input": 5, "gru_forward": 6, "heads_forward": 7, "loss": 8,
                   "heads_backward": 9, "gru_bptt": 10, "gru_weights": 11, "encoder_backward": 12, "optimizer": 13,
                   "encoder_backward_alt": 14}
-(BUF_PARAMS, BUF_GRADS, BUF_ADAM_MU, BUF_ADAM_NU, BUF_COUNTERS, BUF_HSTATE, BUF_LAST_DONE, BUF_ENV_KEY, BUF_RET_ACC,
- BUF_LEN_ACC, BUF_OBS, BUF_DONES, BUF_ACTIONS, BUF_LOGP, BUF_VALUES, BUF_REWARDS, BUF_ADVANTAGES, BUF_TARGETS, BUF_H0,
- BUF_EPISODES, BUF_LOSSES, BUF_REPLAY, BUF_CUR_OBS) = range(23)
 LOSS_STATS = ("total_loss", "value_loss", "actor_loss", "entropy", "approx_kl", "clip_frac", "grad_norm", "lr")
 ACH_WORDS = 3
 
 _FFI = None
 _LIB = None
+
+
+def header_path() -> Path:
+    """The cuda/ppo_cuda.h that describes the CUDA library that would load (cuda_env.find_header), or
+    where none is built, the one a `make -C cuda` build would use. FileNotFoundError where none
+    is found."""
+    from pycraftax import cuda_env
+
+    library = cuda_env.library_path() or Path(cuda_env.__file__).resolve().parent.parent / "cuda" / "build" / \
+        "libcraftax_cuda.so"
+    return cuda_env.find_header(HEADER, library)
+
+
+def _trainer_ffi(header: Path):
+    """A cffi FFI holding the trainer API's cdef: the declarations and CRAFTAX_* integer
+    constants of `header`."""
+    from cffi import FFI
+
+    from pycraftax._cdef import cdef_declarations
+
+    ffi = FFI()
+    ffi.cdef(cdef_declarations(header.read_text()))
+    return ffi
+
+
+@functools.cache
+def header_constants() -> dict[str, int]:
+    """The CRAFTAX_PPO_* integer constants of cuda/ppo_cuda.h, read through the trainer's cdef
+    without loading the library (so with no GPU too)."""
+    constants = _trainer_ffi(header_path()).dlopen(None)  # the process's own symbols: constants only
+    return {name: getattr(constants, name) for name in dir(constants) if name.startswith("CRAFTAX_PPO_")}
+
+
+class _HeaderConstants:
+    """CRAFTAX_PPO_<group>_<NAME> of cuda/ppo_cuda.h as attributes NAME, read on first use."""
+
+    def __init__(self, group: str):
+        self._prefix = f"CRAFTAX_PPO_{group}_"
+
+    def __getattr__(self, name: str) -> int:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return header_constants()[self._prefix + name]
+        except KeyError:
+            raise AttributeError(f"{HEADER} defines no {self._prefix}{name}") from None
+
+    def as_dict(self) -> dict[str, int]:
+        """{NAME: value} of every constant of the group."""
+        return {k[len(self._prefix):]: v for k, v in header_constants().items() if k.startswith(self._prefix)}
+
+
+# The trainer's buffers (craftax_ppo_read / _write): BUF.PARAMS, BUF.OBS, ... ; BUF_<NAME> is
+# the same constant as a module attribute.
+BUF = _HeaderConstants("BUF")
+
+
+def __getattr__(name: str):
+    if name.startswith("BUF_"):
+        return getattr(BUF, name[len("BUF_"):])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def env_sizes(env_id: str) -> tuple[int, int]:
+    """(obs size, number of actions) of an env id: those of its C env class, which its CUDA env shares."""
+    from pycraftax.classic_env import CraftaxClassicEnv
+    from pycraftax.env import CraftaxEnv
+
+    sizes = {cls.env_id: (cls.obs_size, cls.num_actions) for cls in (CraftaxEnv, CraftaxClassicEnv)}
+    if env_id not in sizes:
+        raise ValueError(f"env_id must be one of {sorted(sizes)}, got {env_id!r}")
+    return sizes[env_id]
 
 
 def find_cublas() -> str | None:
@@ -84,22 +158,22 @@ def load():
     global _FFI, _LIB
     if _LIB is not None:
         return _FFI, _LIB
-    from cffi import FFI
-
     from pycraftax import cuda_env
-    from pycraftax._cdef import cdef_declarations
 
     env_lib = cuda_env.load()  # RuntimeError with the reason when there is no GPU
-    header = cuda_env.find_header("ppo_cuda.h", env_lib.path)
-    if header is None:
-        raise RuntimeError("pycraftax CUDA trainer: cuda/ppo_cuda.h not found")
-    ffi = FFI()
-    ffi.cdef(cdef_declarations(header.read_text()))
+    try:
+        header = cuda_env.find_header(HEADER, env_lib.path)
+    except FileNotFoundError as exc:
+        raise RuntimeError(f"pycraftax CUDA trainer: {exc}") from exc
+    ffi = _trainer_ffi(header)
     lib = ffi.dlopen(str(env_lib.path))
     try:
-        lib.craftax_ppo_last_error
+        version = int(lib.craftax_ppo_api_version())
     except AttributeError as exc:
-        raise RuntimeError(f"{env_lib.path} has no trainer (rebuild it: make -C cuda)") from exc
+        raise RuntimeError(f"{env_lib.path} has no trainer of this API (rebuild it: make -C cuda)") from exc
+    if version != lib.CRAFTAX_PPO_API_VERSION:
+        raise RuntimeError(f"{env_lib.path}: trainer API version {version}, but {header} is version "
+                           f"{lib.CRAFTAX_PPO_API_VERSION}; rebuild it (make -C cuda)")
     path = find_cublas()
     import ctypes
 
@@ -134,24 +208,69 @@ def _check(ffi, lib, code: int, what: str) -> None:
     if code == 0:
         return
     message = f"{what} failed: {ffi.string(lib.craftax_ppo_last_error()).decode()}"
-    if code == ERR_NO_MEMORY:
+    if code == lib.CRAFTAX_PPO_ERR_NO_MEMORY:
         raise MemoryError(message)
-    if code in (ERR_CONFIG, ERR_ARGUMENT, ERR_NULL):
+    if code in (lib.CRAFTAX_PPO_ERR_CONFIG, lib.CRAFTAX_PPO_ERR_ARGUMENT, lib.CRAFTAX_PPO_ERR_NULL):
         raise ValueError(message)
     raise RuntimeError(message)
 
 
-class PPO:
-    """One CUDA trainer handle (cuda/ppo_cuda.h). `env`: a CudaCraftaxEnv to roll out in, or
-    None for a loss/gradient/optimiser-only handle (checks)."""
+def model_sizes(env_id: str, env=None, obs_size: int | None = None,
+                num_actions: int | None = None) -> tuple[int, int]:
+    """(obs_size, num_actions) of the model that trains on env id `env_id`: `env`'s own (an env
+    of that id) or the id's (env_sizes) where none is given; a size given explicitly overrides
+    the id's (checks without env) but must equal an env's."""
+    if env is not None:
+        if env.env_id != env_id:
+            raise ValueError(f"env is {env.env_id!r} but config.env_id is {env_id!r}")
+        own = env.obs_size, env.num_actions
+    else:
+        own = env_sizes(env_id)
+    sizes = []
+    for name, given, env_value in (("obs_size", obs_size, own[0]), ("num_actions", num_actions, own[1])):
+        if env is not None and given is not None and given != env_value:
+            raise ValueError(f"{name}={given} differs from the env's ({env_id}: {env_value})")
+        sizes.append(env_value if given is None else given)
+    return sizes[0], sizes[1]
 
-    def __init__(self, config: TrainConfig, env=None, *, obs_size: int = 8268, num_actions: int = 43,
+
+def decode_episodes(raw: np.ndarray, T: int, N: int, num_achievements: int) -> list[tuple[float, int, np.ndarray]]:
+    """The episode log of a rollout (CRAFTAX_PPO_BUF_EPISODES as uint32: return [T, N] as float32,
+    length [T, N] as int32, 0 where no episode ended, achievement bits [T, N, ACH_WORDS]) as
+    (return, length, achievements bool [num_achievements]) of every episode that ended, in
+    (step, env) order."""
+    if not 1 <= num_achievements <= 32 * ACH_WORDS:
+        raise ValueError(f"num_achievements must be in [1, {32 * ACH_WORDS}], got {num_achievements}")
+    raw = np.asarray(raw, np.uint32)
+    if raw.shape != ((2 + ACH_WORDS) * T * N,):
+        raise ValueError(f"raw must be uint32 [{(2 + ACH_WORDS) * T * N}] for T={T}, N={N}, got shape {raw.shape}")
+    ret = raw[:T * N].view(np.float32)
+    length = raw[T * N:2 * T * N].view(np.int32)
+    bits = raw[2 * T * N:].reshape(T * N, ACH_WORDS)
+    ks = np.arange(num_achievements)
+    out = []
+    for k in np.flatnonzero(length > 0):
+        ach = ((bits[k, ks >> 5] >> (ks & 31).astype(np.uint32)) & 1).astype(bool)
+        out.append((float(ret[k]), int(length[k]), ach))
+    return out
+
+
+class PPO:
+    """One CUDA trainer handle (cuda/ppo_cuda.h). `env`: a CUDA env to roll out in (CudaCraftaxEnv,
+    or CudaClassicEnv for Craftax-Classic; its env_id must be config.env_id), or None for a
+    loss/gradient/optimiser-only handle (checks). The model's obs_size and num_actions are the
+    env's (config.env_id's without one); obs_size / num_actions given explicitly must agree with
+    an env's."""
+
+    def __init__(self, config: TrainConfig, env=None, *, obs_size: int | None = None, num_actions: int | None = None,
                  tf32: bool = True, use_graph: bool = True, debug: bool = False, encoder="sparse",
                  max_nnz: int = 1024):
-        if isinstance(encoder, str):
-            if encoder not in ENCODERS:
-                raise ValueError(f"encoder must be one of {sorted(ENCODERS)}, got {encoder!r}")
-            encoder = ENCODERS[encoder]
+        if isinstance(encoder, str) and encoder not in ENCODERS:
+            raise ValueError(f"encoder must be one of {sorted(ENCODERS)}, got {encoder!r}")
+        if config.dtype != "float32":
+            raise ValueError("the CUDA trainer runs float32 only (dtype='float32')")
+        env_id = config.env_id
+        obs_size, num_actions = model_sizes(env_id, env, obs_size, num_actions)
         self.ffi, self.lib = load()
         ffi, lib = self.ffi, self.lib
         self.config = config
@@ -163,12 +282,14 @@ class PPO:
         c.lr, c.anneal_lr, c.gamma, c.gae_lambda = config.lr, int(config.anneal_lr), config.gamma, config.gae_lambda
         c.clip_eps, c.ent_coef, c.vf_coef, c.max_grad_norm = config.clip_eps, config.ent_coef, config.vf_coef, \
             config.max_grad_norm
-        c.seed, c.tf32, c.encoder, c.max_nnz = config.seed, int(tf32), encoder, max_nnz
+        c.seed, c.tf32, c.max_nnz = config.seed, int(tf32), max_nnz
+        c.encoder = getattr(lib, f"CRAFTAX_PPO_ENCODER_{encoder.upper()}") if isinstance(encoder, str) else encoder
         c.use_graph, c.debug = int(use_graph), int(debug)
         c.reset_ratio = config.reset_ratio or 0
-        if config.dtype != "float32":
-            raise ValueError("the CUDA trainer runs float32 only (dtype='float32')")
+        c.env = getattr(lib, f"CRAFTAX_PPO_ENV_{ENV_NAMES[env_id]}")
         self.N, self.T, self.D, self.A, self.H = config.num_envs, config.num_steps, obs_size, num_actions, config.hidden
+        # the episode log's achievement bits, by index into the env's achievements
+        self.achievement_names = names_by_index(env_id)
         self.config_max_nnz = max_nnz
         out = ffi.new("CraftaxPPO **")
         if env is not None:
@@ -221,7 +342,7 @@ class PPO:
 
     # -- parameters by flax name
     def _to_flat(self, tensors: dict) -> np.ndarray:
-        flat = self.read(BUF_PARAMS, np.float32)  # keeps the padding as it is
+        flat = self.read(BUF.PARAMS, np.float32)  # keeps the padding as it is
         for name, (rows, cols, off, ld) in self.layout.items():
             view = flat[off:off + rows * ld].reshape(rows, ld)[:, :cols]
             if name not in tensors:
@@ -244,13 +365,13 @@ class PPO:
         return self._from_flat(self.read(which, np.float32))
 
     def set_params(self, params: dict) -> None:
-        self.set_tensors(BUF_PARAMS, params)
+        self.set_tensors(BUF.PARAMS, params)
 
     def get_params(self) -> dict:
-        return self.get_tensors(BUF_PARAMS)
+        return self.get_tensors(BUF.PARAMS)
 
     def get_grads(self) -> dict:
-        return self.get_tensors(BUF_GRADS)
+        return self.get_tensors(BUF.GRADS)
 
     # -- operations
     def begin(self, env_key) -> None:
@@ -277,7 +398,7 @@ class PPO:
             count = idx.size
             self._check(self.lib.craftax_ppo_replay(self._h, self.ffi.cast("int32_t *", self.ffi.from_buffer(idx)),
                                                     count), "replay")
-        r = self.read(BUF_REPLAY, np.float32, (2, self.T, self.N))
+        r = self.read(BUF.REPLAY, np.float32, (2, self.T, self.N))
         return r[0, :, :count].copy(), r[1, :, :count].copy()
 
     def profile(self, part: int, reps: int = 3) -> float:
@@ -301,7 +422,7 @@ class PPO:
         B = self.N // self.config.num_minibatches
         if idx.shape != (B,):
             raise ValueError(f"env_index must have shape ({B},), got {idx.shape}")
-        stats = self.ffi.new("double[8]")
+        stats = self.ffi.new("double[]", self.lib.CRAFTAX_PPO_NUM_LOSS_STATS)
         self._check(self.lib.craftax_ppo_loss_grads(self._h, self.ffi.cast("int32_t *", self.ffi.from_buffer(idx)),
                                                     stats), "loss_grads")
         return {k: float(stats[i]) for i, k in enumerate(LOSS_STATS)}
@@ -320,18 +441,18 @@ class PPO:
         dones[:T] = batch["dones"]
         values = np.zeros((T + 1, N), np.float32)
         values[:T] = batch["values"]
-        self.write(BUF_OBS, obs)
-        self.write(BUF_DONES, dones)
-        self.write(BUF_VALUES, values)
-        self.write(BUF_ACTIONS, np.asarray(batch["actions"], np.int32))
-        self.write(BUF_LOGP, np.asarray(batch["log_probs"], np.float32))
-        self.write(BUF_ADVANTAGES, np.asarray(batch["advantages"], np.float32))
-        self.write(BUF_TARGETS, np.asarray(batch["targets"], np.float32))
-        self.write(BUF_H0, np.asarray(batch["h0"], np.float32))
+        self.write(BUF.OBS, obs)
+        self.write(BUF.DONES, dones)
+        self.write(BUF.VALUES, values)
+        self.write(BUF.ACTIONS, np.asarray(batch["actions"], np.int32))
+        self.write(BUF.LOGP, np.asarray(batch["log_probs"], np.float32))
+        self.write(BUF.ADVANTAGES, np.asarray(batch["advantages"], np.float32))
+        self.write(BUF.TARGETS, np.asarray(batch["targets"], np.float32))
+        self.write(BUF.H0, np.asarray(batch["h0"], np.float32))
 
     @property
     def counters(self) -> np.ndarray:
-        return self.read(BUF_COUNTERS, np.int64)
+        return self.read(BUF.COUNTERS, np.int64)
 
     @property
     def last_iterate_ms(self) -> float:
@@ -344,21 +465,11 @@ class PPO:
 
     def episodes(self) -> list[tuple[float, int, np.ndarray]]:
         """Episodes that ended in the last rollout, in (step, env) order, as loop.Iteration's
-        (return, length, achievements bool [67])."""
-        T, N = self.T, self.N
-        raw = self.read(BUF_EPISODES, np.uint32)
-        ret = raw[:T * N].view(np.float32)
-        length = raw[T * N:2 * T * N].view(np.int32)
-        bits = raw[2 * T * N:].reshape(T * N, ACH_WORDS)
-        out = []
-        ks = np.arange(NUM_ACHIEVEMENTS)
-        for k in np.flatnonzero(length > 0):
-            ach = ((bits[k, ks >> 5] >> (ks & 31).astype(np.uint32)) & 1).astype(bool)
-            out.append((float(ret[k]), int(length[k]), ach))
-        return out
+        (return, length, achievements bool [the env's achievement count])."""
+        return decode_episodes(self.read(BUF.EPISODES, np.uint32), self.T, self.N, len(self.achievement_names))
 
     def losses(self) -> dict:
-        rows = self.read(BUF_LOSSES, np.float64).reshape(-1, len(LOSS_STATS))
+        rows = self.read(BUF.LOSSES, np.float64).reshape(-1, len(LOSS_STATS))
         return {k: float(v) for k, v in zip(LOSS_STATS, rows.mean(0))}
 
 
@@ -372,18 +483,14 @@ class CudaTrainer(RunLoop):
                  tf32: bool = True, use_graph: bool = True, debug: bool = False, encoder: str = "sparse",
                  max_nnz: int = 1024):
         import pycraftax
-        from pycraftax.env import NUM_ACTIONS, OBS_SIZE
-        from pycraftax.params import CRAFTAX_ENV_ID
 
         c = config
-        if c.env_id != CRAFTAX_ENV_ID:
-            raise ValueError(f"the CUDA trainer of {c.env_id} is not available yet; train it with backend='c'")
-        super().__init__(config, out_dir, pycraftax.make("Craftax-Symbolic-v1", num_envs=c.num_envs, backend="cuda",
-                                                         seed=c.seed, resets=c.resets, reset_ratio=c.reset_ratio))
+        load()  # RuntimeError naming what is missing (GPU, library, cuBLAS) before any env is made
+        super().__init__(config, out_dir, pycraftax.make(c.env_id, num_envs=c.num_envs, backend="cuda", seed=c.seed,
+                                                         resets=c.resets, reset_ratio=c.reset_ratio))
         self.dtype = np.dtype(np.float32)
-        self.model_config = npp.ModelConfig(obs_size=OBS_SIZE, num_actions=NUM_ACTIONS, width=c.width, hidden=c.hidden)
-        self.ppo = PPO(c, self.env, obs_size=OBS_SIZE, num_actions=NUM_ACTIONS, tf32=tf32, use_graph=use_graph,
-                       debug=debug, encoder=encoder, max_nnz=max_nnz)
+        self.ppo = PPO(c, self.env, tf32=tf32, use_graph=use_graph, debug=debug, encoder=encoder, max_nnz=max_nnz)
+        self.model_config = self.ppo.model_config  # sized from the env: its obs_size and num_actions
         if _restore is None:
             self.env.reset()
             self.ppo.begin(self.env.key)
@@ -409,15 +516,15 @@ class CudaTrainer(RunLoop):
     def backend_arrays(self) -> dict[str, np.ndarray]:
         p = self.ppo
         arrays = dict(p.get_params())
-        for prefix, which in (("opt/mu/", BUF_ADAM_MU), ("opt/nu/", BUF_ADAM_NU)):
+        for prefix, which in (("opt/mu/", BUF.ADAM_MU), ("opt/nu/", BUF.ADAM_NU)):
             for k, v in p.get_tensors(which).items():
                 arrays[prefix + k] = v
-        arrays["envkey"] = p.read(BUF_ENV_KEY, np.uint32)
-        arrays["env_episode_return"] = p.read(BUF_RET_ACC, np.float32)
-        arrays["env_episode_length"] = p.read(BUF_LEN_ACC, np.int32)
-        arrays["obs"] = p.read(BUF_CUR_OBS, np.float32, (self.config.num_envs, -1))
-        arrays["last_done"] = p.read(BUF_LAST_DONE, np.uint8).astype(bool)
-        arrays["hstate"] = p.read(BUF_HSTATE, np.float32, (self.config.num_envs, -1))
+        arrays["envkey"] = p.read(BUF.ENV_KEY, np.uint32)
+        arrays["env_episode_return"] = p.read(BUF.RET_ACC, np.float32)
+        arrays["env_episode_length"] = p.read(BUF.LEN_ACC, np.int32)
+        arrays["obs"] = p.read(BUF.CUR_OBS, np.float32, (self.config.num_envs, -1))
+        arrays["last_done"] = p.read(BUF.LAST_DONE, np.uint8).astype(bool)
+        arrays["hstate"] = p.read(BUF.HSTATE, np.float32, (self.config.num_envs, -1))
         arrays["counters"] = p.counters
         return arrays
 
@@ -426,11 +533,11 @@ class CudaTrainer(RunLoop):
         key = np.asarray(data["envkey"], np.uint32)
         self.env.key = key.copy()
         p.begin(key)
-        p.write(BUF_RET_ACC, np.asarray(data["env_episode_return"], np.float32))
-        p.write(BUF_LEN_ACC, np.asarray(data["env_episode_length"], np.int32))
-        p.write(BUF_CUR_OBS, np.asarray(data["obs"], np.float32))
-        p.write(BUF_LAST_DONE, np.asarray(data["last_done"], np.uint8))
-        p.write(BUF_HSTATE, np.asarray(data["hstate"], np.float32))
+        p.write(BUF.RET_ACC, np.asarray(data["env_episode_return"], np.float32))
+        p.write(BUF.LEN_ACC, np.asarray(data["env_episode_length"], np.int32))
+        p.write(BUF.CUR_OBS, np.asarray(data["obs"], np.float32))
+        p.write(BUF.LAST_DONE, np.asarray(data["last_done"], np.uint8))
+        p.write(BUF.HSTATE, np.asarray(data["hstate"], np.float32))
         self._restore_learner(data)
 
     def _restore_learner(self, data: dict) -> None:
@@ -438,9 +545,9 @@ class CudaTrainer(RunLoop):
         p = self.ppo
         params = {k: data[k] for k in npp.param_shapes(self.model_config)}
         p.set_params(params)
-        p.set_tensors(BUF_ADAM_MU, {k: data[f"opt/mu/{k}"] for k in params})
-        p.set_tensors(BUF_ADAM_NU, {k: data[f"opt/nu/{k}"] for k in params})
-        p.write(BUF_COUNTERS, np.asarray(data["counters"], np.int64))
+        p.set_tensors(BUF.ADAM_MU, {k: data[f"opt/mu/{k}"] for k in params})
+        p.set_tensors(BUF.ADAM_NU, {k: data[f"opt/nu/{k}"] for k in params})
+        p.write(BUF.COUNTERS, np.asarray(data["counters"], np.int64))
 
     def load_learner(self, data: dict) -> None:
         """The learner state of a checkpoint (weights, Adam moments, counters, and the run's
