@@ -129,6 +129,13 @@ static int check_params(const CraftaxClassicParams *params) {
     return CRAFTAX_ERR_ARGUMENT;
 }
 
+/* Compact records are read and written as 16-byte words. */
+static int check_compact(const uint8_t *obs_compact) {
+    if (((uintptr_t)obs_compact & 15u) == 0) return 0;
+    classic_set_error("obs_compact: must be 16-byte aligned");
+    return CRAFTAX_ERR_ARGUMENT;
+}
+
 static int64_t world_slots(int64_t max_worlds) {
     return max_worlds < CLASSIC_WORLD_SLOTS ? max_worlds : CLASSIC_WORLD_SLOTS;
 }
@@ -301,7 +308,7 @@ int craftax_classic_cuda_reset_with_keys(void *states, const uint32_t *keys, int
                                          const CraftaxClassicParams *params, float *obs, uint8_t *obs_compact) {
     if (!states || !keys || !params) return CRAFTAX_ERR_NULL;
     if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
-    if (check_params(params)) return CRAFTAX_ERR_ARGUMENT;
+    if (check_params(params) || check_compact(obs_compact)) return CRAFTAX_ERR_ARGUMENT;
     if (num_envs == 0) return 0;
     Temporaries temp(0);
     uint8_t *records = NULL;
@@ -324,6 +331,7 @@ int craftax_classic_cuda_reset_with_keys(void *states, const uint32_t *keys, int
 int craftax_classic_cuda_observe(const void *states, int64_t num_envs, float *obs, uint8_t *obs_compact) {
     if (!states || (!obs && !obs_compact)) return CRAFTAX_ERR_NULL;
     if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
+    if (check_compact(obs_compact)) return CRAFTAX_ERR_ARGUMENT;
     if (num_envs == 0) return 0;
     Temporaries temp(0);
     uint8_t *records = NULL;
@@ -340,6 +348,7 @@ int craftax_classic_cuda_observe(const void *states, int64_t num_envs, float *ob
 int craftax_classic_cuda_expand_obs(const uint8_t *obs_compact, int64_t num_envs, float *obs) {
     if (!obs_compact || !obs) return CRAFTAX_ERR_NULL;
     if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
+    if (check_compact(obs_compact)) return CRAFTAX_ERR_ARGUMENT;
     if (num_envs == 0) return 0;
     const int rc = launch_expand(obs_compact, num_envs, obs, NULL, 0, "expand_obs");
     if (rc) return rc;
@@ -351,7 +360,7 @@ int craftax_classic_cuda_step_with_keys(void *states, const int32_t *actions, co
                                         float *rewards, uint8_t *dones) {
     if (!states || !actions || !keys || !params) return CRAFTAX_ERR_NULL;
     if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
-    if (check_params(params)) return CRAFTAX_ERR_ARGUMENT;
+    if (check_params(params) || check_compact(obs_compact)) return CRAFTAX_ERR_ARGUMENT;
     if (num_envs == 0) return 0;
     Temporaries temp(0);
     int *flag = NULL;
@@ -385,7 +394,7 @@ int craftax_classic_cuda_env_step(void *states, const int32_t *actions, const ui
         return CRAFTAX_ERR_NULL;
     if (achievements_scaled && !final_achievements) return CRAFTAX_ERR_NULL;
     if (num_envs < 0 || num_envs > INT32_MAX) return CRAFTAX_ERR_NUM_ENVS;
-    if (check_params(params)) return CRAFTAX_ERR_ARGUMENT;
+    if (check_params(params) || check_compact(obs_compact)) return CRAFTAX_ERR_ARGUMENT;
     if (num_envs == 0) return 0;
     Temporaries temp(0);
     const CraftaxKey k = {{key[0], key[1]}};
@@ -426,7 +435,7 @@ int craftax_classic_cuda_env_step_optimistic(void *states, const int32_t *action
                           (long long)num_envs);
         return CRAFTAX_ERR_ARGUMENT;
     }
-    if (check_params(params)) return CRAFTAX_ERR_ARGUMENT;
+    if (check_params(params) || check_compact(obs_compact)) return CRAFTAX_ERR_ARGUMENT;
     if (num_envs == 0) return 0;
     Temporaries temp(0);
     int *flag = NULL;

@@ -573,19 +573,25 @@ static inline CRAFTAX_HD void craftax_classic_spawn_class(CraftaxClassicState *s
         const int32_t px = s->player_position[0], py = s->player_position[1];
         const int32_t r = craftax_min_i32(craftax_max_i32(params->mob_despawn_distance, 0), CRAFTAX_CLASSIC_M);
         const int32_t x_lo = craftax_max_i32(px - r + 1, 0), x_hi = craftax_min_i32(px + r - 1, CRAFTAX_CLASSIC_M - 1);
-        const int32_t y_lo = craftax_max_i32(py - r + 1, 0), y_hi = craftax_min_i32(py + r - 1, CRAFTAX_CLASSIC_M - 1);
         for (int x = 0; x < CRAFTAX_CLASSIC_M; x++) c.rows[x] = 0;
         for (int32_t x = x_lo; x <= x_hi; x++) {
-            uint64_t row = 0;
+            /* dist = dx + |dy|: dist < despawn <=> |dy| <= far, dist > min_distance <=> |dy| >= near,
+             * so the row's candidates lie in the runs py - far .. py - near and py + near .. py + far */
             const int32_t dx = x > px ? x - px : px - x;
-            for (int32_t y = y_lo; y <= y_hi; y++) {
-                const uint8_t b = s->map[x][y];
-                const int32_t dist = dx + (y > py ? y - py : py - y);
-                const int kind = cells == CLASSIC_SPAWN_GRASS ? b == BLOCK_GRASS
-                                 : cells == CLASSIC_SPAWN_PATH ? b == BLOCK_PATH
-                                                               : (b == BLOCK_GRASS || b == BLOCK_PATH);
-                const int ok = kind && dist > min_distance && dist < params->mob_despawn_distance && !s->mob_map[x][y];
-                row |= (uint64_t)ok << y;
+            const int32_t far = craftax_min_i32(params->mob_despawn_distance - 1 - dx, CRAFTAX_CLASSIC_M);
+            const int32_t near = craftax_max_i32(min_distance + 1 - dx, 0);
+            if (far < near) continue;
+            uint64_t row = 0;
+            for (int side = 0; side < 2; side++) {
+                const int32_t first = craftax_max_i32(side == 0 ? py - far : py + craftax_max_i32(near, 1), 0);
+                const int32_t last = craftax_min_i32(side == 0 ? py - near : py + far, CRAFTAX_CLASSIC_M - 1);
+                for (int32_t y = first; y <= last; y++) {
+                    const uint8_t b = s->map[x][y];
+                    const int kind = cells == CLASSIC_SPAWN_GRASS ? b == BLOCK_GRASS
+                                     : cells == CLASSIC_SPAWN_PATH ? b == BLOCK_PATH
+                                                                   : (b == BLOCK_GRASS || b == BLOCK_PATH);
+                    row |= (uint64_t)(kind && !s->mob_map[x][y]) << y;
+                }
             }
             c.rows[x] = row;
             count += craftax_popc32((uint32_t)row) + craftax_popc32((uint32_t)(row >> 32));
