@@ -56,7 +56,7 @@ if want tests; then
         tests/test_cuda_trainer_classic.py conformance/test_cuda_final_obs.py tests/test_final_obs.py
     # conformance/conftest.py pins JAX to the CPU for the upstream comparisons: pycraftax.jax's
     # GPU tests run in a session of their own
-    step tests_jax ${TEST_TIMEOUT:-420} env JAX_PLATFORMS=cuda $PY -m pytest -q -rs -p no:cacheprovider \
+    step tests_jax ${TEST_TIMEOUT:-420} env JAX_PLATFORMS=cuda,cpu $PY -m pytest -q -rs -p no:cacheprovider \
         tests/test_jax_cuda.py
 fi
 
