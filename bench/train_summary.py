@@ -26,12 +26,13 @@ def main() -> int:
     lines = load_parts(args.metrics)
     out = dict(run=args.name, **json.loads(args.meta), **summarize(lines))
     if args.png:
-        plot(lines, f"{args.name} on Craftax-Symbolic-v1", args.png)
+        env_id = next((line["env_id"] for line in lines if "env_id" in line), "Craftax-Symbolic-v1")
+        plot(lines, f"{args.name} on {env_id}", args.png)
     text = json.dumps(out, indent=1)
     if args.out:
         args.out.write_text(text + "\n")
     print(f"{args.name}: {out['env_steps']:,} env steps, return {out['final_return']:.2f} "
-          f"({out['final_percent_of_max']:.2f}% of {MAX_RETURN:g}) over {out['final_episodes']:,} episodes, "
+          f"({out['final_percent_of_max']:.2f}% of {out.get('max_return', MAX_RETURN):g}) over {out['final_episodes']:,} episodes, "
           f"{out['training_seconds']:.0f} s of training")
     return 0
 
