@@ -367,22 +367,21 @@ int craftax_classic_cuda_step_with_keys(void *states, const int32_t *actions, co
     int *flag = NULL;
     int rc = start_action_check(actions, num_envs, temp, &flag);
     if (rc) return rc;
-    rc = finish_call(flag, "step_with_keys (actions)"); /* rejected before any state changes */
-    if (rc) return rc;
+    /* a bad action leaves every state and output as it was: the kernels after the check do nothing */
     classic_step_kernel<<<classic_grid(num_envs), CLASSIC_THREADS>>>((CraftaxClassicState *)states, actions, keys,
-                                                                     num_envs, *params, rewards, dones);
+                                                                     num_envs, *params, rewards, dones, flag);
     CLASSIC_TRY(cudaGetLastError(), "step_with_keys");
     if (obs || obs_compact) {
         uint8_t *records = NULL;
         rc = records_for(obs_compact, obs, num_envs, temp, &records);
         if (rc) return rc;
         classic_observe_kernel<<<classic_grid(num_envs), CLASSIC_THREADS>>>((const CraftaxClassicState *)states,
-                                                                            num_envs, records, NULL);
+                                                                            num_envs, records, flag);
         CLASSIC_TRY(cudaGetLastError(), "step_with_keys (obs)");
-        rc = launch_expand(records, num_envs, obs, NULL, 0, "step_with_keys (obs)");
+        rc = launch_expand(records, num_envs, obs, flag, 0, "step_with_keys (obs)");
         if (rc) return rc;
     }
-    return finish_call(NULL, "step_with_keys");
+    return finish_call(flag, "step_with_keys");
 }
 
 int craftax_classic_cuda_env_step(void *states, const int32_t *actions, const uint32_t *key, uint32_t *keys,

@@ -68,12 +68,14 @@ static __device__ __forceinline__ void classic_write_step(const ClassicStepOut &
 }
 
 /* step_env without reset (craftax_classic_step_with_keys); the obs follows in
- * classic_observe_kernel. */
+ * classic_observe_kernel. bad_actions: the call's action check; when set nothing changes. */
 __global__ void __launch_bounds__(CLASSIC_THREADS)
     classic_step_kernel(CraftaxClassicState *states, const int32_t *actions, const uint32_t *keys, int64_t n,
-                        const __grid_constant__ CraftaxClassicParams params, float *rewards, uint8_t *dones) {
+                        const __grid_constant__ CraftaxClassicParams params, float *rewards, uint8_t *dones,
+                        const int *bad_actions) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
+    if (*bad_actions) return;
     uint8_t done;
     const float r = craftax_classic_step_env_sharing(&states[i], classic_load_key(keys, i), actions[i], &params, &done,
                                                      classic_shares_scans(i, n));
