@@ -597,9 +597,12 @@ static __device__ __forceinline__ int32_t craftax_classic_spawn_candidates_warp(
                                                                                int lane) {
     const int32_t px = s->player_position[0], py = s->player_position[1];
     const int32_t despawn = params->mob_despawn_distance;
+    /* the rows of craftax_classic_spawn_candidates, and every column its runs can reach
+     * (|dy| <= 64: a player one cell off the map still sees the far edge) */
     const int32_t r = craftax_min_i32(craftax_max_i32(despawn, 0), CRAFTAX_CLASSIC_M);
+    const int32_t ry = craftax_min_i32(craftax_max_i32(despawn, 0), CRAFTAX_CLASSIC_M + 1);
     const int32_t x_lo = craftax_max_i32(px - r + 1, 0), x_hi = craftax_min_i32(px + r - 1, CRAFTAX_CLASSIC_M - 1);
-    const int32_t y_lo = craftax_max_i32(py - r + 1, 0), y_hi = craftax_min_i32(py + r - 1, CRAFTAX_CLASSIC_M - 1);
+    const int32_t y_lo = craftax_max_i32(py - ry + 1, 0), y_hi = craftax_min_i32(py + ry - 1, CRAFTAX_CLASSIC_M - 1);
     c->rows[lane] = 0;
     c->rows[lane + CRAFTAX_WARP_LANES] = 0;
     __syncwarp();
