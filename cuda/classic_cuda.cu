@@ -8,10 +8,11 @@
  * that callers use. The parts it includes:
  *   classic_obs.cuh      the compact obs record (its layout is described there) and its expansion
  *   classic_kernels.cuh  the step, world-generation, optimistic-take and bookkeeping kernels
- * A thread per env steps it (Classic's rules need no per-step scratch: spawn_mobs draws its
- * cell from a bit mask). Every obs goes through the compact record: the step and world
- * kernels write records, a kernel of a thread per float expands them when the float obs is
- * asked for (coalesced stores instead of a thread writing its own 5 KB row).
+ * A thread per env steps it, its warp sharing spawn_mobs' scans (game_logic.h:
+ * craftax_classic_spawn_cell). Every obs goes through the compact record: the step and world
+ * kernels write records, an expansion kernel (blocks striding over chunks of envs, threads
+ * over their floats) expands them when the float obs is asked for (coalesced stores instead
+ * of a thread writing its own 5 KB row).
  *
  * The auto-reset step runs the step kernel over all envs, appending the done ones to a done
  * list, then the world kernel over that list only (a device count, no host wait between
@@ -158,7 +159,7 @@ static int launch_worlds(const ClassicWorldJobs &jobs, int64_t max_worlds, const
 static int launch_expand(const uint8_t *compact, int64_t n, float *obs, const int *bad, cudaStream_t s,
                          const char *what) {
     if (!obs) return 0;
-    classic_expand_kernel<<<classic_grid(n * CRAFTAX_CLASSIC_OBS_SIZE), CLASSIC_THREADS, 0, s>>>(compact, n, obs, bad);
+    classic_expand_kernel<<<classic_expand_grid(n), CLASSIC_EXPAND_THREADS, 0, s>>>(compact, n, obs, bad);
     CLASSIC_TRY(cudaGetLastError(), what);
     return 0;
 }
@@ -366,22 +367,21 @@ int craftax_classic_cuda_step_with_keys(void *states, const int32_t *actions, co
     int *flag = NULL;
     int rc = start_action_check(actions, num_envs, temp, &flag);
     if (rc) return rc;
-    rc = finish_call(flag, "step_with_keys (actions)"); /* rejected before any state changes */
-    if (rc) return rc;
+    /* a bad action leaves every state and output as it was: the kernels after the check do nothing */
     classic_step_kernel<<<classic_grid(num_envs), CLASSIC_THREADS>>>((CraftaxClassicState *)states, actions, keys,
-                                                                     num_envs, *params, rewards, dones);
+                                                                     num_envs, *params, rewards, dones, flag);
     CLASSIC_TRY(cudaGetLastError(), "step_with_keys");
     if (obs || obs_compact) {
         uint8_t *records = NULL;
         rc = records_for(obs_compact, obs, num_envs, temp, &records);
         if (rc) return rc;
         classic_observe_kernel<<<classic_grid(num_envs), CLASSIC_THREADS>>>((const CraftaxClassicState *)states,
-                                                                            num_envs, records, NULL);
+                                                                            num_envs, records, flag);
         CLASSIC_TRY(cudaGetLastError(), "step_with_keys (obs)");
-        rc = launch_expand(records, num_envs, obs, NULL, 0, "step_with_keys (obs)");
+        rc = launch_expand(records, num_envs, obs, flag, 0, "step_with_keys (obs)");
         if (rc) return rc;
     }
-    return finish_call(NULL, "step_with_keys");
+    return finish_call(flag, "step_with_keys");
 }
 
 int craftax_classic_cuda_env_step(void *states, const int32_t *actions, const uint32_t *key, uint32_t *keys,

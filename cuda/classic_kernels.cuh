@@ -13,6 +13,13 @@ static unsigned classic_grid_warps(int64_t n) {
     return (unsigned)((n * CLASSIC_WARP + CLASSIC_THREADS - 1) / CLASSIC_THREADS);
 }
 
+/* Whether env i's thread shares spawn_mobs' scans with its warp (craftax_classic_spawn_cell):
+ * where all 32 lanes of the warp have an env (the grid's last warp may not). The step kernels
+ * run CLASSIC_THREADS-thread blocks, whole warps of CRAFTAX_CLASSIC_BLOCK_WARPS at most. */
+static_assert(CLASSIC_THREADS % CLASSIC_WARP == 0 && CLASSIC_THREADS <= CLASSIC_WARP * CRAFTAX_CLASSIC_BLOCK_WARPS,
+              "the step kernels' blocks are whole warps, each with its shared cell choice");
+static __device__ __forceinline__ int classic_shares_scans(int64_t i, int64_t n) { return (i | 31) < n; }
+
 static __device__ __forceinline__ CraftaxKey classic_load_key(const uint32_t *keys, int64_t s) {
     const CraftaxKey k = {{keys[2 * s], keys[2 * s + 1]}};
     return k;
@@ -61,14 +68,17 @@ static __device__ __forceinline__ void classic_write_step(const ClassicStepOut &
 }
 
 /* step_env without reset (craftax_classic_step_with_keys); the obs follows in
- * classic_observe_kernel. */
+ * classic_observe_kernel. bad_actions: the call's action check; when set nothing changes. */
 __global__ void __launch_bounds__(CLASSIC_THREADS)
     classic_step_kernel(CraftaxClassicState *states, const int32_t *actions, const uint32_t *keys, int64_t n,
-                        const __grid_constant__ CraftaxClassicParams params, float *rewards, uint8_t *dones) {
+                        const __grid_constant__ CraftaxClassicParams params, float *rewards, uint8_t *dones,
+                        const int *bad_actions) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
+    if (*bad_actions) return;
     uint8_t done;
-    const float r = craftax_classic_step_env(&states[i], classic_load_key(keys, i), actions[i], &params, NULL, &done);
+    const float r = craftax_classic_step_env_sharing(&states[i], classic_load_key(keys, i), actions[i], &params, &done,
+                                                     classic_shares_scans(i, n));
     if (rewards) rewards[i] = r;
     if (dones) dones[i] = done;
 }
@@ -90,7 +100,7 @@ __global__ void __launch_bounds__(CLASSIC_THREADS)
     CraftaxKey key_step, key_reset;
     craftax_split2(classic_load_key(keys, i), &key_step, &key_reset);
     uint8_t done;
-    const float r = craftax_classic_step_env(s, key_step, actions[i], &params, NULL, &done);
+    const float r = craftax_classic_step_env_sharing(s, key_step, actions[i], &params, &done, classic_shares_scans(i, n));
     classic_write_step(out, i, s, r, done, craftax_classic_is_terminated(s));
     if (done) {
         if (final_obs) classic_render_float_row(s, final_obs + i * CRAFTAX_CLASSIC_OBS_SIZE);
@@ -113,7 +123,8 @@ __global__ void __launch_bounds__(CLASSIC_THREADS)
     CraftaxClassicState *s = &states[i];
     CraftaxKey step_parent, reset_parent, choice_key;
     craftax_optimistic_keys(classic_load_key(key, 0), &step_parent, &reset_parent, &choice_key);
-    const float r = craftax_classic_step(s, craftax_split_at(step_parent, (uint32_t)i), actions[i], &params);
+    const float r = craftax_classic_step_sharing(s, craftax_split_at(step_parent, (uint32_t)i), actions[i], &params,
+                                                 classic_shares_scans(i, n));
     const int done = craftax_classic_is_game_over(s, &params);
     classic_write_step(out, i, s, r, done, craftax_classic_is_terminated(s));
     if (done && final_obs) classic_render_float_row(s, final_obs + i * CRAFTAX_CLASSIC_OBS_SIZE);

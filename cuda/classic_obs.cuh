@@ -84,13 +84,30 @@ __global__ void classic_observe_kernel(const CraftaxClassicState *states, int64_
     classic_emit_compact(&states[i], compact, i);
 }
 
-/* Records to float obs, a thread per float (coalesced stores). */
-__global__ void classic_expand_kernel(const uint8_t *compact, int64_t n, float *obs, const int *bad_actions) {
-    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= n * CRAFTAX_CLASSIC_OBS_SIZE) return;
+/* Records to float obs. A block expands a chunk of CLASSIC_EXPAND_ENVS envs at a time, its
+ * threads taking consecutive floats of the chunk (coalesced stores, 32-bit index math), and
+ * strides over the chunks: a thread per float would launch a 128-thread block per 128
+ * floats, ~11 M blocks at a million envs, each too short to pay for its dispatch. */
+#define CLASSIC_EXPAND_ENVS 16
+#define CLASSIC_EXPAND_THREADS 256
+#define CLASSIC_EXPAND_MOST_BLOCKS 4096
+__global__ void __launch_bounds__(CLASSIC_EXPAND_THREADS)
+    classic_expand_kernel(const uint8_t *compact, int64_t n, float *obs, const int *bad_actions) {
     if (bad_actions && *bad_actions) return;
-    const int64_t i = t / CRAFTAX_CLASSIC_OBS_SIZE;
-    obs[t] = classic_compact_value(compact + i * CLASSIC_COMPACT_SIZE, (int)(t - i * CRAFTAX_CLASSIC_OBS_SIZE));
+    for (int64_t first = (int64_t)blockIdx.x * CLASSIC_EXPAND_ENVS; first < n;
+         first += (int64_t)gridDim.x * CLASSIC_EXPAND_ENVS) {
+        const int envs = n - first < CLASSIC_EXPAND_ENVS ? (int)(n - first) : CLASSIC_EXPAND_ENVS;
+        const uint8_t *records = compact + first * CLASSIC_COMPACT_SIZE;
+        float *out = obs + first * CRAFTAX_CLASSIC_OBS_SIZE;
+        for (int f = (int)threadIdx.x; f < envs * CRAFTAX_CLASSIC_OBS_SIZE; f += CLASSIC_EXPAND_THREADS) {
+            const int e = f / CRAFTAX_CLASSIC_OBS_SIZE;
+            out[f] = classic_compact_value(records + e * CLASSIC_COMPACT_SIZE, f - e * CRAFTAX_CLASSIC_OBS_SIZE);
+        }
+    }
+}
+static unsigned classic_expand_grid(int64_t n) {
+    const int64_t chunks = (n + CLASSIC_EXPAND_ENVS - 1) / CLASSIC_EXPAND_ENVS;
+    return (unsigned)(chunks < CLASSIC_EXPAND_MOST_BLOCKS ? chunks : CLASSIC_EXPAND_MOST_BLOCKS);
 }
 
 #endif

@@ -496,68 +496,203 @@ static inline CRAFTAX_HD void craftax_classic_update_mobs(CraftaxClassicState *s
  * or q = 1 / count, so the blocked cumulative sum of rng.h (craftax_cumsum_f32: blocks of 16
  * sequential, the 256 block totals scanned the same way) at j is t[k] = ((0 + q) + q) ...
  * with k the cells of j's block up to j, plus, past the first block, that scan of the block
- * totals t[popc(block)] at the block before: evaluated where searchsorted looks (the
+ * totals at the block before (craftax_cumsum_f32_lanes of the totals t[popc(block)], whose
+ * lanes share the 256 totals on a GPU warp): evaluated where searchsorted looks (the
  * cell_choice.h argument for the full game's 48 x 48 map). */
 typedef struct {
     uint64_t rows[CRAFTAX_CLASSIC_M];
     float t[17];
-    float group_scan[16]; /* inclusive scan of the 16 group totals (16 blocks a group) */
+    float block_scan[CRAFTAX_CLASSIC_CELLS / 16]; /* the cumulative sum of the block totals */
+    float block_prefix[16];                        /* craftax_cumsum_f32_lanes' second level */
 } CraftaxClassicCellChoice;
 
 static inline CRAFTAX_HD uint32_t craftax_classic_block_bits(const CraftaxClassicCellChoice *c, int b) {
     return (uint32_t)(c->rows[b >> 2] >> (16 * (b & 3))) & 0xFFFFu;
 }
-/* The scan of the block totals at block b: sequential inside b's group of 16, plus the
- * groups before. */
-static inline CRAFTAX_HD float craftax_classic_block_scan(const CraftaxClassicCellChoice *c, int b) {
-    const int g = b >> 4;
-    float acc = 0.0f;
-    for (int k = g * 16; k <= b; k++) {
-        const float v = c->t[craftax_popc32(craftax_classic_block_bits(c, k))];
-        acc = k == g * 16 ? v : acc + v;
-    }
-    return g == 0 ? acc : acc + c->group_scan[g - 1];
-}
 static inline CRAFTAX_HD float craftax_classic_cell_cumsum_at(const CraftaxClassicCellChoice *c, int j) {
     const int b = j >> 4;
     const float first = c->t[craftax_popc32(craftax_classic_block_bits(c, b) & (0xFFFFu >> (15 - (j & 15))))];
-    return j < 16 ? first : first + craftax_classic_block_scan(c, b - 1);
+    return j < 16 ? first : first + c->block_scan[b - 1];
 }
-/* choice(key, arange(4096), p=mask / count) for count > 0 cells in c->rows. */
+/* choice(key, arange(4096), p=mask / count) for count > 0 cells in c->rows, in every lane
+ * (lanes: common.h; with lanes > 1, c is the warp's, and the lanes share the block totals and
+ * their scan, then each runs the same search). Ends synced. */
 static inline CRAFTAX_HD int32_t craftax_classic_cell_choice(CraftaxKey key, CraftaxClassicCellChoice *c,
-                                                            int32_t count) {
+                                                            int32_t count, int lane, int lanes) {
     const float q = 1.0f / (float)count;
-    c->t[0] = 0.0f;
-    for (int k = 1; k <= 16; k++) c->t[k] = c->t[k - 1] + q;
-    float scan = 0.0f;
-    for (int g = 0; g < 16; g++) {
-        float acc = 0.0f;
-        for (int k = g * 16; k < g * 16 + 16; k++) {
-            const float v = c->t[craftax_popc32(craftax_classic_block_bits(c, k))];
-            acc = k == g * 16 ? v : acc + v;
-        }
-        scan = g == 0 ? acc : scan + acc;
-        c->group_scan[g] = scan;
+    if (lane == 0) {
+        c->t[0] = 0.0f;
+        for (int k = 1; k <= 16; k++) c->t[k] = c->t[k - 1] + q;
     }
+    craftax_lanes_sync(lanes);
+    CRAFTAX_FOR_LANE(b, CRAFTAX_CLASSIC_CELLS / 16, lane, lanes)
+    c->block_scan[b] = c->t[craftax_popc32(craftax_classic_block_bits(c, b))];
+    craftax_lanes_sync(lanes);
+    /* in place: each index is read before it is written, by the lane that writes it */
+    craftax_cumsum_f32_lanes(c->block_scan, CRAFTAX_CLASSIC_CELLS / 16, c->block_scan, c->block_prefix, lane, lanes);
+    craftax_lanes_sync(lanes);
     const float r = craftax_classic_cell_cumsum_at(c, CRAFTAX_CLASSIC_CELLS - 1) * (1.0f - craftax_uniform(key, 0));
     uint32_t high;
 #define CRAFTAX_CLASSIC_CUMSUM_AT(j) craftax_classic_cell_cumsum_at(c, (j))
     CRAFTAX_SEARCHSORTED_LEFT(CRAFTAX_CLASSIC_CELLS, r, CRAFTAX_CLASSIC_CUMSUM_AT, high);
 #undef CRAFTAX_CLASSIC_CUMSUM_AT
+    craftax_lanes_sync(lanes); /* c is free again */
     return (int32_t)high < CRAFTAX_CLASSIC_CELLS ? (int32_t)high : CRAFTAX_CLASSIC_CELLS - 1;
 }
 
 /* Cell classes that a mob class spawns on. */
 enum { CLASSIC_SPAWN_GRASS, CLASSIC_SPAWN_GRASS_OR_PATH, CLASSIC_SPAWN_PATH };
 
+static inline CRAFTAX_HD int craftax_classic_is_spawn_block(uint8_t b, int cells) {
+    return cells == CLASSIC_SPAWN_GRASS  ? b == BLOCK_GRASS
+           : cells == CLASSIC_SPAWN_PATH ? b == BLOCK_PATH
+                                         : (b == BLOCK_GRASS || b == BLOCK_PATH);
+}
+
+/* The spawn candidates of a mob class into c->rows: the free cells of the class at distance
+ * (min_distance, despawn distance) from the player; returns their number. Only the box
+ * |dx|, |dy| < despawn distance can hold such a cell (the distance is |dx| + |dy|). */
+static inline CRAFTAX_HD int32_t craftax_classic_spawn_candidates(const CraftaxClassicState *s, int cells,
+                                                                 int32_t min_distance,
+                                                                 const CraftaxClassicParams *params,
+                                                                 CraftaxClassicCellChoice *c) {
+    const int32_t px = s->player_position[0], py = s->player_position[1];
+    const int32_t r = craftax_min_i32(craftax_max_i32(params->mob_despawn_distance, 0), CRAFTAX_CLASSIC_M);
+    const int32_t x_lo = craftax_max_i32(px - r + 1, 0), x_hi = craftax_min_i32(px + r - 1, CRAFTAX_CLASSIC_M - 1);
+    int32_t count = 0;
+    for (int x = 0; x < CRAFTAX_CLASSIC_M; x++) c->rows[x] = 0;
+    for (int32_t x = x_lo; x <= x_hi; x++) {
+        /* dist = dx + |dy|: dist < despawn <=> |dy| <= far, dist > min_distance <=> |dy| >= near,
+         * so the row's candidates lie in the runs py - far .. py - near and py + near .. py + far */
+        const int32_t dx = x > px ? x - px : px - x;
+        const int32_t far = craftax_min_i32(params->mob_despawn_distance - 1 - dx, CRAFTAX_CLASSIC_M);
+        const int32_t near = craftax_max_i32(min_distance + 1 - dx, 0);
+        if (far < near) continue;
+        uint64_t row = 0;
+        for (int side = 0; side < 2; side++) {
+            const int32_t first = craftax_max_i32(side == 0 ? py - far : py + craftax_max_i32(near, 1), 0);
+            const int32_t last = craftax_min_i32(side == 0 ? py - near : py + far, CRAFTAX_CLASSIC_M - 1);
+            for (int32_t y = first; y <= last; y++)
+                row |= (uint64_t)(craftax_classic_is_spawn_block(s->map[x][y], cells) && !s->mob_map[x][y]) << y;
+        }
+        c->rows[x] = row;
+        count += craftax_popc32((uint32_t)row) + craftax_popc32((uint32_t)(row >> 32));
+    }
+    return count;
+}
+
+/* The most warps in a block of the GPU step kernels (each has its cell choice in shared memory). */
+#define CRAFTAX_CLASSIC_BLOCK_WARPS 4
+#ifdef __CUDA_ARCH__
+/* craftax_classic_spawn_candidates by the 32 lanes of a warp together, into the warp's c:
+ * lanes take consecutive cells of a box row (one transaction a map for the warp, where a
+ * thread alone reads its box cell by cell), rows go four at a time with their loads first,
+ * and a row's candidates come together by ballot. The same cells: the box's cells with
+ * min_distance < |dx| + |dy| < despawn distance. Every lane gets the count; ends synced. */
+#define CRAFTAX_CLASSIC_WARP_ROWS 4
+static __device__ __forceinline__ int32_t craftax_classic_spawn_candidates_warp(const CraftaxClassicState *s,
+                                                                               int cells, int32_t min_distance,
+                                                                               const CraftaxClassicParams *params,
+                                                                               CraftaxClassicCellChoice *c,
+                                                                               int lane) {
+    const int32_t px = s->player_position[0], py = s->player_position[1];
+    const int32_t despawn = params->mob_despawn_distance;
+    /* the rows of craftax_classic_spawn_candidates, and every column its runs can reach
+     * (|dy| <= 64: a player one cell off the map still sees the far edge) */
+    const int32_t r = craftax_min_i32(craftax_max_i32(despawn, 0), CRAFTAX_CLASSIC_M);
+    const int32_t ry = craftax_min_i32(craftax_max_i32(despawn, 0), CRAFTAX_CLASSIC_M + 1);
+    const int32_t x_lo = craftax_max_i32(px - r + 1, 0), x_hi = craftax_min_i32(px + r - 1, CRAFTAX_CLASSIC_M - 1);
+    const int32_t y_lo = craftax_max_i32(py - ry + 1, 0), y_hi = craftax_min_i32(py + ry - 1, CRAFTAX_CLASSIC_M - 1);
+    c->rows[lane] = 0;
+    c->rows[lane + CRAFTAX_WARP_LANES] = 0;
+    __syncwarp();
+    int32_t count = 0;
+    for (int32_t y0 = y_lo; y0 <= y_hi; y0 += CRAFTAX_WARP_LANES) {
+        const int32_t y = y0 + lane;
+        const int in_cols = y <= y_hi;
+        const int32_t dy = y > py ? y - py : py - y;
+        for (int32_t x0 = x_lo; x0 <= x_hi; x0 += CRAFTAX_CLASSIC_WARP_ROWS) {
+            uint8_t b[CRAFTAX_CLASSIC_WARP_ROWS], mob[CRAFTAX_CLASSIC_WARP_ROWS];
+#pragma unroll
+            for (int k = 0; k < CRAFTAX_CLASSIC_WARP_ROWS; k++) {
+                const int in_box = in_cols && x0 + k <= x_hi;
+                b[k] = in_box ? s->map[x0 + k][y] : (uint8_t)0;
+                mob[k] = in_box ? s->mob_map[x0 + k][y] : (uint8_t)1;
+            }
+#pragma unroll
+            for (int k = 0; k < CRAFTAX_CLASSIC_WARP_ROWS; k++) {
+                if (x0 + k > x_hi) break; /* the same in every lane */
+                const int32_t x = x0 + k, dx = x > px ? x - px : px - x, dist = dx + dy;
+                const int cand = in_cols && dist < despawn && dist > min_distance &&
+                                 craftax_classic_is_spawn_block(b[k], cells) && !mob[k];
+                const uint32_t bits = __ballot_sync(0xffffffffu, cand); /* bit l: cell y0 + l */
+                if (bits && lane == 0) c->rows[x] |= (uint64_t)bits << y0;
+                count += craftax_popc32(bits);
+            }
+        }
+    }
+    __syncwarp();
+    return count;
+}
+
+/* A warp's CraftaxClassicCellChoice in shared memory, for the lanes that scan and choose
+ * together. */
+static __device__ __forceinline__ CraftaxClassicCellChoice *craftax_classic_warp_choice(void) {
+    __shared__ CraftaxClassicCellChoice space[CRAFTAX_CLASSIC_BLOCK_WARPS];
+    if (threadIdx.x >= CRAFTAX_WARP_LANES * CRAFTAX_CLASSIC_BLOCK_WARPS) __trap();
+    return &space[threadIdx.x / CRAFTAX_WARP_LANES];
+}
+#endif
+
+/* The cell choice of one class of spawn_mobs: the candidate count (0 where !can) and, where
+ * can and the count is > 0, the chosen cell index into *index (key: the choice's key).
+ * share_scans (GPU only): each lane steps its own env and all 32 lanes of the warp call this
+ * together; the lanes that need a spawn are then served one after another by the whole warp
+ * (craftax_classic_spawn_candidates_warp and the lanes' cell choice). Every lane gets its
+ * own result. */
+static inline CRAFTAX_HD int32_t craftax_classic_spawn_cell(const CraftaxClassicState *s, int can, int cells,
+                                                           int32_t min_distance, CraftaxKey key,
+                                                           const CraftaxClassicParams *params, int share_scans,
+                                                           int32_t *index) {
+#ifdef __CUDA_ARCH__
+    if (share_scans) {
+        CraftaxClassicCellChoice *c = craftax_classic_warp_choice();
+        const int me = (int)(threadIdx.x % CRAFTAX_WARP_LANES);
+        __syncwarp(); /* the lanes' own writes so far are visible to the whole warp */
+        uint32_t need = __ballot_sync(0xffffffffu, can);
+        int32_t count = 0;
+        while (need) {
+            const int owner = __ffs(need) - 1;
+            need &= need - 1;
+            const CraftaxClassicState *so = (const CraftaxClassicState *)(uintptr_t)__shfl_sync(
+                0xffffffffu, (unsigned long long)(uintptr_t)s, owner);
+            const CraftaxKey key_o = {{__shfl_sync(0xffffffffu, key.k[0], owner),
+                                       __shfl_sync(0xffffffffu, key.k[1], owner)}};
+            const int32_t t = craftax_classic_spawn_candidates_warp(so, cells, min_distance, params, c, me);
+            const int32_t chosen = t > 0 ? craftax_classic_cell_choice(key_o, c, t, me, CRAFTAX_WARP_LANES) : 0;
+            if (me == owner) {
+                count = t;
+                *index = chosen;
+            }
+        }
+        return count;
+    }
+#endif
+    (void)share_scans;
+    if (!can) return 0;
+    CraftaxClassicCellChoice c;
+    const int32_t count = craftax_classic_spawn_candidates(s, cells, min_distance, params, &c);
+    if (count > 0) *index = craftax_classic_cell_choice(key, &c, count, 0, 1);
+    return count;
+}
+
 /* One class of spawn_mobs: a chance draw, then (where it passes and a cell is free) a cell
- * from choice(arange(4096), p=mask / mask.sum()) of the free cells of the class at distance
- * (min_distance, despawn distance) from the player; the first free slot takes it. Only the
- * box |dx|, |dy| < despawn distance can hold such a cell (the distance is |dx| + |dy|). */
+ * from choice(arange(4096), p=mask / mask.sum()) of the class's candidates
+ * (craftax_classic_spawn_cell); the first free slot takes it. */
 static inline CRAFTAX_HD void craftax_classic_spawn_class(CraftaxClassicState *s, CraftaxKey *rng,
                                                          CraftaxClassicMobsRef m, float chance, int cells,
                                                          int32_t min_distance, int32_t health,
-                                                         const CraftaxClassicParams *params) {
+                                                         const CraftaxClassicParams *params, int share_scans) {
     int alive = 0, slot = -1;
     for (int i = 0; i < m.n; i++) {
         alive += m.mask[i];
@@ -567,40 +702,12 @@ static inline CRAFTAX_HD void craftax_classic_spawn_class(CraftaxClassicState *s
     const float chance_draw = craftax_uniform(craftax_split_next(rng), 0);
     int can_spawn = alive < m.n && chance_draw < chance;
     const CraftaxKey cell_key = craftax_split_next(rng);
-    int32_t count = 0;
-    CraftaxClassicCellChoice c;
-    if (can_spawn) {
-        const int32_t px = s->player_position[0], py = s->player_position[1];
-        const int32_t r = craftax_min_i32(craftax_max_i32(params->mob_despawn_distance, 0), CRAFTAX_CLASSIC_M);
-        const int32_t x_lo = craftax_max_i32(px - r + 1, 0), x_hi = craftax_min_i32(px + r - 1, CRAFTAX_CLASSIC_M - 1);
-        for (int x = 0; x < CRAFTAX_CLASSIC_M; x++) c.rows[x] = 0;
-        for (int32_t x = x_lo; x <= x_hi; x++) {
-            /* dist = dx + |dy|: dist < despawn <=> |dy| <= far, dist > min_distance <=> |dy| >= near,
-             * so the row's candidates lie in the runs py - far .. py - near and py + near .. py + far */
-            const int32_t dx = x > px ? x - px : px - x;
-            const int32_t far = craftax_min_i32(params->mob_despawn_distance - 1 - dx, CRAFTAX_CLASSIC_M);
-            const int32_t near = craftax_max_i32(min_distance + 1 - dx, 0);
-            if (far < near) continue;
-            uint64_t row = 0;
-            for (int side = 0; side < 2; side++) {
-                const int32_t first = craftax_max_i32(side == 0 ? py - far : py + craftax_max_i32(near, 1), 0);
-                const int32_t last = craftax_min_i32(side == 0 ? py - near : py + far, CRAFTAX_CLASSIC_M - 1);
-                for (int32_t y = first; y <= last; y++) {
-                    const uint8_t b = s->map[x][y];
-                    const int kind = cells == CLASSIC_SPAWN_GRASS ? b == BLOCK_GRASS
-                                     : cells == CLASSIC_SPAWN_PATH ? b == BLOCK_PATH
-                                                                   : (b == BLOCK_GRASS || b == BLOCK_PATH);
-                    row |= (uint64_t)(kind && !s->mob_map[x][y]) << y;
-                }
-            }
-            c.rows[x] = row;
-            count += craftax_popc32((uint32_t)row) + craftax_popc32((uint32_t)(row >> 32));
-        }
-        can_spawn = count > 0;
-    }
+    int32_t index = 0;
+    const int32_t count =
+        craftax_classic_spawn_cell(s, can_spawn, cells, min_distance, cell_key, params, share_scans, &index);
+    can_spawn = can_spawn && count > 0;
     int32_t position[2] = {m.position[slot][0], m.position[slot][1]};
     if (can_spawn) {
-        const int32_t index = craftax_classic_cell_choice(cell_key, &c, count);
         position[0] = index / CRAFTAX_CLASSIC_M;
         position[1] = index % CRAFTAX_CLASSIC_M;
         m.position[slot][0] = position[0];
@@ -618,15 +725,16 @@ static inline CRAFTAX_HD float craftax_classic_zombie_spawn_chance(const Craftax
     return fmaf(params->spawn_zombie_night_chance, d * d, params->spawn_zombie_base_chance);
 }
 
+/* share_scans: see craftax_classic_spawn_cell (0 on a CPU). */
 static inline CRAFTAX_HD void craftax_classic_spawn_mobs(CraftaxClassicState *s, CraftaxKey rng,
-                                                        const CraftaxClassicParams *params) {
+                                                        const CraftaxClassicParams *params, int share_scans) {
     craftax_classic_spawn_class(s, &rng, craftax_classic_mobs3_ref(&s->cows), params->spawn_cow_chance,
-                                CLASSIC_SPAWN_GRASS, 3, params->cow_health, params);
+                                CLASSIC_SPAWN_GRASS, 3, params->cow_health, params, share_scans);
     craftax_classic_spawn_class(s, &rng, craftax_classic_mobs3_ref(&s->zombies),
                                 craftax_classic_zombie_spawn_chance(s, params), CLASSIC_SPAWN_GRASS_OR_PATH, 9,
-                                params->zombie_health, params);
+                                params->zombie_health, params, share_scans);
     craftax_classic_spawn_class(s, &rng, craftax_classic_mobs2_ref(&s->skeletons), params->spawn_skeleton_chance,
-                                CLASSIC_SPAWN_PATH, 9, params->skeleton_health, params);
+                                CLASSIC_SPAWN_PATH, 9, params->skeleton_health, params, share_scans);
 }
 
 static inline CRAFTAX_HD void craftax_classic_update_plants(CraftaxClassicState *s) {
@@ -710,9 +818,11 @@ static inline CRAFTAX_HD float craftax_classic_step_reward(const uint8_t *init_a
     return fmaf((float)(s->player_health - init_health), 0.1f, (float)after - (float)before);
 }
 
-/* game_logic.py:craftax_step. Modifies *s in place; returns the reward. */
-static inline CRAFTAX_HD float craftax_classic_step(CraftaxClassicState *s, CraftaxKey rng, int32_t action,
-                                                   const CraftaxClassicParams *params) {
+/* game_logic.py:craftax_step. Modifies *s in place; returns the reward. share_scans: a GPU
+ * warp's lanes, one env each, share spawn_mobs' scans (craftax_classic_spawn_cell; every lane
+ * of the warp must step then); 0 on a CPU. */
+static inline CRAFTAX_HD float craftax_classic_step_sharing(CraftaxClassicState *s, CraftaxKey rng, int32_t action,
+                                                           const CraftaxClassicParams *params, int share_scans) {
     uint8_t init_achievements[CRAFTAX_CLASSIC_NUM_ACHIEVEMENTS];
     memcpy(init_achievements, s->achievements, sizeof(init_achievements));
     const int32_t init_health = s->player_health;
@@ -723,7 +833,7 @@ static inline CRAFTAX_HD float craftax_classic_step(CraftaxClassicState *s, Craf
     craftax_classic_place_block(s, action);
     craftax_classic_move_player(s, action);
     craftax_classic_update_mobs(s, craftax_split_next(&rng), params);
-    craftax_classic_spawn_mobs(s, craftax_split_next(&rng), params);
+    craftax_classic_spawn_mobs(s, craftax_split_next(&rng), params, share_scans);
     craftax_classic_update_plants(s);
     craftax_classic_update_player_intrinsics(s, action);
     craftax_classic_cap_inventory(s);
@@ -736,6 +846,11 @@ static inline CRAFTAX_HD float craftax_classic_step(CraftaxClassicState *s, Craf
     s->state_rng[0] = state_rng.k[0];
     s->state_rng[1] = state_rng.k[1];
     return reward;
+}
+
+static inline CRAFTAX_HD float craftax_classic_step(CraftaxClassicState *s, CraftaxKey rng, int32_t action,
+                                                   const CraftaxClassicParams *params) {
+    return craftax_classic_step_sharing(s, rng, action, params, 0);
 }
 
 #endif

@@ -15,11 +15,20 @@ static inline CRAFTAX_HD int craftax_classic_is_terminated(const CraftaxClassicS
     return s->player_health <= 0 || craftax_classic_read(s->map, s->player_position) == BLOCK_LAVA;
 }
 
+/* CraftaxClassicSymbolicEnvNoAutoReset.step_env without its obs: step, done = is_terminal.
+ * share_scans: craftax_classic_step_sharing's (0 on a CPU). */
+static inline CRAFTAX_HD float craftax_classic_step_env_sharing(CraftaxClassicState *s, CraftaxKey rng, int32_t action,
+                                                               const CraftaxClassicParams *params, uint8_t *done,
+                                                               int share_scans) {
+    const float reward = craftax_classic_step_sharing(s, rng, action, params, share_scans);
+    *done = (uint8_t)craftax_classic_is_game_over(s, params);
+    return reward;
+}
+
 /* CraftaxClassicSymbolicEnvNoAutoReset.step_env: step, done = is_terminal, obs (when not NULL). */
 static inline CRAFTAX_HD float craftax_classic_step_env(CraftaxClassicState *s, CraftaxKey rng, int32_t action,
                                                        const CraftaxClassicParams *params, float *obs, uint8_t *done) {
-    const float reward = craftax_classic_step(s, rng, action, params);
-    *done = (uint8_t)craftax_classic_is_game_over(s, params);
+    const float reward = craftax_classic_step_env_sharing(s, rng, action, params, done, 0);
     if (obs) craftax_classic_render_symbolic(s, obs);
     return reward;
 }

@@ -45,11 +45,16 @@ static inline CRAFTAX_HD void craftax_classic_clear_mobs3(CraftaxClassicMobs3 *m
 
 /* The always-diamond cell: choice(arange(4096), p=valid / valid.sum()), valid = stone: every
  * p is 0 or 1 / count (the float sum of 0/1 values is the exact count), the choice of the bit
- * mask (game_logic.h), the same in every lane (the lanes' ballots build the rows); no stone
+ * mask (game_logic.h), the same in every lane (the lanes' ballots build the rows; a GPU warp
+ * shares one cell choice in shared memory and its lanes share the block totals); no stone
  * gives upstream's 0/0 = NaN probabilities, whose search ends at index 0. */
 static inline CRAFTAX_HD int32_t craftax_classic_diamond_cell(CraftaxKey key, const CraftaxClassicState *s, int lane,
                                                              int lanes) {
-    CraftaxClassicCellChoice c;
+    CraftaxClassicCellChoice own;
+    CraftaxClassicCellChoice *c = &own;
+#ifdef __CUDA_ARCH__
+    if (lanes == CRAFTAX_WARP_LANES) c = craftax_classic_warp_choice();
+#endif
     int32_t num_stone = 0;
     for (int x = 0; x < CRAFTAX_CLASSIC_M; x++) {
         uint64_t row = 0;
@@ -57,10 +62,12 @@ static inline CRAFTAX_HD int32_t craftax_classic_diamond_cell(CraftaxKey key, co
             const int y = y0 + CRAFTAX_LANE_FIRST(lane);
             row |= (uint64_t)craftax_lanes_ballot(s->map[x][y] == BLOCK_STONE, lanes) << y0;
         }
-        c.rows[x] = row;
+        if (lane == 0 || c == &own) c->rows[x] = row;
         num_stone += craftax_popc32((uint32_t)row) + craftax_popc32((uint32_t)(row >> 32));
     }
-    return num_stone > 0 ? craftax_classic_cell_choice(key, &c, num_stone) : 0;
+    if (c != &own) craftax_lanes_sync(lanes); /* the rows are visible to the whole warp */
+    return num_stone > 0 ? craftax_classic_cell_choice(key, c, num_stone, c == &own ? 0 : lane, c == &own ? 1 : lanes)
+                         : 0;
 }
 
 /* The rest of generate_world after the map pass and the diamond draw (one lane). */
