@@ -636,7 +636,7 @@ class CudaCraftaxEnv(CraftaxVecEnv):
         the next expand_obs)."""
         with self._lock:
             self._check_open()
-            lib, n = self._lib, self.num_envs
+            n = self.num_envs
             if records is None:
                 if self.obs_mode != "compact":
                     raise ValueError("expand_obs() without records needs make(..., obs='compact')")
