@@ -44,7 +44,8 @@ static inline CRAFTAX_HD float craftax_classic_step_autoreset_one(CraftaxClassic
                                                                  CraftaxClassicWorldGenScratch *scratch) {
     CraftaxKey key_step, key_reset;
     craftax_split2(key, &key_step, &key_reset);
-    const float reward = craftax_classic_step_env(s, key_step, action, params, obs, done);
+    /* the obs is rendered once, of the state it describes: the stepped one, or the reset one */
+    const float reward = craftax_classic_step_env(s, key_step, action, params, NULL, done);
     *terminated = (uint8_t)craftax_classic_is_terminated(s);
     if (final_achievements) memcpy(final_achievements, s->achievements, CRAFTAX_CLASSIC_NUM_ACHIEVEMENTS);
     if (*done) {
@@ -52,6 +53,7 @@ static inline CRAFTAX_HD float craftax_classic_step_autoreset_one(CraftaxClassic
         craftax_classic_reset_env(key_reset, params, s, scratch);
         if (obs) craftax_classic_render_symbolic(s, obs);
     } else {
+        if (obs) craftax_classic_render_symbolic(s, obs);
         /* As in the full game (craftax/step.h: craftax_light_level_autoreset), XLA compiles
          * the auto-reset step's light level unfused, 1 - (a*a)*a, into the returned state,
          * while the obs of the same step carries step_env's fused value. */
