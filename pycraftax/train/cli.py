@@ -25,13 +25,13 @@ import sys
 from pycraftax.progress import format_duration
 from pycraftax.registry import list_envs
 from pycraftax.train import interop
-from pycraftax.train.config import DEFAULT_RECIPE, DTYPES, RECIPES, RESETS, TrainConfig
+from pycraftax.train.config import DEFAULT_RECIPE, DTYPES, MODELS, RECIPES, RESETS, TrainConfig
 
 # TrainConfig fields with a flag of their own (anneal_lr has --no-anneal-lr)
 CONFIG_FLAGS = ("total_timesteps", "num_envs", "num_steps", "update_epochs", "num_minibatches", "width", "hidden",
                 "lr", "gamma", "gae_lambda", "clip_eps", "ent_coef", "vf_coef", "max_grad_norm", "seed", "dtype",
-                "checkpoint_every", "resets", "env_id")
-FLAG_CHOICES = {"dtype": DTYPES, "resets": RESETS, "env_id": tuple(list_envs())}
+                "checkpoint_every", "resets", "env_id", "model", "cell_dim")
+FLAG_CHOICES = {"dtype": DTYPES, "resets": RESETS, "env_id": tuple(list_envs()), "model": MODELS}
 FLAG_NAMES = {"env_id": "--env"}
 BACKENDS = ("auto", "cuda", "c")
 
@@ -71,8 +71,9 @@ def _recipe_help() -> str:
 
 
 def describe_sizes(c: TrainConfig) -> str:
+    model = f"model {c.model}" + (f" (cell_dim {c.cell_dim})" if c.model == "cell-gru" else "")
     return (f"{c.num_envs} envs x {c.num_steps} steps, {c.update_epochs} epochs x {c.num_minibatches} minibatches, "
-            f"width {c.width}, hidden {c.hidden}, {c.total_timesteps:,} env steps")
+            f"{model}, width {c.width}, hidden {c.hidden}, {c.total_timesteps:,} env steps")
 
 
 def add_train_args(p) -> None:
@@ -94,8 +95,10 @@ def add_train_args(p) -> None:
     p.add_argument("--no-anneal-lr", action="store_true", help="constant learning rate (default: annealed linearly)")
     p.add_argument("--backend", choices=BACKENDS, default="auto",
                    help="where to train, never what (the recipe does not depend on it): cuda: the GPU trainer "
-                        "(cuda/ppo_cuda.cu); c: NumPy + C env on the CPU; auto: cuda where a GPU, the CUDA library "
-                        "and cuBLAS are usable and the env has a CUDA build, else c")
+                        "(cuda/ppo_cuda.cu; model cell-gru: PyTorch on the GPU with the CUDA env); c: the CPU "
+                        "(NumPy, or PyTorch for model cell-gru) with the C env; auto: cuda where a GPU, the CUDA "
+                        "library and cuBLAS (cell-gru: PyTorch with CUDA) are usable and the env has a CUDA build, "
+                        "else c")
     p.add_argument("--no-tf32", action="store_true", help="GPU trainer: exact fp32 GEMMs (default: TF32)")
     p.add_argument("--out", default=None, help="output directory (default: runs/ppo-rnn-seed<seed>)")
     p.add_argument("--force", action="store_true",
@@ -149,10 +152,20 @@ def resolve_backend(args) -> str:
 
     env_id = args.cfg_env_id or TrainConfig().env_id
     cuda_ids = list_envs(backend="cuda")  # the ids with a CUDA env, which the GPU trainer runs
+    fast = config_from_args(args).model == "cell-gru"
     if args.backend == "auto":
+        if fast:
+            from pycraftax.train import torch_trainer
+
+            return "cuda" if torch_trainer.default_device() == "cuda" else "c"
         return cuda_trainer.default_backend() if env_id in cuda_ids else "c"
     if args.backend == "cuda":
-        reason = cuda_trainer.unavailable_reason()
+        if fast:
+            from pycraftax.train import torch_trainer
+
+            reason = torch_trainer.unavailable_reason("cuda")
+        else:
+            reason = cuda_trainer.unavailable_reason()
         if reason:
             raise ValueError(f"--backend cuda: {reason}")
         if env_id not in cuda_ids:
@@ -345,7 +358,21 @@ def _train(args, out: str, backend: str) -> int:
     from pycraftax.train.trainer import Trainer, set_blas_threads
 
     set_blas_threads(args.blas_threads)
-    if backend == "cuda":
+    if backend == "torch" or (not args.resume and config_from_args(args).model == "cell-gru"):
+        from pycraftax.train.torch_trainer import TorchTrainer, unavailable_reason
+
+        if args.resume:
+            trainer = TorchTrainer.resume(args.resume, out_dir=out)
+            _print_resumed(args.resume, trainer, "the envs start new episodes (the checkpoint holds the learner)")
+        else:
+            device = "cuda" if backend == "cuda" else "cpu"
+            reason = unavailable_reason(device)
+            if reason:
+                print(f"pycraftax train: error: {reason}", file=sys.stderr)
+                return 2
+            print(describe_recipe(args))
+            trainer = TorchTrainer(config_from_args(args), out, device=device)
+    elif backend == "cuda":
         from pycraftax.train import cuda_trainer
 
         options = dict(tf32=not args.no_tf32)

@@ -16,20 +16,23 @@ from dataclasses import dataclass
 import numpy as np
 
 # The sizes a recipe fixes; every other field keeps its TrainConfig default.
-RECIPES: dict[str, dict[str, int]] = {
+RECIPES: dict[str, dict] = {
     # The CPU job: the NumPy trainer learns visibly on 2 cores (return ~1 -> ~4).
     "small": dict(total_timesteps=491_520, num_envs=64, num_steps=32, update_epochs=4, num_minibatches=8,
                   width=128, hidden=128),
     # The Craftax paper's PPO-RNN (Craftax_Baselines ppo_rnn.py).
     "paper": dict(total_timesteps=1_000_000_000, num_envs=1024, num_steps=64, update_epochs=4, num_minibatches=8,
                   width=512, hidden=512),
-    # A throughput recipe for the GPU: 8x the envs, half the epochs, a quarter of the GEMM work
-    # per sample; it learns less per env step than the paper recipe.
-    "fast": dict(total_timesteps=1_000_000_000, num_envs=8192, num_steps=32, update_epochs=2, num_minibatches=4,
-                 width=256, hidden=256),
+    # The GPU throughput recipe (torch_trainer.py): the paper's network behind a per-cell code of
+    # the map (fast_model.py), 256 wide, bf16 GEMMs, 16x the envs, auto resets.
+    "fast": dict(total_timesteps=1_000_000_000, num_envs=16384, num_steps=64, update_epochs=2, num_minibatches=16,
+                 width=256, hidden=256, model="cell-gru", cell_dim=16, resets="auto", checkpoint_every=100),
 }
 DEFAULT_RECIPE = "small"
 RESETS = ("optimistic", "auto")
+# "gru": the paper's ActorCriticRNN on the 8268 floats (numpy_ppo, the C and CUDA trainers);
+# "cell-gru": the same behind a per-cell code of the map (fast_model, the PyTorch trainer)
+MODELS = ("gru", "cell-gru")
 DTYPES = ("float32", "float64")
 _SMALL = RECIPES[DEFAULT_RECIPE]
 
@@ -67,6 +70,8 @@ class TrainConfig:
     resets: str = "optimistic"
     # the env trained on: an id of pycraftax.list_envs()
     env_id: str = "Craftax-Symbolic-v1"
+    model: str = "gru"
+    cell_dim: int = 16  # features of a view cell (model "cell-gru")
 
     def __post_init__(self) -> None:
         self.validate()
@@ -139,5 +144,15 @@ class TrainConfig:
 
         if self.env_id not in list_envs():
             raise ValueError(f"env_id must be one of {list_envs()}, got {self.env_id!r}")
+        if self.model not in MODELS:
+            raise ValueError(f"model must be one of {list(MODELS)}, got {self.model!r}")
+        if self.model == "cell-gru":
+            from pycraftax.train.fast_model import CELL_DIMS
+
+            if self.env_id != "Craftax-Symbolic-v1":
+                raise ValueError(f"model 'cell-gru' reads Craftax-Symbolic-v1's view cells; env_id {self.env_id!r} "
+                                 "trains with model 'gru'")
+            if self.cell_dim not in CELL_DIMS:
+                raise ValueError(f"cell_dim must be one of {list(CELL_DIMS)}, got {self.cell_dim!r}")
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {list(DTYPES)}, got {self.dtype!r}")

@@ -144,6 +144,10 @@ class RunLoop:
 
     BACKEND = ""
     TITLE = ""
+    # whether checkpoints hold the env states (episodes in flight continue on resume); a trainer
+    # of hundreds of thousands of envs (GBs of states) saves the learner only, and its envs
+    # start new episodes on resume (restore_backend)
+    CHECKPOINT_ENVS = True
     stop_reason: str | None = None  # why the last run() stopped before its end, see run()
 
     def __init__(self, config: TrainConfig, out_dir: str | None, env):
@@ -323,8 +327,9 @@ class RunLoop:
         """Everything a checkpoint holds: the trainer's arrays (weights, Adam moments, ...),
         the env states and the episode windows, and the meta JSON."""
         arrays = self.backend_arrays()
-        for k, v in self.env.get_state().items():
-            arrays[f"env/{k}"] = v
+        if self.CHECKPOINT_ENVS:
+            for k, v in self.env.get_state().items():
+                arrays[f"env/{k}"] = v
         arrays["window_returns"] = np.asarray(self.window_returns, np.float64)
         arrays["window_lengths"] = np.asarray(self.window_lengths, np.int64)
         arrays["window_ach"] = (np.stack(self.window_ach) if self.window_ach
@@ -369,7 +374,8 @@ class RunLoop:
 
     def load_state(self, data: dict) -> None:
         """Restore the shared state from a checkpoint's arrays, then the trainer's own."""
-        self.env.set_state({k[4:]: v for k, v in data.items() if k.startswith("env/")})
+        if self.CHECKPOINT_ENVS:
+            self.env.set_state({k[4:]: v for k, v in data.items() if k.startswith("env/")})
         self.load_progress(data["meta"])
         self.window_returns.extend(data["window_returns"].tolist())
         self.window_lengths.extend(data["window_lengths"].tolist())

@@ -208,9 +208,10 @@ def forward(params, obs, dones, h0, keep_cache: bool = False):
     return h, logits, values, cache
 
 
-def backward(params, cache, dlogits, dvalues):
+def backward(params, cache, dlogits, dvalues, input_grad: bool = False):
     """Gradients of a scalar loss w.r.t. every parameter, given dloss/dlogits [T, B, A]
-    and dloss/dvalues [T, B]; BPTT through the whole segment (h0 is a constant)."""
+    and dloss/dvalues [T, B]; BPTT through the whole segment (h0 is a constant). With
+    `input_grad`, (grads, dloss/dobs [T * B, D]): for a model that computes obs itself."""
     p = params
     T, B, H = cache["T"], cache["B"], cache["H"]
     g: dict[str, np.ndarray] = {}
@@ -267,7 +268,8 @@ def backward(params, cache, dlogits, dvalues):
     demb = (dxi2 @ Wi.T) * (cache["pre0"] > 0)
     g[f"{EMBED}/kernel"] = cache["x0"].T @ demb
     g[f"{EMBED}/bias"] = demb.sum(0)
-    return {k: np.ascontiguousarray(g[k]) for k in params}
+    grads = {k: np.ascontiguousarray(g[k]) for k in params}
+    return (grads, demb @ p[f"{EMBED}/kernel"].T) if input_grad else grads
 
 
 def log_softmax(logits):
@@ -276,12 +278,13 @@ def log_softmax(logits):
     return s - np.log(np.exp(s).sum(-1, keepdims=True))
 
 
-def ppo_loss(params, batch, lcfg: LossConfig = LossConfig(), with_grad: bool = True):
+def ppo_loss(params, batch, lcfg: LossConfig = LossConfig(), with_grad: bool = True, input_grad: bool = False):
     """The baseline's `_loss_fn` on one minibatch, with its analytic gradient.
 
     batch: h0 [B, H], obs [T, B, D], dones [T, B], actions [T, B] int, values (old) [T, B],
     log_probs (old) [T, B], advantages [T, B] (raw GAE), targets [T, B].
-    Returns (total_loss, aux dict, grads dict or None).
+    Returns (total_loss, aux dict, grads dict or None); with `input_grad`, grads is
+    (grads dict, dloss/dobs [T * B, D]) (see backward).
     """
     _, logits, value, cache = forward(params, batch["obs"], batch["dones"], batch["h0"], keep_cache=with_grad)
     dt = value.dtype
@@ -332,7 +335,7 @@ def ppo_loss(params, batch, lcfg: LossConfig = LossConfig(), with_grad: bool = T
     dlogits = dlogp[..., None] * (onehot - probs)
     # -ent_coef * mean(entropy);  d H / d logits = -p (log p + H)
     dlogits += dt.type(lcfg.ent_coef) / N * probs * (logp_all + ent[..., None])
-    grads = backward(params, cache, dlogits, dvalue)
+    grads = backward(params, cache, dlogits, dvalue, input_grad=input_grad)
     return total, aux, grads
 
 

@@ -1,0 +1,287 @@
+"""The fast recipe's network: the paper's ActorCriticRNN reading a learned code of each view cell.
+
+The symbolic obs is 99 view cells x 83 binary channels (37 block, 5 item, 40 mob, 1 visible),
+then 51 scalars. The paper's first layer reads all 8268 floats; this model first passes every
+cell through one shared linear layer and a ReLU (a 1x1 convolution over the channels,
+"params/CellEncoder", kernel [83, C]), so that the first dense layer reads 99 * C + 51 features
+(zero-padded to a multiple of 8, `feature_width`) instead. The rest is numpy_ppo's ActorCriticRNN
+with obs_size = feature_width (Dense_0, the GRU, the actor and critic heads, same names):
+
+    features = [relu(cell_k W + b) for the 99 cells k] ++ scalars ++ zeros
+    logits, value, h = ActorCriticRNN(features, dones, h)
+
+Because a cell's channels are 0 or 1, cell_k W is the sum of W's rows of its set channels: the GPU
+computes the features from the env's 1,008-byte compact records (cuda/fast_cuda.cu) without
+expanding the 8268 floats; on the CPU they come from the float obs.
+
+This module holds the float64-checkable NumPy reference (`init_params`, `encode`, `forward`,
+`ppo_loss` with analytic gradients) and the PyTorch model the fast trainer runs
+(`TorchActorCritic`, pycraftax/train/torch_trainer.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pycraftax.train import numpy_ppo
+from pycraftax.train.numpy_ppo import ACTOR, CRITIC, EMBED, GRU, LossConfig, ModelConfig
+
+CELL = "params/CellEncoder"
+CELLS, CHANNELS, SCALARS = 99, 83, 51
+MAP_FLOATS = CELLS * CHANNELS  # 8217: the obs' map part, cell-major
+CELL_DIMS = (8, 16, 24, 32)  # what the CUDA cell encoder is compiled for
+
+
+@dataclass(frozen=True)
+class FastModelConfig:
+    cell_dim: int = 16
+    width: int = 256
+    hidden: int = 256
+    num_actions: int = 43
+
+    def validate(self) -> None:
+        if self.cell_dim not in CELL_DIMS:
+            raise ValueError(f"cell_dim must be one of {list(CELL_DIMS)}, got {self.cell_dim!r}")
+        self.paper_config().validate()
+
+    @property
+    def feature_width(self) -> int:
+        return -(-(CELLS * self.cell_dim + SCALARS) // 8) * 8
+
+    def paper_config(self) -> ModelConfig:
+        """The ActorCriticRNN behind the cell encoder."""
+        return ModelConfig(obs_size=self.feature_width, num_actions=self.num_actions, width=self.width,
+                           hidden=self.hidden)
+
+
+def param_shapes(cfg: FastModelConfig) -> dict[str, tuple[int, ...]]:
+    s = {f"{CELL}/kernel": (CHANNELS, cfg.cell_dim), f"{CELL}/bias": (cfg.cell_dim,),
+         **numpy_ppo.param_shapes(cfg.paper_config())}
+    return dict(sorted(s.items()))
+
+
+def init_params(cfg: FastModelConfig, seed: int = 0, dtype=np.float32) -> dict[str, np.ndarray]:
+    """numpy_ppo's initialisation of the ActorCriticRNN, and an orthogonal(sqrt 2) cell kernel
+    drawn after it from the same seed."""
+    cfg.validate()
+    p = numpy_ppo.init_params(cfg.paper_config(), seed, dtype)
+    rng = np.random.default_rng([seed, 1])
+    p[f"{CELL}/kernel"] = numpy_ppo.orthogonal(rng, (CHANNELS, cfg.cell_dim), np.sqrt(2.0), dtype)
+    p[f"{CELL}/bias"] = np.zeros(cfg.cell_dim, dtype)
+    return {k: p[k] for k in param_shapes(cfg)}
+
+
+def check_params(params: dict, cfg: FastModelConfig) -> None:
+    shapes = param_shapes(cfg)
+    if set(params) != set(shapes):
+        raise ValueError(f"parameter names differ: missing {sorted(set(shapes) - set(params))}, "
+                         f"unexpected {sorted(set(params) - set(shapes))}")
+    for k, s in shapes.items():
+        if tuple(np.shape(params[k])) != s:
+            raise ValueError(f"{k}: shape {tuple(np.shape(params[k]))}, expected {s}")
+
+
+def config_of(params: dict) -> FastModelConfig:
+    """The FastModelConfig whose shapes `params` has."""
+    c = np.shape(params[f"{CELL}/kernel"])[1]
+    return FastModelConfig(cell_dim=int(c), width=int(np.shape(params[f"{EMBED}/kernel"])[1]),
+                           hidden=int(np.shape(params[f"{GRU}/hr/kernel"])[0]),
+                           num_actions=int(np.shape(params[f"{ACTOR[2]}/kernel"])[1]))
+
+
+def is_fast_params(params: dict) -> bool:
+    return f"{CELL}/kernel" in params
+
+
+def _paper_part(params: dict) -> dict:
+    return {k: v for k, v in params.items() if not k.startswith(CELL)}
+
+
+# -- NumPy reference -----------------------------------------------------------------------
+def encode(params: dict, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(features [R, feature_width], cell pre-activations [R, 99, C]) of float obs [R, 8268]."""
+    w, b = params[f"{CELL}/kernel"], params[f"{CELL}/bias"]
+    dt = w.dtype
+    obs = np.asarray(obs, dt)
+    R, C = obs.shape[0], w.shape[1]
+    pre = obs[:, :MAP_FLOATS].reshape(R, CELLS, CHANNELS) @ w + b
+    width = -(-(CELLS * C + SCALARS) // 8) * 8
+    feats = np.zeros((R, width), dt)
+    feats[:, :CELLS * C] = np.maximum(pre, 0).reshape(R, CELLS * C)
+    feats[:, CELLS * C:CELLS * C + SCALARS] = obs[:, MAP_FLOATS:]
+    return feats, pre
+
+
+def encode_backward(params: dict, obs: np.ndarray, pre: np.ndarray, dfeats: np.ndarray) -> dict[str, np.ndarray]:
+    """The cell encoder's parameter gradients from dloss/dfeatures."""
+    w = params[f"{CELL}/kernel"]
+    R, C = pre.shape[0], w.shape[1]
+    d = dfeats[:, :CELLS * C].reshape(R, CELLS, C) * (pre > 0)
+    x = np.asarray(obs, w.dtype)[:, :MAP_FLOATS].reshape(R * CELLS, CHANNELS)
+    return {f"{CELL}/kernel": x.T @ d.reshape(R * CELLS, C), f"{CELL}/bias": d.sum((0, 1))}
+
+
+def forward(params: dict, obs: np.ndarray, dones: np.ndarray, h0: np.ndarray):
+    """numpy_ppo.forward of the model: obs float [T, B, 8268] -> (h_T, logits [T, B, A], values [T, B])."""
+    T, B, D = obs.shape
+    feats, _ = encode(params, obs.reshape(T * B, D))
+    h, logits, values, _ = numpy_ppo.forward(_paper_part(params), feats.reshape(T, B, -1), dones, h0)
+    return h, logits, values
+
+
+def ppo_loss(params: dict, batch: dict, lcfg: LossConfig = LossConfig(), with_grad: bool = True):
+    """numpy_ppo.ppo_loss of the model on one minibatch (batch["obs"]: float obs [T, B, 8268]),
+    with the gradient of every parameter, the cell encoder's included."""
+    obs = np.asarray(batch["obs"])
+    T, B, D = obs.shape
+    flat = obs.reshape(T * B, D)
+    feats, pre = encode(params, flat)
+    inner = dict(batch, obs=feats.reshape(T, B, -1))
+    total, aux, out = numpy_ppo.ppo_loss(_paper_part(params), inner, lcfg, with_grad=with_grad, input_grad=True)
+    if not with_grad:
+        return total, aux, None
+    grads, dfeats = out
+    grads.update(encode_backward(params, flat, pre, dfeats))
+    return total, aux, {k: grads[k] for k in params}
+
+
+# -- PyTorch --------------------------------------------------------------------------------
+def _torch():
+    import torch
+
+    return torch
+
+
+def encode_float_torch(weight, bias, obs):
+    """The cell encoder on float obs [R, 8268] with torch ops (any device): features [R, width]
+    in obs' dtype."""
+    torch = _torch()
+    R, C = obs.shape[0], weight.shape[1]
+    cells = obs[:, :MAP_FLOATS].reshape(R, CELLS, CHANNELS)
+    coded = torch.relu(cells @ weight.to(obs.dtype) + bias.to(obs.dtype)).reshape(R, CELLS * C)
+    width = -(-(CELLS * C + SCALARS) // 8) * 8
+    pad = obs.new_zeros((R, width - CELLS * C - SCALARS))
+    return torch.cat([coded, obs[:, MAP_FLOATS:], pad], 1)
+
+
+class TorchActorCritic:
+    """The fast model in PyTorch: fp32 master weights (`weights`, by flax name) on `device`; the
+    GEMMs in bfloat16 with fp32 accumulation where `bf16` (the GPU), the GRU state and cell, the
+    softmax and the losses in fp32. Inputs: float obs [R, 8268] (torch ops) or compact records
+    uint8 [R, 1008] (the CUDA cell encoder, cuda_ops.CellEncoder)."""
+
+    def __init__(self, params: dict, device, bf16: bool, dtype=None):
+        torch = _torch()
+        self.dtype = dtype or torch.float32  # of the weights and the fp32 parts (float64 for checks)
+        self.cfg = config_of(params)
+        check_params(params, self.cfg)
+        self.device = torch.device(device)
+        self.bf16 = bf16
+        self.names = list(param_shapes(self.cfg))
+        self.weights = {k: torch.nn.Parameter(torch.as_tensor(np.asarray(params[k]), dtype=self.dtype,
+                                                              device=self.device)) for k in self.names}
+        self._hidden_bias_pad = torch.zeros(2 * self.cfg.hidden, dtype=self.dtype, device=self.device)
+
+    def parameters(self) -> list:
+        return [self.weights[k] for k in self.names]
+
+    def numpy_params(self) -> dict[str, np.ndarray]:
+        return {k: v.detach().cpu().numpy().copy() for k, v in self.weights.items()}
+
+    def load(self, params: dict) -> None:
+        torch = _torch()
+        check_params(params, self.cfg)
+        with torch.no_grad():
+            for k in self.names:
+                self.weights[k].copy_(torch.as_tensor(np.asarray(params[k]), dtype=self.dtype))
+
+    def _mm(self, x, w, b=None):
+        """x @ w (+ b) in fp32 out; bf16 operands with fp32 accumulation when self.bf16."""
+        torch = _torch()
+        if self.bf16:
+            y = torch.mm(x.to(torch.bfloat16), w.to(torch.bfloat16)).to(self.dtype)
+        else:
+            y = x @ w
+        return y if b is None else y + b
+
+    def features(self, obs):
+        """Features [R, feature_width] of obs: float [R, 8268] or compact records uint8 [R, >= 1008]."""
+        torch = _torch()
+        w, b = self.weights[f"{CELL}/kernel"], self.weights[f"{CELL}/bias"]
+        if obs.dtype == torch.uint8:
+            from pycraftax.train import cuda_ops
+
+            return cuda_ops.encode_cells(obs, w, b, self.cfg.feature_width)
+        return encode_float_torch(w, b, obs.to(self.dtype))
+
+    def core(self, feats, dones, h0):
+        """numpy_ppo.forward from features [T * B, K]: (h_T, logits [T, B, A] fp32, values [T, B] fp32).
+        dones bool [T, B]: reset the state before that step's cell."""
+        torch = _torch()
+        p = self.weights
+        T, B = dones.shape
+        H = self.cfg.hidden
+        emb = torch.relu(self._mm(feats, p[f"{EMBED}/kernel"], p[f"{EMBED}/bias"]))
+        Wi = torch.cat([p[f"{GRU}/{g}/kernel"] for g in ("ir", "iz", "in")], 1)
+        bi = torch.cat([p[f"{GRU}/{g}/bias"] for g in ("ir", "iz", "in")])
+        Wh = torch.cat([p[f"{GRU}/{g}/kernel"] for g in ("hr", "hz", "hn")], 1)
+        if self.bf16:
+            Wh = Wh.to(torch.bfloat16)
+        bhn = p[f"{GRU}/hn/bias"]
+        xi = self._mm(emb, Wi).reshape(T, B, 3 * H)  # + bi: in the cell
+        fused = self.device.type == "cuda"
+        hidden_bias = torch.cat([self._hidden_bias_pad, bhn]) if fused else None
+        keep = (~dones).unsqueeze(-1).to(self.dtype)
+        h = h0
+        hs = []
+        for t in range(T):
+            hp = h * keep[t]
+            hh = torch.mm(hp.to(Wh.dtype), Wh).to(self.dtype)
+            if fused:  # PyTorch's GRUCell kernel: the same cell (gates r, z, n), one launch
+                h = torch._thnn_fused_gru_cell(xi[t], hh, hp, bi, hidden_bias)[0]
+            else:
+                x = xi[t] + bi
+                r = torch.sigmoid(x[:, :H] + hh[:, :H])
+                z = torch.sigmoid(x[:, H:2 * H] + hh[:, H:2 * H])
+                n = torch.tanh(x[:, 2 * H:] + r * (hh[:, 2 * H:] + bhn))
+                h = (1 - z) * n + z * hp
+            hs.append(h)
+        y = torch.stack(hs).reshape(T * B, H)
+        outs = []
+        for names in (ACTOR, CRITIC):
+            a = y
+            for i, name in enumerate(names):
+                a = self._mm(a, p[f"{name}/kernel"], p[f"{name}/bias"])
+                if i < 2:
+                    a = torch.relu(a)
+            outs.append(a)
+        return h, outs[0].reshape(T, B, -1), outs[1].reshape(T, B)
+
+    def forward(self, obs, dones, h0):
+        """obs [T, B, ...] (float or records), dones bool [T, B], h0 [B, H] -> (h_T, logits, values)."""
+        T, B = dones.shape
+        return self.core(self.features(obs.reshape(T * B, *obs.shape[2:])), dones, h0)
+
+
+def ppo_loss_torch(logits, values, batch: dict, lcfg: LossConfig):
+    """numpy_ppo.ppo_loss's loss in torch (fp32) from the model's outputs [T, B, A] and [T, B]:
+    (total, dict of the statistics as 0-d tensors)."""
+    torch = _torch()
+    eps = lcfg.clip_eps
+    logp_all = torch.log_softmax(logits, -1)
+    log_prob = logp_all.gather(-1, batch["actions"].long().unsqueeze(-1)).squeeze(-1)
+    old_v = batch["values"]
+    v_clipped = old_v + (values - old_v).clamp(-eps, eps)
+    value_loss = 0.5 * torch.maximum((values - batch["targets"]) ** 2, (v_clipped - batch["targets"]) ** 2).mean()
+    ratio = torch.exp(log_prob - batch["log_probs"])
+    gae = batch["advantages"]
+    gae = (gae - gae.mean()) / (gae.std(unbiased=False) + 1e-8)
+    actor_loss = -torch.minimum(ratio * gae, ratio.clamp(1 - eps, 1 + eps) * gae).mean()
+    entropy = -(logp_all.exp() * logp_all).sum(-1).mean()
+    total = actor_loss + lcfg.vf_coef * value_loss - lcfg.ent_coef * entropy
+    with torch.no_grad():
+        stats = dict(value_loss=value_loss, actor_loss=actor_loss, entropy=entropy,
+                     approx_kl=((ratio - 1) - torch.log(ratio)).mean(), clip_frac=((ratio - 1).abs() > eps).float().mean())
+    return total, stats

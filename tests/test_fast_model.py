@@ -1,0 +1,172 @@
+"""The fast recipe's network (pycraftax/train/fast_model.py) and trainer on the CPU: the NumPy
+reference's analytic gradients against float64 finite differences, the PyTorch model against
+the reference on the same weights and batch, and a short run of the trainer with resume.
+The GPU kernels' checks against the same reference are in conformance/test_fast_cuda.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pycraftax.train import fast_model as fm
+from pycraftax.train import numpy_ppo
+
+torch = pytest.importorskip("torch")
+
+SMALL = fm.FastModelConfig(cell_dim=8, width=16, hidden=8, num_actions=43)
+
+
+def random_obs(rng, rows: int) -> np.ndarray:
+    """Obs shaped like the symbolic obs: every cell one block and one item of a visible cell,
+    a few mob bits, some invisible (all-zero) cells; scalars in [0, 1)."""
+    obs = np.zeros((rows, fm.MAP_FLOATS + fm.SCALARS))
+    cells = obs[:, :fm.MAP_FLOATS].reshape(rows, fm.CELLS, fm.CHANNELS)
+    visible = rng.random((rows, fm.CELLS)) < 0.8
+    r, c = np.nonzero(visible)
+    cells[r, c, rng.integers(0, 37, r.size)] = 1
+    cells[r, c, 37 + rng.integers(0, 5, r.size)] = 1
+    cells[r, c, 82] = 1
+    mob = rng.random(r.size) < 0.2
+    cells[r[mob], c[mob], 42 + rng.integers(0, 40, mob.sum())] = 1
+    obs[:, fm.MAP_FLOATS:] = rng.random((rows, fm.SCALARS))
+    return obs
+
+
+def random_batch(rng, T: int, B: int, cfg: fm.FastModelConfig, dtype=np.float64) -> dict:
+    return dict(obs=random_obs(rng, T * B).reshape(T, B, -1).astype(dtype), dones=rng.random((T, B)) < 0.2,
+                h0=rng.standard_normal((B, cfg.hidden)).astype(dtype), actions=rng.integers(0, 43, (T, B)),
+                values=rng.standard_normal((T, B)).astype(dtype),
+                log_probs=(-3.7 + 0.3 * rng.standard_normal((T, B))).astype(dtype),
+                advantages=rng.standard_normal((T, B)).astype(dtype),
+                targets=rng.standard_normal((T, B)).astype(dtype))
+
+
+def params64(seed: int = 0, cfg=SMALL) -> dict:
+    p = fm.init_params(cfg, seed=seed, dtype=np.float64)
+    rng = np.random.default_rng(seed + 100)
+    for k in p:  # nonzero biases, so every bias gradient path is exercised
+        if k.endswith("bias"):
+            p[k] = 0.1 * rng.standard_normal(p[k].shape)
+    return {k: np.ascontiguousarray(v) for k, v in p.items()}  # perturbed in place through reshape(-1)
+
+
+def test_feature_width_and_shapes():
+    cfg = fm.FastModelConfig()
+    assert cfg.feature_width == 1640 and cfg.feature_width % 8 == 0
+    shapes = fm.param_shapes(cfg)
+    assert shapes[f"{fm.CELL}/kernel"] == (83, 16)
+    assert shapes[f"{numpy_ppo.EMBED}/kernel"] == (1640, 256)
+    with pytest.raises(ValueError, match="cell_dim must be one of"):
+        fm.FastModelConfig(cell_dim=12).validate()
+
+
+def test_encode_is_the_per_cell_linear_map():
+    rng = np.random.default_rng(1)
+    p = params64()
+    obs = random_obs(rng, 5)
+    feats, pre = fm.encode(p, obs)
+    w, b = p[f"{fm.CELL}/kernel"], p[f"{fm.CELL}/bias"]
+    for r in range(5):
+        for cell in (0, 17, 98):
+            x = obs[r, cell * 83:(cell + 1) * 83]
+            np.testing.assert_allclose(feats[r, cell * 8:(cell + 1) * 8], np.maximum(x @ w + b, 0), rtol=1e-12)
+    np.testing.assert_array_equal(feats[:, 99 * 8:99 * 8 + 51], obs[:, fm.MAP_FLOATS:])
+    assert not feats[:, 99 * 8 + 51:].any()
+
+
+def test_reference_gradients_match_finite_differences():
+    rng = np.random.default_rng(2)
+    p = params64(seed=3)
+    batch = random_batch(rng, T=3, B=4, cfg=SMALL)
+    _, _, grads = fm.ppo_loss(p, batch)
+    eps = 1e-6
+    checked = 0
+    for name in p:
+        flat = p[name].reshape(-1)
+        g = grads[name].reshape(-1)
+        # the largest gradient entries (where a kink of a ReLU or clip is least likely to sit
+        # within eps) and a random one
+        picks = set(np.argsort(-np.abs(g))[:3].tolist()) | {int(rng.integers(flat.size))}
+        for i in picks:
+            old = flat[i]
+            flat[i] = old + eps
+            up = fm.ppo_loss(p, batch, with_grad=False)[0]
+            flat[i] = old - eps
+            down = fm.ppo_loss(p, batch, with_grad=False)[0]
+            flat[i] = old
+            fd = (up - down) / (2 * eps)
+            assert abs(fd - g[i]) <= 1e-6 + 1e-4 * abs(fd), (name, i, fd, g[i])
+            checked += 1
+    assert checked >= 4 * len(p) - len(p)  # every tensor checked, the cell encoder's included
+    assert np.abs(grads[f"{fm.CELL}/kernel"]).sum() > 0 and np.abs(grads[f"{fm.CELL}/bias"]).sum() > 0
+
+
+def torch_loss_and_grads(p: dict, batch: dict, dtype=torch.float64):
+    model = fm.TorchActorCritic(p, "cpu", bf16=False, dtype=dtype)
+    tb = {k: torch.as_tensor(v) for k, v in batch.items()}
+    tb["dones"] = tb["dones"].bool()
+    _, logits, values = model.forward(tb["obs"].to(dtype), tb["dones"], tb["h0"].to(dtype))
+    total, stats = fm.ppo_loss_torch(logits, values, {k: (v.to(dtype) if v.is_floating_point() else v)
+                                                      for k, v in tb.items()}, numpy_ppo.LossConfig())
+    total.backward()
+    return float(total.detach()), {k: float(v) for k, v in stats.items()}, \
+        {k: model.weights[k].grad.numpy() for k in model.names}
+
+
+def test_torch_model_equals_reference_in_float64():
+    rng = np.random.default_rng(4)
+    p = params64(seed=5)
+    batch = random_batch(rng, T=4, B=3, cfg=SMALL)
+    total, aux, grads = fm.ppo_loss(p, batch)
+    t_total, t_aux, t_grads = torch_loss_and_grads(p, batch)
+    assert t_total == pytest.approx(float(total), rel=1e-12, abs=1e-14)
+    for k in ("value_loss", "actor_loss", "entropy", "approx_kl"):
+        assert t_aux[k] == pytest.approx(float(aux[k]), rel=1e-10, abs=1e-14), k
+    for k in p:
+        np.testing.assert_allclose(t_grads[k], grads[k], rtol=1e-9, atol=1e-12, err_msg=k)
+
+
+def test_torch_forward_equals_reference_forward():
+    rng = np.random.default_rng(6)
+    p = params64(seed=7)
+    batch = random_batch(rng, T=5, B=2, cfg=SMALL)
+    h, logits, values = fm.forward(p, batch["obs"], batch["dones"], batch["h0"])
+    model = fm.TorchActorCritic(p, "cpu", bf16=False, dtype=torch.float64)
+    with torch.no_grad():
+        th, tl, tv = model.forward(torch.as_tensor(batch["obs"]), torch.as_tensor(batch["dones"]),
+                                   torch.as_tensor(batch["h0"]))
+    np.testing.assert_allclose(tl.numpy(), logits, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(tv.numpy(), values, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(th.numpy(), h, rtol=1e-12, atol=1e-12)
+
+
+def test_compact_records_need_the_gpu_kernels():
+    from pycraftax.train import cuda_ops
+
+    with pytest.raises(ValueError, match="records must be a CUDA uint8 tensor"):
+        cuda_ops.encode_cells(torch.zeros((2, 1008), dtype=torch.uint8), torch.zeros(83, 8), torch.zeros(8), 848)
+
+
+def test_fast_trainer_runs_checkpoints_and_resumes(tmp_path):
+    from pycraftax.train.config import TrainConfig
+    from pycraftax.train.torch_trainer import TorchTrainer
+
+    c = TrainConfig.from_recipe("fast", num_envs=8, num_steps=8, num_minibatches=2, update_epochs=1,
+                                total_timesteps=8 * 8 * 4, width=32, hidden=32, cell_dim=8, checkpoint_every=2)
+    t = TorchTrainer(c, str(tmp_path), device="cpu")
+    assert not t.graphs  # CUDA graphs only on the GPU
+    lines = t.run(max_updates=2, progress=False)
+    assert [m["update"] for m in lines] == [1, 2]
+    assert all(np.isfinite(m["total_loss"]) and m["grad_norm"] > 0 for m in lines)
+    before = t.params
+    r = TorchTrainer.resume(str(tmp_path / "checkpoint.npz"), device="cpu")
+    assert r.update == 2 and r.opt_steps == t.opt_steps == 4
+    for k, v in before.items():
+        np.testing.assert_array_equal(r.params[k], v)
+    mu = {n: s["exp_avg"] for n, s in zip(t.model.names, (t.opt.state[p] for p in t.model.parameters()))}
+    for n, p in zip(r.model.names, r.model.parameters()):
+        np.testing.assert_array_equal(r.opt.state[p]["exp_avg"].numpy(), mu[n].numpy())
+    r.run(progress=False)
+    assert r.update == c.num_updates
+    saved = np.load(tmp_path / "params.npz")
+    assert f"{fm.CELL}/kernel" in saved.files
