@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import pycraftax
-from pycraftax import cuda_env
+from pycraftax import cuda_env, obs_compact
 from pycraftax.train import fast_model as fm
 from pycraftax.train import numpy_ppo
 
@@ -34,8 +34,8 @@ def records_and_obs():
         if t % 10 == 9:
             recs.append(torch.as_tensor(obs, device="cuda").clone())
     records = torch.cat(recs)
-    floats = np.asarray(env.expand_obs(records))
     env.close()
+    floats = obs_compact.expand(records.cpu().numpy())
     return records, floats
 
 

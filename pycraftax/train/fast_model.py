@@ -240,7 +240,7 @@ class TorchActorCritic:
             hp = h * keep[t]
             hh = torch.mm(hp.to(Wh.dtype), Wh).to(self.dtype)
             if fused:  # PyTorch's GRUCell kernel: the same cell (gates r, z, n), one launch
-                h = torch._thnn_fused_gru_cell(xi[t], hh, hp, bi, hidden_bias)[0]
+                h = torch.ops.aten._thnn_fused_gru_cell(xi[t], hh, hp, bi, hidden_bias)[0]
             else:
                 x = xi[t] + bi
                 r = torch.sigmoid(x[:, :H] + hh[:, :H])
