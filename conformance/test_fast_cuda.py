@@ -57,6 +57,8 @@ def test_cell_encoder_forward_matches_the_float_path(records_and_obs):
 
 @pytest.mark.parametrize("grad_dtype", [torch.float32, torch.bfloat16])
 def test_cell_encoder_backward_matches_autograd(records_and_obs, grad_dtype):
+    """encode_cells_backward with either gradient dtype, and through autograd (whose gradient
+    of the bfloat16 features is bfloat16), against float64 autograd of the float-obs path."""
     from pycraftax.train import cuda_ops
 
     records, floats = records_and_obs
@@ -64,14 +66,17 @@ def test_cell_encoder_backward_matches_autograd(records_and_obs, grad_dtype):
     w = (0.3 * torch.randn(83, 16, device="cuda", generator=gen)).requires_grad_()
     b = (0.1 * torch.randn(16, device="cuda", generator=gen)).requires_grad_()
     upstream = torch.randn(records.shape[0], 1640, device="cuda", generator=gen).to(grad_dtype)
-    cuda_ops.encode_cells(records, w, b, 1640).backward(upstream)
-    gw, gb = w.grad.clone(), b.grad.clone()
+    direct = cuda_ops.encode_cells_backward(records, w, b, upstream, 1640)
     w64 = w.detach().double().requires_grad_()
     b64 = b.detach().double().requires_grad_()
     fm.encode_float_torch(w64, b64, torch.as_tensor(floats, device="cuda").double()).backward(upstream.double())
-    for got, ref in ((gw, w64.grad), (gb, b64.grad)):
+    for got, ref in zip(direct, (w64.grad, b64.grad)):
         rel = float((got.double() - ref).norm() / ref.norm())
         assert rel < 1e-5, rel
+    if grad_dtype == torch.bfloat16:
+        cuda_ops.encode_cells(records, w, b, 1640).backward(upstream)
+        for got, ref in ((w.grad, w64.grad), (b.grad, b64.grad)):
+            assert float((got.double() - ref).norm() / ref.norm()) < 1e-5
 
 
 def _gpu_loss_and_grads(p: dict, records, batch: dict):
@@ -97,10 +102,15 @@ def test_bf16_model_loss_and_gradients_match_the_float64_reference(records_and_o
     total, _, grads = fm.ppo_loss({k: v.astype(np.float64) for k, v in p.items()}, batch)
     g_total, g_grads = _gpu_loss_and_grads(p, records.reshape(T, B, -1), batch)
     assert g_total == pytest.approx(float(total), rel=2e-2, abs=1e-3)
-    worst = {}
-    for k, ref in grads.items():
-        worst[k] = float(np.linalg.norm(g_grads[k] - ref) / max(np.linalg.norm(ref), 1e-12))
-    assert max(worst.values()) < 5e-2, worst
+    # bf16 GEMM operands and outputs round activations by up to 2^-9 each; sums of many signed
+    # terms (the bias gradients) lose more than that relative to their size: per tensor the bound
+    # is 0.15, over all parameters together 0.02 (CONFORMANCE.md)
+    rel = {k: float(np.linalg.norm(g_grads[k] - ref) / max(np.linalg.norm(ref), 1e-12)) for k, ref in grads.items()}
+    assert max(rel.values()) < 0.15, rel
+    flat = np.concatenate([grads[k].ravel() for k in grads])
+    g_flat = np.concatenate([g_grads[k].ravel() for k in grads])
+    assert np.linalg.norm(g_flat - flat) / np.linalg.norm(flat) < 2e-2, rel
+    print("gradient relative errors (bf16 GPU vs float64 NumPy):", {k: round(v, 4) for k, v in rel.items()})
 
 
 def test_fast_trainer_learns_a_little_on_the_gpu(tmp_path):

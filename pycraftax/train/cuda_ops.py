@@ -74,6 +74,29 @@ def encode_cells(records, weight, bias, width: int):
     return _EncodeCells.apply(_checked_records(records), weight, bias, int(width))
 
 
+def encode_cells_backward(records, weight, bias, grad, width: int):
+    """(grad_weight, grad_bias) of encode_cells from the features' gradient grad [R, width]
+    (bfloat16 or float32; an autograd gradient of the bfloat16 features is bfloat16)."""
+    import torch
+
+    ffi, lib = _bind()
+    records = _checked_records(records)
+    w, b = weight.detach().float().contiguous(), bias.detach().float().contiguous()
+    C = w.shape[1]
+    grad = grad.contiguous()
+    if grad.dtype not in (torch.bfloat16, torch.float32):
+        grad = grad.float()
+    gw, gb = torch.empty_like(w), torch.empty_like(b)
+    partials = torch.empty(lib.craftax_fast_encode_cells_partials_bytes(records.shape[0], C), dtype=torch.uint8,
+                           device=records.device)
+    _check(lib.craftax_fast_encode_cells_backward(
+        _ptr(ffi, "uint8_t *", records), records.shape[0], records.shape[1], _ptr(ffi, "float *", w),
+        _ptr(ffi, "float *", b), C, _ptr(ffi, "void *", grad), int(grad.dtype == torch.float32), width,
+        _ptr(ffi, "float *", gw), _ptr(ffi, "float *", gb), _ptr(ffi, "void *", partials), _stream()),
+        "encode_cells_backward")
+    return gw, gb
+
+
 def _make_function():
     import torch
 
@@ -95,20 +118,8 @@ def _make_function():
 
         @staticmethod
         def backward(ctx, grad):
-            ffi, lib = _bind()
             records, w, b = ctx.saved_tensors
-            C = w.shape[1]
-            grad = grad.contiguous()
-            if grad.dtype not in (torch.bfloat16, torch.float32):
-                grad = grad.float()
-            gw, gb = torch.empty_like(w), torch.empty_like(b)
-            partials = torch.empty(lib.craftax_fast_encode_cells_partials_bytes(records.shape[0], C),
-                                   dtype=torch.uint8, device=records.device)
-            _check(lib.craftax_fast_encode_cells_backward(
-                _ptr(ffi, "uint8_t *", records), records.shape[0], records.shape[1], _ptr(ffi, "float *", w),
-                _ptr(ffi, "float *", b), C, _ptr(ffi, "void *", grad), int(grad.dtype == torch.float32), ctx.width,
-                _ptr(ffi, "float *", gw), _ptr(ffi, "float *", gb), _ptr(ffi, "void *", partials), _stream()),
-                "encode_cells_backward")
+            gw, gb = encode_cells_backward(records, w, b, grad, ctx.width)
             return None, gw, gb, None
 
     return EncodeCells
