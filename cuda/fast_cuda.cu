@@ -13,8 +13,8 @@
 #define MOB_CHANNEL0 (CRAFTAX_NUM_BLOCK_TYPES + CRAFTAX_NUM_ITEM_TYPES)
 #define VISIBLE_CHANNEL (CHANNELS - 1)
 #define ENCODE_THREADS 256
-#define BACKWARD_THREADS 256
-#define BACKWARD_BLOCKS 1024 /* blocks of the backward's grid-stride loop: the partials it reduces */
+#define BACKWARD_CELLS 16    /* cells a backward block holds at once, C threads each */
+#define BACKWARD_BLOCKS 2048 /* blocks of the backward's grid-stride loop: the partials it reduces */
 
 static_assert(MOB_CHANNEL0 + 40 == VISIBLE_CHANNEL, "obs.h's cell channels: 37 block, 5 item, 40 mob, 1 visible");
 static_assert(CRAFTAX_OBS_CHANNELS == CHANNELS, "obs.h's cell has 83 channels");
@@ -106,66 +106,49 @@ __device__ __forceinline__ float grad_value<__nv_bfloat16>(const __nv_bfloat16 *
     return __bfloat162float(*p);
 }
 
-/* Each block walks cells (record, cell) with a grid stride and adds every cell's gradient
- * (through the ReLU) into the rows of its set channels: block and item rows by shared-memory
- * atomics, the bias and visible rows in each thread's registers. partials[block] = its sums. */
+/* A thread per (cell in flight, column): a block holds BACKWARD_CELLS cells at once, C threads
+ * each, and walks cells (record, cell) with a grid stride. Thread c adds column c of every cell's
+ * gradient (through the ReLU) into the rows of the cell's set channels: block, item and mob rows
+ * by shared-memory atomics (the C threads of a cell hit C consecutive words, so a warp's atomics
+ * collide only between its cells), the bias and visible rows in the thread's registers.
+ * partials[block] = the block's sums. */
 template <int C, typename G>
-__global__ void __launch_bounds__(BACKWARD_THREADS) fast_encode_cells_backward_kernel(
+__global__ void __launch_bounds__(BACKWARD_CELLS * C) fast_encode_cells_backward_kernel(
     const uint8_t *records, int64_t rows, int32_t record_bytes, const float *weight, const float *bias,
     const G *grad, int32_t row_width, float *partials) {
-    __shared__ float w[CHANNELS * C], b[C], gw[(CHANNELS + 1) * C]; /* row CHANNELS: the bias */
+    __shared__ float w[CHANNELS * C], gw[(CHANNELS + 1) * C]; /* gw row CHANNELS: the bias */
     for (int i = threadIdx.x; i < CHANNELS * C; i += blockDim.x) w[i] = weight[i];
-    for (int i = threadIdx.x; i < C; i += blockDim.x) b[i] = bias[i];
     for (int i = threadIdx.x; i < (CHANNELS + 1) * C; i += blockDim.x) gw[i] = 0.0f;
     __syncthreads();
-    float g_bias[C], g_visible[C];
-#pragma unroll
-    for (int c = 0; c < C; c++) g_bias[c] = g_visible[c] = 0.0f;
+    const int c = threadIdx.x % C, slot = threadIdx.x / C;
+    const float b = bias[c];
+    float g_bias = 0.0f, g_visible = 0.0f;
     const int64_t total = rows * CELLS;
-    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
+    for (int64_t e = (int64_t)blockIdx.x * BACKWARD_CELLS + slot; e < total; e += (int64_t)gridDim.x * BACKWARD_CELLS) {
         const int64_t row = e / CELLS;
         const int cell = (int)(e - row * CELLS);
         const uint64_t word = *(const uint64_t *)(records + row * record_bytes + CELL_BYTES_AT + cell * 8);
-        float pre[C];
-        cell_preactivation<C>(word, w, b, pre);
-        const G *gr = grad + row * row_width + cell * C;
-        float d[C];
-#pragma unroll
-        for (int c = 0; c < C; c++) {
-            d[c] = pre[c] > 0.0f ? grad_value<G>(gr + c) : 0.0f;
-            g_bias[c] += d[c];
-        }
-        if (!((word >> 16) & 0xFF)) continue;
-#pragma unroll
-        for (int c = 0; c < C; c++) g_visible[c] += d[c];
+        const bool visible = (word >> 16) & 0xFF;
         const int block = (int)(word & 0xFF), item = (int)((word >> 8) & 0xFF);
-        if (block < CRAFTAX_NUM_BLOCK_TYPES)
-#pragma unroll
-            for (int c = 0; c < C; c++) atomicAdd(&gw[block * C + c], d[c]);
-        if (item < CRAFTAX_NUM_ITEM_TYPES)
-#pragma unroll
-            for (int c = 0; c < C; c++) atomicAdd(&gw[(CRAFTAX_NUM_BLOCK_TYPES + item) * C + c], d[c]);
-        uint64_t mobs = word >> 24;
-        while (mobs) {
-            const int k = __ffsll((long long)mobs) - 1;
-            mobs &= mobs - 1;
-#pragma unroll
-            for (int c = 0; c < C; c++) atomicAdd(&gw[(MOB_CHANNEL0 + k) * C + c], d[c]);
+        const bool has_block = visible && block < CRAFTAX_NUM_BLOCK_TYPES;
+        const bool has_item = visible && item < CRAFTAX_NUM_ITEM_TYPES;
+        const uint64_t mobs = visible ? word >> 24 : 0;
+        float pre = b;
+        if (visible) {
+            pre += (has_block ? w[block * C + c] : 0.0f) + (has_item ? w[(CRAFTAX_NUM_BLOCK_TYPES + item) * C + c] : 0.0f) +
+                   w[VISIBLE_CHANNEL * C + c];
+            for (uint64_t m = mobs; m; m &= m - 1) pre += w[(MOB_CHANNEL0 + __ffsll((long long)m) - 1) * C + c];
         }
+        const float d = pre > 0.0f ? grad_value<G>(grad + row * row_width + cell * C + c) : 0.0f;
+        g_bias += d;
+        if (!visible) continue;
+        g_visible += d;
+        if (has_block) atomicAdd(&gw[block * C + c], d);
+        if (has_item) atomicAdd(&gw[(CRAFTAX_NUM_BLOCK_TYPES + item) * C + c], d);
+        for (uint64_t m = mobs; m; m &= m - 1) atomicAdd(&gw[(MOB_CHANNEL0 + __ffsll((long long)m) - 1) * C + c], d);
     }
-    /* the registers' rows: a warp's sum, then one atomic a warp */
-#pragma unroll
-    for (int c = 0; c < C; c++) {
-        float vb = g_bias[c], vv = g_visible[c];
-        for (int off = 16; off > 0; off >>= 1) {
-            vb += __shfl_down_sync(0xFFFFFFFFu, vb, off);
-            vv += __shfl_down_sync(0xFFFFFFFFu, vv, off);
-        }
-        if ((threadIdx.x & 31) == 0) {
-            atomicAdd(&gw[CHANNELS * C + c], vb);
-            atomicAdd(&gw[VISIBLE_CHANNEL * C + c], vv);
-        }
-    }
+    atomicAdd(&gw[CHANNELS * C + c], g_bias);
+    atomicAdd(&gw[VISIBLE_CHANNEL * C + c], g_visible);
     __syncthreads();
     for (int i = threadIdx.x; i < (CHANNELS + 1) * C; i += blockDim.x)
         partials[(int64_t)blockIdx.x * (CHANNELS + 1) * C + i] = gw[i];
@@ -185,7 +168,7 @@ __global__ void fast_reduce_partials_kernel(const float *partials, int blocks, i
 }
 
 static int backward_blocks(int64_t rows) {
-    const int64_t needed = (rows * CELLS + BACKWARD_THREADS - 1) / BACKWARD_THREADS;
+    const int64_t needed = (rows * CELLS + BACKWARD_CELLS - 1) / BACKWARD_CELLS;
     return (int)(needed < BACKWARD_BLOCKS ? (needed > 0 ? needed : 1) : BACKWARD_BLOCKS);
 }
 
@@ -251,12 +234,12 @@ int craftax_fast_encode_cells_backward(const uint8_t *records, int64_t rows, int
     if (rows == 0) {
         if (cudaMemsetAsync(part, 0, (size_t)width * sizeof(float), s) != cudaSuccess) return launched("memset");
     } else if (grad_is_float) {
-        DISPATCH_CELL_DIM(cell_dim, (fast_encode_cells_backward_kernel<C, float><<<blocks, BACKWARD_THREADS, 0, s>>>(
+        DISPATCH_CELL_DIM(cell_dim, (fast_encode_cells_backward_kernel<C, float><<<blocks, BACKWARD_CELLS * C, 0, s>>>(
                                         records, rows, record_bytes, weight, bias, (const float *)grad_features,
                                         row_width, part)));
     } else {
         DISPATCH_CELL_DIM(cell_dim, (fast_encode_cells_backward_kernel<C, __nv_bfloat16>
-                                     <<<blocks, BACKWARD_THREADS, 0, s>>>(records, rows, record_bytes, weight, bias,
+                                     <<<blocks, BACKWARD_CELLS * C, 0, s>>>(records, rows, record_bytes, weight, bias,
                                                                           (const __nv_bfloat16 *)grad_features,
                                                                           row_width, part)));
     }

@@ -197,14 +197,15 @@ class TorchActorCritic:
             for k in self.names:
                 self.weights[k].copy_(torch.as_tensor(np.asarray(params[k]), dtype=self.dtype))
 
-    def _mm(self, x, w, b=None):
-        """x @ w (+ b) in fp32 out; bf16 operands with fp32 accumulation when self.bf16."""
+    def _linear(self, x, w, b=None, out_dtype=None):
+        """x @ w (+ b): with bf16, bfloat16 operands and fp32 accumulation (the bias in the GEMM's
+        epilogue) and a bfloat16 result unless out_dtype; else in self.dtype."""
         torch = _torch()
-        if self.bf16:
-            y = torch.mm(x.to(torch.bfloat16), w.to(torch.bfloat16)).to(self.dtype)
-        else:
-            y = x @ w
-        return y if b is None else y + b
+        if not self.bf16:
+            return x @ w if b is None else torch.addmm(b, x, w)
+        x, w = x.to(torch.bfloat16), w.to(torch.bfloat16)
+        y = torch.mm(x, w) if b is None else torch.addmm(b.to(torch.bfloat16), x, w)
+        return y if out_dtype is None else y.to(out_dtype)
 
     def features(self, obs):
         """Features [R, feature_width] of obs: float [R, 8268] or compact records uint8 [R, >= 1008]."""
@@ -223,26 +224,28 @@ class TorchActorCritic:
         p = self.weights
         T, B = dones.shape
         H = self.cfg.hidden
-        emb = torch.relu(self._mm(feats, p[f"{EMBED}/kernel"], p[f"{EMBED}/bias"]))
+        emb = torch.relu(self._linear(feats, p[f"{EMBED}/kernel"], p[f"{EMBED}/bias"]))
         Wi = torch.cat([p[f"{GRU}/{g}/kernel"] for g in ("ir", "iz", "in")], 1)
         bi = torch.cat([p[f"{GRU}/{g}/bias"] for g in ("ir", "iz", "in")])
         Wh = torch.cat([p[f"{GRU}/{g}/kernel"] for g in ("hr", "hz", "hn")], 1)
         if self.bf16:
             Wh = Wh.to(torch.bfloat16)
         bhn = p[f"{GRU}/hn/bias"]
-        xi = self._mm(emb, Wi).reshape(T, B, 3 * H)  # + bi: in the cell
+        # + bi in the cell; unbind, not xi[t]: indexing's backward would add a full-size zero
+        # gradient of xi at every step
+        xs = self._linear(emb, Wi, out_dtype=self.dtype).reshape(T, B, 3 * H).unbind(0)
+        keeps = (~dones).unsqueeze(-1).to(self.dtype).unbind(0)
         fused = self.device.type == "cuda"
         hidden_bias = torch.cat([self._hidden_bias_pad, bhn]) if fused else None
-        keep = (~dones).unsqueeze(-1).to(self.dtype)
         h = h0
         hs = []
         for t in range(T):
-            hp = h * keep[t]
+            hp = h * keeps[t]
             hh = torch.mm(hp.to(Wh.dtype), Wh).to(self.dtype)
             if fused:  # PyTorch's GRUCell kernel: the same cell (gates r, z, n), one launch
-                h = torch.ops.aten._thnn_fused_gru_cell(xi[t], hh, hp, bi, hidden_bias)[0]
+                h = torch.ops.aten._thnn_fused_gru_cell(xs[t], hh, hp, bi, hidden_bias)[0]
             else:
-                x = xi[t] + bi
+                x = xs[t] + bi
                 r = torch.sigmoid(x[:, :H] + hh[:, :H])
                 z = torch.sigmoid(x[:, H:2 * H] + hh[:, H:2 * H])
                 n = torch.tanh(x[:, 2 * H:] + r * (hh[:, 2 * H:] + bhn))
@@ -253,9 +256,10 @@ class TorchActorCritic:
         for names in (ACTOR, CRITIC):
             a = y
             for i, name in enumerate(names):
-                a = self._mm(a, p[f"{name}/kernel"], p[f"{name}/bias"])
                 if i < 2:
-                    a = torch.relu(a)
+                    a = torch.relu(self._linear(a, p[f"{name}/kernel"], p[f"{name}/bias"]))
+                else:
+                    a = self._linear(a, p[f"{name}/kernel"], p[f"{name}/bias"], out_dtype=self.dtype)
             outs.append(a)
         return h, outs[0].reshape(T, B, -1), outs[1].reshape(T, B)
 
