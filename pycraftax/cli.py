@@ -4,9 +4,9 @@
     pycraftax bench reset [--num-envs N] [--threads T] [--seconds S]
     pycraftax bench step  [--num-envs N] [--threads T] [--seconds S]
     pycraftax train [--recipe small|paper|fast] [--num-envs N] ... [--out DIR] [--resume CKPT]   PPO-RNN
-    pycraftax eval --checkpoint CKPT [--episodes N] [--greedy]                          run a trained policy
+    pycraftax eval --checkpoint CKPT | --pretrained NAME [--episodes N] [--greedy]       run a trained policy
     pycraftax summary RUN [RUN2 ...] [--json] [--png curve.png]                         score, curve, achievements
-    pycraftax render [--checkpoint CKPT] [--out episode.gif] [--view local|floor]      GIF of one episode
+    pycraftax render [--checkpoint CKPT | --pretrained NAME] [--out episode.gif]       GIF of one episode
 """
 
 from __future__ import annotations
@@ -102,19 +102,12 @@ def cmd_render(args: argparse.Namespace) -> int:
 
     from pycraftax.paths import output_file_problem
     from pycraftax.render import record_episode, save_gif
-    from pycraftax.train.evaluation import load_policy
-    from pycraftax.train.interop import NotACheckpointError
 
-    policy = None
-    if args.checkpoint is not None:
-        if not os.path.exists(args.checkpoint):
-            print(f"pycraftax render: error: no file {args.checkpoint}", file=sys.stderr)
-            return 2
-        try:
-            policy = load_policy(args.checkpoint)
-        except NotACheckpointError as e:
-            print(f"pycraftax render: error: {e}", file=sys.stderr)
-            return 2
+    try:
+        policy, who = train_cli.policy_from_args(args)
+    except ValueError as e:  # interop.NotACheckpointError included
+        print(f"pycraftax render: error: {e}", file=sys.stderr)
+        return 2
     problem = output_file_problem(args.out)  # before the episode, which can take minutes
     if problem:
         print(f"pycraftax render: error: --out: {problem}", file=sys.stderr)
@@ -130,7 +123,6 @@ def cmd_render(args: argparse.Namespace) -> int:
     bar.update(summary["length"], force=True)
     bar.close()
     save_gif(args.out, frames, fps=args.fps)
-    who = "random actions" if policy is None else args.checkpoint
     state = "ended" if summary["ended"] else "still running (step limit)"
     print(f"{args.out}: {len(frames):,} frames; {who}: return {summary['return']:.2f} over {summary['length']:,} "
           f"steps, episode {state}")
@@ -203,8 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     summ.set_defaults(func=cmd_summary)
 
     render = sub.add_parser("render", help="record one episode of a policy (or random actions) as a GIF", **fmt)
-    render.add_argument("--checkpoint", default=None,
-                        help="checkpoint.npz or params.npz (default: random actions)")
+    train_cli.add_policy_args(render, required=False)  # neither: random actions
     render.add_argument("--out", default="episode.gif", help="the GIF to write")
     render.add_argument("--seed", type=int, default=0, help="seed of the world and of the action sampling")
     render.add_argument("--max-steps", type=int, default=1000, help="step cap of the episode")

@@ -188,10 +188,9 @@ def record_episode(policy=None, seed: int = 0, max_steps: int = 1000, view: str 
     if max_steps < 1:
         raise ValueError(f"max_steps must be >= 1, got {max_steps}")
     if policy is not None:
-        from pycraftax.train.evaluation import env_id_for_policy
-        from pycraftax.train.interop import infer_model_config
+        from pycraftax.train.policy import Policy
 
-        policy_env = env_id_for_policy(infer_model_config(policy).obs_size)
+        policy_env = Policy(policy).env_id
         if env_id is not None and env_id != policy_env:
             raise ValueError(f"env_id {env_id!r} does not match the policy, which reads {policy_env!r}")
         env_id = policy_env
@@ -231,16 +230,13 @@ def record_episode(policy=None, seed: int = 0, max_steps: int = 1000, view: str 
 def _policy_actor(policy, rng: np.random.Generator, greedy: bool, num_actions: int):
     if policy is None:
         return lambda obs, done: rng.integers(0, num_actions, size=1, dtype=np.int32)
-    from pycraftax.train import interop
-    from pycraftax.train import numpy_ppo as npp
+    from pycraftax.train.policy import Policy
 
-    cfg = interop.infer_model_config(policy)
-    hidden = [np.zeros((1, cfg.hidden), policy["params/Dense_0/kernel"].dtype)]
+    model = Policy(policy)
+    hidden = [model.initial_state(1)]
 
     def act(obs, done):
-        hidden[0], logits, _, _ = npp.forward(policy, obs[None], done[None], hidden[0])
-        if greedy:
-            return logits[0].argmax(-1).astype(np.int32)
-        return npp.sample_actions(rng, logits[0])[0]
+        hidden[0], logits = model.step(obs, done, hidden[0])
+        return model.act(rng, logits, greedy)
 
     return act

@@ -464,8 +464,32 @@ def _run_and_report(args, trainer, world_size: int, quiet: bool = False) -> None
           f"{os.path.join(trainer.out_dir, 'checkpoint.npz')}, weights: {os.path.join(trainer.out_dir, 'params.npz')}")
 
 
+def add_policy_args(p, required: bool) -> None:
+    """--checkpoint FILE or --pretrained NAME (pycraftax.pretrained)."""
+    from pycraftax import pretrained
+
+    group = p.add_mutually_exclusive_group(required=required)
+    group.add_argument("--checkpoint", default=None, help="checkpoint.npz or params.npz of `pycraftax train`")
+    group.add_argument("--pretrained", default=None, choices=pretrained.names(),
+                       help="a policy shipped with pycraftax (pycraftax/pretrained.py says how each was trained)")
+
+
+def policy_from_args(args):
+    """(weights or None, description) of --checkpoint / --pretrained; ValueError with the message to print."""
+    from pycraftax import pretrained
+    from pycraftax.train.evaluation import load_policy
+
+    if args.pretrained is not None:
+        return pretrained.load(args.pretrained), f"pretrained {args.pretrained}"
+    if args.checkpoint is None:
+        return None, "random actions"
+    if not os.path.exists(args.checkpoint):
+        raise ValueError(f"no file {args.checkpoint}")
+    return load_policy(args.checkpoint), args.checkpoint
+
+
 def add_eval_args(p) -> None:
-    p.add_argument("--checkpoint", required=True, help="checkpoint.npz or params.npz of `pycraftax train`")
+    add_policy_args(p, required=True)
     p.add_argument("--episodes", type=int, default=32, help="complete episodes to run")
     p.add_argument("--num-envs", type=int, default=16, help="envs run at once")
     p.add_argument("--seed", type=int, default=1000, help="seed of the worlds and of the action sampling")
@@ -478,19 +502,16 @@ def add_eval_args(p) -> None:
 def cmd_eval(args) -> int:
     import json
 
-    from pycraftax.train.evaluation import evaluate, load_policy
+    from pycraftax.train.evaluation import evaluate
     from pycraftax.train.trainer import set_blas_threads
 
     if args.episodes < 1 or args.num_envs < 1 or args.seed < 0 or args.max_steps < 1 or args.blas_threads < 1:
         print("pycraftax eval: error: --episodes, --num-envs, --max-steps and --blas-threads must be >= 1, "
               "--seed >= 0", file=sys.stderr)
         return 2
-    if not os.path.exists(args.checkpoint):
-        print(f"pycraftax eval: error: no file {args.checkpoint}", file=sys.stderr)
-        return 2
     try:
-        params = load_policy(args.checkpoint)
-    except interop.NotACheckpointError as e:
+        params, _ = policy_from_args(args)
+    except ValueError as e:  # interop.NotACheckpointError included
         print(f"pycraftax eval: error: {e}", file=sys.stderr)
         return 2
     set_blas_threads(args.blas_threads)

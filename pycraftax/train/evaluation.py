@@ -12,7 +12,6 @@ import numpy as np
 from pycraftax.achievements import names_by_index
 from pycraftax.progress import Progress
 from pycraftax.train import interop
-from pycraftax.train import numpy_ppo as npp
 
 
 def load_policy(path: str, dtype=np.float32) -> dict[str, np.ndarray]:
@@ -41,12 +40,12 @@ def evaluate(params: dict, num_episodes: int = 32, num_envs: int = 16, seed: int
     per-achievement success rates. The env is the one the policy's input size reads
     (env_id_for_policy)."""
     import pycraftax
+    from pycraftax.train.policy import Policy
 
     if num_episodes < 1 or num_envs < 1:
         raise ValueError("num_episodes and num_envs must be >= 1")
-    cfg = interop.infer_model_config(params)
-    dt = params["params/Dense_0/kernel"].dtype
-    env_id = env_id_for_policy(cfg.obs_size)
+    policy = Policy(params)
+    env_id = policy.env_id
     names = names_by_index(env_id)
     rng = np.random.default_rng(seed)
     rets, lens, achs = [], [], []
@@ -58,11 +57,11 @@ def evaluate(params: dict, num_episodes: int = 32, num_envs: int = 16, seed: int
         obs, _ = env.reset()
         done = np.zeros(n, bool)
         finished = np.zeros(n, bool)
-        h = np.zeros((n, cfg.hidden), dt)
+        h = policy.initial_state(n)
         steps = 0
         while not finished.all() and steps < max_steps:
-            h, logits, _, _ = npp.forward(params, obs[None], done[None], h)
-            action = logits[0].argmax(-1).astype(np.int32) if greedy else npp.sample_actions(rng, logits[0])[0]
+            h, logits = policy.step(obs, done, h)
+            action = policy.act(rng, logits, greedy)
             obs, _, _, _, info = env.step(action)
             done = info["done"]
             for i in np.flatnonzero(done & ~finished):

@@ -100,7 +100,12 @@ def load_npz(path: str, dtype=None) -> dict[str, np.ndarray]:
     arrays = read_npz(path)
     params = {k: (v.astype(dtype) if dtype is not None else v) for k, v in arrays.items() if k.startswith("params/")}
     try:
-        infer_model_config(params)
+        from pycraftax.train import fast_model
+
+        if fast_model.is_fast_params(params):  # the fast recipe's network (model "cell-gru")
+            fast_model.check_params(params, fast_model.config_of(params))
+        else:
+            infer_model_config(params)
     except (KeyError, ValueError) as exc:
         raise NotACheckpointError(path, f"no complete set of policy weights: {exc}") from None
     return dict(sorted(params.items()))

@@ -1,0 +1,55 @@
+"""A trained policy of either network, stepped on the float obs of the C env (NumPy, any CPU):
+what `pycraftax eval`, `pycraftax render` and the check against the official env run.
+
+    policy = Policy(load_policy("runs/x/params.npz"))      # or pretrained.load("fast-1e9")
+    h = policy.initial_state(num_envs)
+    h, logits = policy.step(obs, done, h)                  # obs float [N, obs_size], done bool [N]
+
+The networks: "gru", the paper's ActorCriticRNN (numpy_ppo), and "cell-gru", the fast recipe's
+(fast_model), told apart by their weights' names.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pycraftax.train import fast_model
+from pycraftax.train import numpy_ppo as npp
+
+
+class Policy:
+    def __init__(self, params: dict):
+        from pycraftax.train import interop
+
+        self.params = params
+        self.dtype = params["params/Dense_0/kernel"].dtype
+        if fast_model.is_fast_params(params):
+            cfg = fast_model.config_of(params)
+            fast_model.check_params(params, cfg)
+            self.model, self.env_id = "cell-gru", "Craftax-Symbolic-v1"
+            self.hidden, self.num_actions = cfg.hidden, cfg.num_actions
+        else:
+            from pycraftax.train.evaluation import env_id_for_policy
+
+            cfg = interop.infer_model_config(params)
+            self.model, self.env_id = "gru", env_id_for_policy(cfg.obs_size)
+            self.hidden, self.num_actions = cfg.hidden, cfg.num_actions
+
+    def initial_state(self, num_envs: int) -> np.ndarray:
+        return np.zeros((num_envs, self.hidden), self.dtype)
+
+    def step(self, obs: np.ndarray, done: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """One step of N envs: (new state [N, hidden], logits [N, num_actions]); done[i] resets
+        env i's state first (its previous step ended an episode)."""
+        forward = fast_model.forward if self.model == "cell-gru" else _paper_forward
+        h, logits, _ = forward(self.params, np.asarray(obs)[None], np.asarray(done)[None], h)
+        return h, logits[0]
+
+    def act(self, rng: np.random.Generator, logits: np.ndarray, greedy: bool) -> np.ndarray:
+        """int32 actions [N]: the argmax, or sampled (numpy_ppo.sample_actions)."""
+        return logits.argmax(-1).astype(np.int32) if greedy else npp.sample_actions(rng, logits)[0]
+
+
+def _paper_forward(params, obs, dones, h0):
+    h, logits, values, _ = npp.forward(params, obs, dones, h0)
+    return h, logits, values
