@@ -18,7 +18,8 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SUITES = ("c", "upstream", "envpool", "trainer", "cuda")
+SUITES = ("c", "upstream", "envpool", "trainer", "fast_trainer", "cuda")
+TRAINER_SUITES = ("trainer", "fast_trainer")  # the CUDA/NumPy trainers' file and the fast recipe's sweep
 RESULT_NAME = re.compile(r"^(?P<date>\d{4}-\d{2}-\d{2})-(?P<kind>[a-z0-9-]+)-(?P<suite>[a-z_]+)\.json$")
 SYMBOLIC, CLASSIC = "Craftax-Symbolic-v1", "Craftax-Classic-Symbolic-v1"
 
@@ -214,7 +215,7 @@ def trainer_section(trainers: list[Result]) -> list[str]:
         for r in t.rows:
             c = r.get("config", {})
             shape = f"{fmt(c.get('num_envs'))} x {c.get('num_steps')}, {c.get('update_epochs')} ep x " \
-                    f"{c.get('num_minibatches')} mb, width {c.get('width')}"
+                    f"{c.get('num_minibatches')} mb, {c.get('model', 'gru')} {c.get('width')} wide"
             rows.append([r.get("recipe", "?"), r.get("backend", "?"), shape, r["throughput"], r.get("setup_seconds"),
                          f"{t.machine}, {t.commit}, {t.when[:10]}"])
     return out + table(["recipe", "backend", "shape", "steps/s", "first iteration s", "machine, commit, date"],
@@ -276,7 +277,7 @@ def plots(newest: dict, runs: list[tuple[Path, dict]], out_dir: Path) -> list[st
         fig.savefig(out_dir / "steps_vs_envs.png", dpi=110)
         plt.close(fig)
         written.append("steps_vs_envs.png")
-    trainers = [r for (s, _), r in sorted(newest.items()) if s == "trainer"]
+    trainers = [r for (s, _), r in sorted(newest.items()) if s in TRAINER_SUITES]
     bars = [(f"{row.get('recipe')} ({row.get('backend')}, {t.kind})", row["throughput"])
             for t in trainers for row in t.rows]
     if bars:
@@ -320,7 +321,7 @@ def build_report(results: Path, plot_dir: Path | None = None) -> str:
         if suite == "cuda":
             up = newest.get(("upstream", kind))
             lines += gpu_sections(cuda, up.on_device(gpu=True) if up and up.on_device(gpu=True).rows else None)
-    trainers = [r for (s, _), r in sorted(newest.items()) if s == "trainer"]
+    trainers = [r for (s, _), r in sorted(newest.items()) if s in TRAINER_SUITES]
     if trainers:
         lines += trainer_section(trainers)
     for (suite, _), r in sorted(newest.items()):

@@ -98,7 +98,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    import os
 
     from pycraftax.paths import output_file_problem
     from pycraftax.render import record_episode, save_gif

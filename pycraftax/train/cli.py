@@ -24,7 +24,6 @@ import sys
 
 from pycraftax.progress import format_duration
 from pycraftax.registry import list_envs
-from pycraftax.train import interop
 from pycraftax.train.config import DEFAULT_RECIPE, DTYPES, MODELS, RECIPES, RESETS, TrainConfig
 
 # TrainConfig fields with a flag of their own (anneal_lr has --no-anneal-lr)
@@ -469,9 +468,12 @@ def add_policy_args(p, required: bool) -> None:
     from pycraftax import pretrained
 
     group = p.add_mutually_exclusive_group(required=required)
-    group.add_argument("--checkpoint", default=None, help="checkpoint.npz or params.npz of `pycraftax train`")
+    default = "default: none, one of the two is required" if required else "default: random actions"
+    group.add_argument("--checkpoint", default=None,
+                       help=f"checkpoint.npz or params.npz of `pycraftax train` ({default})")
     group.add_argument("--pretrained", default=None, choices=pretrained.names(),
-                       help="a policy shipped with pycraftax (pycraftax/pretrained.py says how each was trained)")
+                       help=f"a policy shipped with pycraftax, pycraftax/pretrained.py says how each was trained "
+                            f"({default})")
 
 
 def policy_from_args(args):

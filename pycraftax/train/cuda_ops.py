@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import functools
 
-from pycraftax.train.fast_model import CELLS, SCALARS
-
 HEADER = "fast_cuda.h"
 
 
@@ -105,8 +103,9 @@ def _make_function():
         def forward(ctx, records, weight, bias, width):
             ffi, lib = _bind()
             C = weight.shape[1]
-            if width < CELLS * C + SCALARS or width % 8:
-                raise ValueError(f"width must be a multiple of 8 >= {CELLS * C + SCALARS}, got {width}")
+            least = lib.CRAFTAX_FAST_CELLS * C + lib.CRAFTAX_FAST_SCALARS
+            if width < least or width % 8:
+                raise ValueError(f"width must be a multiple of 8 >= {least}, got {width}")
             w, b = weight.detach().float().contiguous(), bias.detach().float().contiguous()
             out = torch.empty((records.shape[0], width), dtype=torch.bfloat16, device=records.device)
             _check(lib.craftax_fast_encode_cells(_ptr(ffi, "uint8_t *", records), records.shape[0], records.shape[1],

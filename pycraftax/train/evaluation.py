@@ -20,25 +20,13 @@ def load_policy(path: str, dtype=np.float32) -> dict[str, np.ndarray]:
     return interop.load_npz(path, dtype=dtype)
 
 
-def env_id_for_policy(obs_size: int) -> str:
-    """The env id whose observations a policy with `obs_size` inputs reads."""
-    from pycraftax.classic_env import CraftaxClassicEnv
-    from pycraftax.env import CraftaxEnv
-
-    by_size = {cls.obs_size: cls.env_id for cls in (CraftaxEnv, CraftaxClassicEnv)}
-    if obs_size not in by_size:
-        raise ValueError(f"a policy of {obs_size} inputs matches no env: the envs read {sorted(by_size)} "
-                         f"({', '.join(by_size.values())})")
-    return by_size[obs_size]
-
-
 def evaluate(params: dict, num_episodes: int = 32, num_envs: int = 16, seed: int = 1000, greedy: bool = False,
              max_steps: int = 100_000, progress: bool = False) -> dict:
     """Run the policy for `num_episodes` complete episodes: rounds of up to `num_envs` envs,
     counting only each env's first episode of a round (no bias towards short episodes).
     `max_steps` caps the steps of a round. Returns mean/std return, mean length and
     per-achievement success rates. The env is the one the policy's input size reads
-    (env_id_for_policy)."""
+    (the one Policy.env_id names)."""
     import pycraftax
     from pycraftax.train.policy import Policy
 

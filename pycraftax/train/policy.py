@@ -29,8 +29,6 @@ class Policy:
             self.model, self.env_id = "cell-gru", "Craftax-Symbolic-v1"
             self.hidden, self.num_actions = cfg.hidden, cfg.num_actions
         else:
-            from pycraftax.train.evaluation import env_id_for_policy
-
             cfg = interop.infer_model_config(params)
             self.model, self.env_id = "gru", env_id_for_policy(cfg.obs_size)
             self.hidden, self.num_actions = cfg.hidden, cfg.num_actions
@@ -48,6 +46,18 @@ class Policy:
     def act(self, rng: np.random.Generator, logits: np.ndarray, greedy: bool) -> np.ndarray:
         """int32 actions [N]: the argmax, or sampled (numpy_ppo.sample_actions)."""
         return logits.argmax(-1).astype(np.int32) if greedy else npp.sample_actions(rng, logits)[0]
+
+
+def env_id_for_policy(obs_size: int) -> str:
+    """The env id whose observations a policy with `obs_size` inputs reads."""
+    from pycraftax.classic_env import CraftaxClassicEnv
+    from pycraftax.env import CraftaxEnv
+
+    by_size = {cls.obs_size: cls.env_id for cls in (CraftaxEnv, CraftaxClassicEnv)}
+    if obs_size not in by_size:
+        raise ValueError(f"a policy of {obs_size} inputs matches no env: the envs read {sorted(by_size)} "
+                         f"({', '.join(by_size.values())})")
+    return by_size[obs_size]
 
 
 def _paper_forward(params, obs, dones, h0):
