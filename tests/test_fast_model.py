@@ -170,3 +170,33 @@ def test_fast_trainer_runs_checkpoints_and_resumes(tmp_path):
     assert r.update == c.num_updates
     saved = np.load(tmp_path / "params.npz")
     assert f"{fm.CELL}/kernel" in saved.files
+
+
+def test_fast_trainer_refuses_what_it_cannot_run():
+    from pycraftax.train.config import TrainConfig
+    from pycraftax.train.torch_trainer import TorchTrainer
+
+    with pytest.raises(ValueError, match="TorchTrainer trains model 'cell-gru'"):
+        TorchTrainer(TrainConfig(), device="cpu")
+    with pytest.raises(ValueError, match="model 'cell-gru' reads Craftax-Symbolic-v1"):
+        TrainConfig.from_recipe("fast", env_id="Craftax-Classic-Symbolic-v1")
+    with pytest.raises(ValueError, match=r"cell_dim must be one of \[8, 16, 24, 32\]"):
+        TrainConfig.from_recipe("fast", cell_dim=12)
+    if not torch.cuda.is_available():
+        with pytest.raises(RuntimeError, match="fast trainer on cuda: PyTorch sees no CUDA GPU"):
+            TorchTrainer(TrainConfig.from_recipe("fast", num_envs=16, num_minibatches=2), device="cuda")
+
+
+def test_train_command_runs_the_fast_recipe_on_the_cpu(tmp_path, capsys):
+    from pycraftax import cli
+
+    out = str(tmp_path / "run")
+    flags = ["--recipe", "fast", "--num-envs", "8", "--num-steps", "8", "--num-minibatches", "2", "--width", "32",
+             "--hidden", "32", "--cell-dim", "8", "--total-timesteps", "128", "--quiet", "--out", out]
+    assert cli.main(["train", "--backend", "c", *flags]) == 0
+    text = capsys.readouterr().out
+    assert "model cell-gru (cell_dim 8)" in text and "PPO-RNN, fast recipe (PyTorch)" in text
+    assert np.load(tmp_path / "run" / "params.npz")[f"{fm.CELL}/kernel"].shape == (83, 8)
+    if not torch.cuda.is_available():
+        assert cli.main(["train", "--backend", "cuda", *flags, "--force"]) == 2
+        assert "--backend cuda: PyTorch sees no CUDA GPU" in capsys.readouterr().err

@@ -1,0 +1,56 @@
+"""The shipped policies (pycraftax.pretrained) through the package API and the command line, on
+the CPU; their play in the official env is checked in conformance/test_pretrained_upstream.py."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from pycraftax import cli, pretrained
+from pycraftax.train.evaluation import evaluate
+from pycraftax.train.policy import Policy
+
+
+def test_every_shipped_policy_loads_and_names_its_env():
+    assert pretrained.names() == ["fast-1e9"]
+    for name in pretrained.names():
+        params = pretrained.load(name)
+        policy = Policy(params)
+        assert policy.model == pretrained.PRETRAINED[name]["model"]
+        assert policy.env_id == pretrained.PRETRAINED[name]["env_id"]
+        assert all(v.dtype == np.float32 and np.isfinite(v).all() for v in params.values())
+
+
+def test_unknown_name_is_refused_with_the_choices():
+    with pytest.raises(ValueError, match=r"must be one of \['fast-1e9'\], got 'paper-1e9'"):
+        pretrained.path("paper-1e9")
+
+
+def test_the_fast_policy_plays_well_above_random():
+    res = evaluate(pretrained.load("fast-1e9"), num_episodes=8, num_envs=8, seed=5)
+    assert res["episodes"] == 8
+    assert res["return_mean"] > 10  # random actions score about 1; its training ended near 31
+    assert res["achievements"]["place_table"] > 0.5
+
+
+def test_eval_and_render_take_pretrained(tmp_path, capsys):
+    assert cli.main(["eval", "--pretrained", "fast-1e9", "--episodes", "2", "--num-envs", "2", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["episodes"] == 2 and res["env_id"] == "Craftax-Symbolic-v1"
+    gif = tmp_path / "ep.gif"
+    assert cli.main(["render", "--pretrained", "fast-1e9", "--max-steps", "30", "--out", str(gif)]) == 0
+    assert gif.stat().st_size > 0
+    assert "pretrained fast-1e9" in capsys.readouterr().out
+
+
+def test_eval_needs_exactly_one_policy_source(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["eval"])
+    assert "one of the arguments --checkpoint --pretrained is required" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["eval", "--pretrained", "fast-1e9", "--checkpoint", "x.npz"])
+    with pytest.raises(SystemExit):
+        cli.main(["eval", "--pretrained", "nope"])
+    assert "invalid choice: 'nope'" in capsys.readouterr().err
