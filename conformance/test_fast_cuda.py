@@ -125,3 +125,26 @@ def test_fast_trainer_learns_a_little_on_the_gpu(tmp_path):
     assert lines[-1]["return_window"] is not None and lines[-1]["return_window"] > lines[0]["return_window"] - 1
     r = TorchTrainer.resume(str(tmp_path / "checkpoint.npz"))
     assert r.update == 12 and r.device.type == "cuda"
+
+
+def test_replayed_forward_reproduces_the_rollouts_log_probs_and_values():
+    """The update's forward over a stored rollout (all envs as one minibatch) gives the rollout's
+    own log-probs and values up to bf16 rounding: the first PPO ratio is 1 within that. (Not
+    bitwise: the rollout's GEMMs have N rows a step, the replay's T * N, and cuBLAS picks other
+    kernels for them.)"""
+    from pycraftax.train.config import TrainConfig
+    from pycraftax.train.torch_trainer import TorchTrainer
+
+    c = TrainConfig.from_recipe("fast", num_envs=1024, num_minibatches=1, total_timesteps=1024 * 64 * 4)
+    t = TorchTrainer(c, device="cuda")
+    t.step()  # weights away from the initialisation
+    t.rollout()
+    b, T = t.buf, c.num_steps
+    with torch.no_grad():
+        _, logits, values = t.model.forward(b["obs"][:T], b["dones"][:T], b["h0"])
+        logp = torch.log_softmax(logits, -1).gather(-1, b["actions"][..., None].long())[..., 0]
+    dlogp = (logp - b["log_probs"]).abs()
+    dv = (values - b["values"][:T]).abs()
+    t.env.close()
+    assert float(dlogp.mean()) < 1e-2 and float(dlogp.max()) < 0.2, (float(dlogp.mean()), float(dlogp.max()))
+    assert float(dv.mean()) < 1e-2 * max(1.0, float(b["values"][:T].abs().mean())), float(dv.mean())
