@@ -200,3 +200,14 @@ def test_train_command_runs_the_fast_recipe_on_the_cpu(tmp_path, capsys):
     if not torch.cuda.is_available():
         assert cli.main(["train", "--backend", "cuda", *flags, "--force"]) == 2
         assert "--backend cuda: PyTorch sees no CUDA GPU" in capsys.readouterr().err
+
+
+def test_the_other_trainers_refuse_the_cell_gru_model(capsys):
+    from pycraftax import cli
+    from pycraftax.train.config import TrainConfig
+    from pycraftax.train.trainer import Trainer
+
+    with pytest.raises(ValueError, match="the NumPy trainer trains model 'gru'"):
+        Trainer(TrainConfig.from_recipe("fast", num_envs=16, num_minibatches=2))
+    assert cli.main(["train", "--recipe", "fast", "--gpus", "2", "--quiet", "--out", "unused"]) == 2
+    assert "the fast recipe (model cell-gru) trains on one GPU" in capsys.readouterr().err

@@ -260,7 +260,11 @@ def rank_argv(args, out: str) -> list[str]:
 def _check_world(args, rdv, backend: str) -> None:
     """--gpus, and a rendezvous of several ranks, need the CUDA trainer (`backend`: the one this
     run would use); a launch needs as many GPUs visible."""
-    if (args.gpus is not None or rdv.world_size > 1) and backend != "cuda":
+    several = args.gpus is not None or rdv.world_size > 1
+    if several and not args.resume and config_from_args(args).model != "gru":
+        raise ValueError("--gpus / several ranks: the fast recipe (model cell-gru) trains on one GPU; several GPUs "
+                         "train model gru (the CUDA trainer)")
+    if several and backend != "cuda":
         what = f"--gpus {args.gpus}" if args.gpus is not None else f"WORLD_SIZE={rdv.world_size}"
         given = f"a checkpoint of the {backend!r} trainer" if args.resume else f"--backend {args.backend}"
         raise ValueError(f"{what}: training on GPUs needs --backend cuda, not {given}")

@@ -485,6 +485,9 @@ class CudaTrainer(RunLoop):
         import pycraftax
 
         c = config
+        if c.model != "gru":
+            raise ValueError(f"the CUDA trainer trains model 'gru'; model {c.model!r} trains with "
+                             "pycraftax.train.torch_trainer.TorchTrainer (pycraftax train picks it)")
         load()  # RuntimeError naming what is missing (GPU, library, cuBLAS) before any env is made
         super().__init__(config, out_dir, pycraftax.make(c.env_id, num_envs=c.num_envs, backend="cuda", seed=c.seed,
                                                          resets=c.resets, reset_ratio=c.reset_ratio))

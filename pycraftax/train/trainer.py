@@ -59,6 +59,9 @@ class Trainer(RunLoop):
         import pycraftax
 
         c = config
+        if c.model != "gru":
+            raise ValueError(f"the NumPy trainer trains model 'gru'; model {c.model!r} trains with "
+                             "pycraftax.train.torch_trainer.TorchTrainer (pycraftax train picks it)")
         super().__init__(config, out_dir, pycraftax.make(c.env_id, num_envs=c.num_envs, backend="c", seed=c.seed,
                                                          resets=c.resets, reset_ratio=c.reset_ratio))
         self.dtype = np.dtype(c.dtype)
