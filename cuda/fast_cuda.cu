@@ -110,7 +110,8 @@ __device__ __forceinline__ float grad_value<__nv_bfloat16>(const __nv_bfloat16 *
  * each, and walks cells (record, cell) with a grid stride. Thread c adds column c of every cell's
  * gradient (through the ReLU) into the rows of the cell's set channels: block, item and mob rows
  * by shared-memory atomics (the C threads of a cell hit C consecutive words, so a warp's atomics
- * collide only between its cells), the bias and visible rows in the thread's registers.
+ * collide only between its cells), the bias and visible rows in the thread's registers. The
+ * column's pre-activation is summed in cell_preactivation's order, so the ReLU mask is the forward's.
  * partials[block] = the block's sums. */
 template <int C, typename G>
 __global__ void __launch_bounds__(BACKWARD_CELLS * C) fast_encode_cells_backward_kernel(

@@ -69,7 +69,7 @@ def _ptr(ffi, ctype: str, t):
 def encode_cells(records, weight, bias, width: int):
     """fast_model's cell encoder of compact records [R, record_bytes] (CUDA uint8): bfloat16
     features [R, width], differentiable in weight [83, C] and bias [C] (fp32)."""
-    return _EncodeCells.apply(_checked_records(records), weight, bias, int(width))
+    return _encode_cells_function().apply(_checked_records(records), weight, bias, int(width))
 
 
 def encode_cells_backward(records, weight, bias, grad, width: int):
@@ -95,7 +95,9 @@ def encode_cells_backward(records, weight, bias, grad, width: int):
     return gw, gb
 
 
-def _make_function():
+@functools.lru_cache(maxsize=1)
+def _encode_cells_function():
+    """The autograd Function, made on first use: importing this module needs no torch."""
     import torch
 
     class EncodeCells(torch.autograd.Function):
@@ -122,15 +124,3 @@ def _make_function():
             return None, gw, gb, None
 
     return EncodeCells
-
-
-class _Lazy:
-    """The autograd Function, made on first use (importing this module needs no torch)."""
-
-    def __getattr__(self, name):
-        fn = _make_function()
-        globals()["_EncodeCells"] = fn
-        return getattr(fn, name)
-
-
-_EncodeCells = _Lazy()

@@ -304,10 +304,3 @@ class TorchTrainer(RunLoop):
         self.buf["dones"][T].fill_(True)
         self.hstate.zero_()
 
-
-def start(config: TrainConfig, out_dir: str | None, device: str | None = None) -> TorchTrainer:
-    return TorchTrainer(config, out_dir, device=device)
-
-
-def resume(path: str, out_dir: str | None = None, device: str | None = None) -> TorchTrainer:
-    return TorchTrainer.resume(path, out_dir, device=device)
