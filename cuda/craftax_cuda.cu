@@ -248,6 +248,39 @@ int craftax_cuda_expand_obs(const uint8_t *obs_compact, int64_t num_envs, float 
     return finish_launch("expand_obs");
 }
 
+/* A thread per float of achievements_scaled, coalesced: the [N, K] block is the larger output. */
+__global__ void done_info_kernel(const uint8_t *states, int64_t state_size, int64_t achievements_offset,
+                                 int32_t num_achievements, const uint8_t *dones, int64_t num_envs,
+                                 float *achievements_scaled, float *discount) {
+    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < num_envs * num_achievements) {
+        const int64_t i = t / num_achievements;
+        const uint8_t got = states[i * state_size + achievements_offset + (t - i * num_achievements)];
+        achievements_scaled[t] = (float)(got != 0) * (float)(dones[i] != 0) * 100.0f;
+    }
+    if (t < num_envs) discount[t] = 1.0f - (float)(dones[t] != 0);
+}
+
+int craftax_cuda_done_info(const void *states, int64_t state_size, int64_t achievements_offset,
+                           int32_t num_achievements, const uint8_t *dones, int64_t num_envs,
+                           float *achievements_scaled, float *discount) {
+    if (!states || !dones || !achievements_scaled || !discount) return CRAFTAX_ERR_NULL;
+    if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
+    if (num_achievements < 1 || state_size < 1 || achievements_offset < 0 ||
+        achievements_offset + num_achievements > state_size) {
+        snprintf(g_last_error, sizeof(g_last_error),
+                 "done_info: achievements [%lld, +%d) must lie inside a state of %lld bytes",
+                 (long long)achievements_offset, num_achievements, (long long)state_size);
+        return CRAFTAX_ERR_ARGUMENT;
+    }
+    if (num_envs == 0) return 0;
+    const int64_t threads = num_envs * (num_achievements > 1 ? num_achievements : 1);
+    done_info_kernel<<<grid_for(threads), THREADS>>>((const uint8_t *)states, state_size, achievements_offset,
+                                                     num_achievements, dones, num_envs, achievements_scaled,
+                                                     discount);
+    return finish_launch("done_info");
+}
+
 int craftax_cuda_complete_floors(void *states, int64_t num_envs, const CraftaxParams *params, void *scratch) {
     if (!states || !params || !scratch) return CRAFTAX_ERR_NULL;
     if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;

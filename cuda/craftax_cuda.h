@@ -27,7 +27,7 @@ extern "C" {
 
 /* The version of this API; craftax_cuda_api_version() returns it, so a caller can tell a
  * library built from another version of this header. */
-#define CRAFTAX_CUDA_API_VERSION 9
+#define CRAFTAX_CUDA_API_VERSION 10
 
 #define CRAFTAX_ERR_NULL -1
 #define CRAFTAX_ERR_NUM_ENVS -2
@@ -95,6 +95,13 @@ int craftax_cuda_step_with_keys_scratch(void *states, const int32_t *actions, co
                                         const CraftaxParams *params, float *obs, float *rewards, uint8_t *dones,
                                         void *scratch);
 int craftax_cuda_expand_obs(const uint8_t *obs_compact, int64_t num_envs, float *obs);
+
+/* The info of a step without reset, for either game (its state size and the byte offset of its
+ * uint8 achievements leaf): achievements_scaled float [N, num_achievements] = the states'
+ * achievements * dones * 100 (log_achievements_to_info) and discount float [N] = 1 - dones. */
+int craftax_cuda_done_info(const void *states, int64_t state_size, int64_t achievements_offset,
+                           int32_t num_achievements, const uint8_t *dones, int64_t num_envs,
+                           float *achievements_scaled, float *discount);
 
 /* Resets generate level 0 of a world and leave levels 1-8 pending (CraftaxState's
  * floors_pending; PYCRAFTAX_CUDA_EAGER_FLOORS=1 generates all nine); each step generates the

@@ -11,8 +11,9 @@
 #              tests/test_learning_rate.py, the registry contract and gymnasium tests on both backends, the
 #              multi-GPU tests (they skip below two GPUs), pycraftax.jax's CUDA handlers against the C backend,
 #              Craftax-Classic on CUDA against C (conformance/test_cuda_classic.py, tests/test_classic_env.py)
-#   memcheck   compute-sanitizer memcheck with leak check: cuda/sanitize_run.py (env), cuda/sanitize_trainer.py
-#   racecheck  compute-sanitizer racecheck (shared-memory hazards) over the same two
+#   memcheck   compute-sanitizer memcheck: cuda/sanitize_run.py (env) and cuda/sanitize_trainer.py (the
+#              CUDA trainer on every env) with leak check, cuda/sanitize_fast.py (the fast recipe) without
+#   racecheck  compute-sanitizer racecheck (shared-memory hazards) over the same three
 #   bench      the CUDA env suites of both games and the trainer's (bench/test_bench_cuda.py,
 #              bench/test_bench_cuda_classic.py, bench/test_bench_trainer.py -k cuda) into
 #              OUTDIR/<date>-<machine kind>-{cuda,cuda_classic,trainer}.json, the names `nox -s bench` gives them
@@ -64,8 +65,10 @@ fi
 if command -v compute-sanitizer >/dev/null; then
     for tool in memcheck racecheck; do
         want $tool || continue
-        if [ $tool = memcheck ]; then args="--tool memcheck --leak-check full"; else args="--tool racecheck --racecheck-report all"; fi
-        for run in sanitize_run sanitize_trainer; do
+        for run in sanitize_run sanitize_trainer sanitize_fast; do
+            if [ $tool = racecheck ]; then args="--tool racecheck --racecheck-report all"
+            elif [ $run = sanitize_fast ]; then args="--tool memcheck"  # PyTorch keeps its memory to the end
+            else args="--tool memcheck --leak-check full"; fi
             step ${tool}_${run#sanitize_} ${SANITIZE_TIMEOUT:-200} compute-sanitizer $args --error-exitcode 3 \
                 $PY cuda/$run.py
         done

@@ -16,7 +16,7 @@ import threading
 import numpy as np
 
 from pycraftax import classic_state
-from pycraftax.achievements import CLASSIC_ACHIEVEMENTS, log_achievements_to_info
+from pycraftax.achievements import CLASSIC_ACHIEVEMENTS
 from pycraftax.classic_env import CraftaxClassicEnv
 from pycraftax.cuda_env import ERR_ARGUMENT, CudaCraftaxEnv, NativeHandles, _find, header_dirs, load
 from pycraftax.params import to_c_classic
@@ -211,13 +211,7 @@ class CudaClassicEnv(CudaCraftaxEnv):
             raise ValueError(f"step_with_keys failed: actions must be integers in [0, {self.num_actions}) "
                              f"({lib.last_error()}); no env changed")
         lib.check(code, "step_with_keys")
-        self._clear_achievement_rows()  # its dones are not step()'s
-        done = self._views["done"]
-        host_done = done.numpy()
-        info = log_achievements_to_info(self._read_leaf("achievements").astype(bool), host_done,
-                                        self.achievement_table)
-        info["discount"] = (1.0 - host_done.astype(np.float32)).astype(np.float32)
-        return self._views["obs"], self._views["reward"], done, info
+        return self._views["obs"], self._views["reward"], self._views["done"], self._done_info()
 
     def _native_observe(self):
         self._lib.check(self._classic.lib.craftax_classic_cuda_observe(self._c("states"), self.num_envs,

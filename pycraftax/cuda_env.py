@@ -36,7 +36,7 @@ import numpy as np
 
 from pycraftax import _state, obs_compact
 from pycraftax._cdef import cdef_declarations
-from pycraftax.achievements import ACHIEVEMENTS, NUM_ACHIEVEMENTS, log_achievements_to_info
+from pycraftax.achievements import ACHIEVEMENTS, NUM_ACHIEVEMENTS
 from pycraftax.params import EnvParams, StaticEnvParams, to_c
 from pycraftax.vec_env import NUM_ACTIONS, OBS_SIZE, CraftaxVecEnv, check_actions
 
@@ -762,13 +762,26 @@ class CudaCraftaxEnv(CraftaxVecEnv):
             raise ValueError(f"step_with_keys failed: actions must be integers in [0, {NUM_ACTIONS}) "
                              f"({lib.last_error()}); no env changed")
         lib.check(code, "step_with_keys")
-        self._clear_achievement_rows()  # its dones are not step()'s
-        # info as CraftaxEnv builds it (host numpy): achievements of the new states.
-        done = self._views["done"]
-        host_done = done.numpy()
-        info = log_achievements_to_info(self._read_leaf("achievements").astype(bool), host_done)
-        info["discount"] = (1.0 - host_done.astype(np.float32)).astype(np.float32)
-        return self._views["obs"], self._views["reward"], done, info
+        return self._views["obs"], self._views["reward"], self._views["done"], self._done_info()
+
+    def _done_info(self) -> dict:
+        """step_with_keys' info, built on the device from the done buffer and the new states:
+        the C env's keys (log_achievements_to_info's "Achievements/<name>" and "discount") as
+        device views, the buffers step() reports its info in."""
+        lib, n = self._lib, self.num_envs
+        leaf = self._state_table().by_name["achievements"]
+        width = self._BUFFERS["achievements_scaled"][1][0]
+        if leaf.shape != (width,):
+            raise RuntimeError(f"achievements leaf {leaf.shape} != the info's {width} columns")
+        lib.check(lib.lib.craftax_cuda_done_info(self._p("states"), self.state_size, leaf.offset, width,
+                                                 self._p("done", "uint8_t *"), n, self._p("achievements_scaled", "float *"),
+                                                 self._p("discount", "float *")), "step_with_keys info")
+        # step() rewrites the final-achievement rows of the envs its done buffer marks; these
+        # dones are not step()'s, so the rest must read zero
+        lib.check(lib.lib.craftax_cuda_memset(self._p("final_achievements"), 0, n * width), "memset")
+        info = {key: view for key, view in self._info_views.items() if key.startswith("Achievements/")}
+        info["discount"] = self._views["discount"]
+        return info
 
     def _native_observe(self):
         lib = self._lib
