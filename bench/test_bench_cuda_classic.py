@@ -34,9 +34,9 @@ SIZES = {
     "part_envs": ([16384, 262144, 1048576], [4096]),
 }
 # The library's per-call temporaries (cuda/classic_cuda.cu): the done list and, behind a float
-# obs, the compact records, per env; world-generation scratch, 2,048 entries of 99 KB at most.
+# obs, the compact records, per env; world-generation scratch, 8,192 entries of 99 KB at most.
 TEMP_BYTES_PER_ENV = 4 + 224
-WORLD_SCRATCH_BYTES = 2048 * 99 * 1024
+WORLD_SCRATCH_BYTES = 8192 * 99 * 1024
 
 
 def largest_num_envs(obs: str) -> int:

@@ -8,14 +8,6 @@
 #define CLASSIC_THREADS 128
 #define CLASSIC_WARP 32
 
-/* The step kernels' launch bounds; CLASSIC_STEP_MIN_BLOCKS (a -D) asks ptxas for that many
- * resident blocks per multiprocessor (fewer registers a thread). */
-#ifdef CLASSIC_STEP_MIN_BLOCKS
-#define CLASSIC_STEP_BOUNDS __launch_bounds__(CLASSIC_THREADS, CLASSIC_STEP_MIN_BLOCKS)
-#else
-#define CLASSIC_STEP_BOUNDS __launch_bounds__(CLASSIC_THREADS)
-#endif
-
 static unsigned classic_grid(int64_t n) { return (unsigned)((n + CLASSIC_THREADS - 1) / CLASSIC_THREADS); }
 static unsigned classic_grid_warps(int64_t n) {
     return (unsigned)((n * CLASSIC_WARP + CLASSIC_THREADS - 1) / CLASSIC_THREADS);
@@ -77,7 +69,7 @@ static __device__ __forceinline__ void classic_write_step(const ClassicStepOut &
 
 /* step_env without reset (craftax_classic_step_with_keys); the obs follows in
  * classic_observe_kernel. bad_actions: the call's action check; when set nothing changes. */
-__global__ void CLASSIC_STEP_BOUNDS
+__global__ void __launch_bounds__(CLASSIC_THREADS)
     classic_step_kernel(CraftaxClassicState *states, const int32_t *actions, const uint32_t *keys, int64_t n,
                         const __grid_constant__ CraftaxClassicParams params, float *rewards, uint8_t *dones,
                         const int *bad_actions) {
@@ -96,7 +88,7 @@ __global__ void CLASSIC_STEP_BOUNDS
  * the state), the done ones' final obs (final_obs may be NULL) and their place in done_list
  * through *done_count (any order: each reset depends on its env alone). bad_actions (may be
  * NULL): the call's action check; when set nothing changes. */
-__global__ void CLASSIC_STEP_BOUNDS
+__global__ void __launch_bounds__(CLASSIC_THREADS)
     classic_autoreset_step_kernel(CraftaxClassicState *states, const int32_t *actions, const uint32_t *keys,
                                   int64_t n, const __grid_constant__ CraftaxClassicParams params, uint8_t *compact,
                                   float *final_obs, ClassicStepOut out, int32_t *done_list, int32_t *done_count,
@@ -121,7 +113,7 @@ __global__ void CLASSIC_STEP_BOUNDS
 
 /* Every env's step_env without reset for the optimistic wrapper (craftax_classic_step_optimistic
  * of the C API), its ending and its key in the wrapper's order; final_obs as above. */
-__global__ void CLASSIC_STEP_BOUNDS
+__global__ void __launch_bounds__(CLASSIC_THREADS)
     classic_optimistic_step_kernel(CraftaxClassicState *states, const int32_t *actions, const uint32_t *key,
                                    int64_t n, const __grid_constant__ CraftaxClassicParams params, float *final_obs,
                                    ClassicStepOut out, uint64_t *order, const int *bad_actions) {

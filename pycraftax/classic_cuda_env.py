@@ -135,8 +135,8 @@ class CudaClassicEnv(CudaCraftaxEnv):
 
     @staticmethod
     def scratch_bytes(num_envs: int) -> int:
-        """No world-generation scratch buffer: the library takes its own (up to 2,048 entries
-        of 99 KB, 198 MB, from its memory pool) while it generates worlds."""
+        """No world-generation scratch buffer: the library takes its own (up to 8,192 entries
+        of 99 KB, 811 MB, from its memory pool) while it generates worlds."""
         return 0
 
     def _optimistic_work_size(self, num_envs: int) -> int:
