@@ -200,9 +200,10 @@ static int check_encoder_args(const uint8_t *records, int64_t rows, int32_t reco
     }
 
 /* -- GRU sequence --------------------------------------------------------------------------
- * A thread per 4 consecutive units of a row (16-byte loads of each gate's part). The cell's
- * arithmetic lives in __host__ __device__ functions so that the backward's recomputation is the
- * forward's to the bit. */
+ * A thread per 4 consecutive units of a row (16-byte loads of each gate's part). The forward and
+ * the backward's recomputation share gru_gates, so they get the same bits. The per-group
+ * functions are __host__ __device__: a host program can include this file and run them over CPU
+ * memory against a reference. */
 
 static __host__ __device__ __forceinline__ void load4(const float *p, float v[4]) {
     const float4 q = *(const float4 *)p;

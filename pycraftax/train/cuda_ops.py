@@ -217,6 +217,7 @@ def _gru_sequence_function():
             return hs, h_last
 
         @staticmethod
+        @torch.autograd.function.once_differentiable
         def backward(ctx, grad_hs, grad_h_last):
             xs, keeps, h0, wh, bi, bhn, hs, gates_h, operands = ctx.saved_tensors
             need_xs, _, need_h0, need_wh, need_bi, need_bhn = ctx.needs_input_grad
