@@ -1,7 +1,9 @@
 """The fast recipe on the GPU against its NumPy reference (pycraftax/train/fast_model.py):
 the CUDA cell encoder (cuda/fast_cuda.cu) on real compact records against the float-obs path,
 its gradients against autograd, the whole bf16 model's loss and gradients against the float64
-reference on the same weights and batch, and a short run of the trainer. Skips without a GPU."""
+reference on the same weights and batch (with the fused GRU and with the step loop), a short run
+of the trainer, and the fused GRU over a sequence (cuda_ops.gru_sequence) against float64
+autograd, the step loop and itself under CUDA graph capture. Skips without a GPU."""
 
 from __future__ import annotations
 
@@ -79,8 +81,8 @@ def test_cell_encoder_backward_matches_autograd(records_and_obs, grad_dtype):
             assert float((got.double() - ref).norm() / ref.norm()) < 1e-5
 
 
-def _gpu_loss_and_grads(p: dict, records, batch: dict):
-    model = fm.TorchActorCritic(p, "cuda", bf16=True)
+def _gpu_loss_and_grads(p: dict, records, batch: dict, fused_gru: bool):
+    model = fm.TorchActorCritic(p, "cuda", bf16=True, fused_gru=fused_gru)
     tb = {k: torch.as_tensor(v, device="cuda") for k, v in batch.items() if k != "obs"}
     tb = {k: (v.float() if v.is_floating_point() else v) for k, v in tb.items()}
     _, logits, values = model.forward(records, tb["dones"].bool(), tb["h0"])
@@ -89,7 +91,8 @@ def _gpu_loss_and_grads(p: dict, records, batch: dict):
     return float(total.detach()), {k: model.weights[k].grad.double().cpu().numpy() for k in model.names}
 
 
-def test_bf16_model_loss_and_gradients_match_the_float64_reference(records_and_obs):
+@pytest.mark.parametrize("fused_gru", [True, False])
+def test_bf16_model_loss_and_gradients_match_the_float64_reference(records_and_obs, fused_gru):
     records, floats = records_and_obs
     T, B = 8, records.shape[0] // 8
     cfg = fm.FastModelConfig()
@@ -100,7 +103,7 @@ def test_bf16_model_loss_and_gradients_match_the_float64_reference(records_and_o
                  values=rng.standard_normal((T, B)), log_probs=-3.7 + 0.3 * rng.standard_normal((T, B)),
                  advantages=rng.standard_normal((T, B)), targets=rng.standard_normal((T, B)))
     total, _, grads = fm.ppo_loss({k: v.astype(np.float64) for k, v in p.items()}, batch)
-    g_total, g_grads = _gpu_loss_and_grads(p, records.reshape(T, B, -1), batch)
+    g_total, g_grads = _gpu_loss_and_grads(p, records.reshape(T, B, -1), batch, fused_gru)
     assert g_total == pytest.approx(float(total), rel=2e-2, abs=1e-3)
     # bf16 GEMM operands and outputs round activations by up to 2^-9 each; sums of many signed
     # terms (the bias gradients) lose more than that relative to their size: per tensor the bound
@@ -148,3 +151,193 @@ def test_replayed_forward_reproduces_the_rollouts_log_probs_and_values():
     t.env.close()
     assert float(dlogp.mean()) < 1e-2 and float(dlogp.max()) < 0.2, (float(dlogp.mean()), float(dlogp.max()))
     assert float(dv.mean()) < 1e-2 * max(1.0, float(b["values"][:T].abs().mean())), float(dv.mean())
+
+
+# -- the GRU over a sequence (cuda_ops.gru_sequence) -------------------------------------------
+GRU_DEVICE = "cuda"
+GRU_GRAD_NAMES = ("xs", "h0", "Wh", "bi", "bhn")
+
+
+def _gru_reference(xs, keeps, h0, Wh, bi, bhn, operand_dtype=None):
+    """fast_model's GRU over the sequence in plain torch ops, in h0's dtype: (hs, h_T). With
+    operand_dtype, the recurrent GEMM's operands rounded to it first (gru_sequence's numerics)."""
+    H = h0.shape[1]
+    if operand_dtype is not None:
+        Wh = Wh.to(operand_dtype).to(h0.dtype)
+    h, hs = h0, []
+    for t in range(xs.shape[0]):
+        hp = h * keeps[t].to(h.dtype).unsqueeze(-1)
+        gh = (hp if operand_dtype is None else hp.to(operand_dtype).to(h.dtype)) @ Wh
+        x = xs[t] + bi
+        r = torch.sigmoid(x[:, :H] + gh[:, :H])
+        z = torch.sigmoid(x[:, H:2 * H] + gh[:, H:2 * H])
+        n = torch.tanh(x[:, 2 * H:] + r * (gh[:, 2 * H:] + bhn))
+        h = (1 - z) * n + z * hp
+        hs.append(h)
+    return torch.stack(hs), h
+
+
+def _gru_problem(T: int, B: int, H: int, seed: int):
+    """gru_sequence's arguments on GRU_DEVICE (keeps bool) and upstream gradients of (hs, h_last).
+    Resets at random (15%), at t = 0 for the first half of the rows and at T // 2 for every third;
+    Wh three orthogonal [H, H] blocks like the init's; biases large enough that a misplaced one
+    shows."""
+    g = torch.Generator().manual_seed(seed)
+    keeps = torch.rand(T, B, generator=g) >= 0.15
+    keeps[0, :B // 2] = False
+    keeps[T // 2, ::3] = False
+    Wh = torch.cat([torch.linalg.qr(torch.randn(H, H, generator=g, dtype=torch.float64))[0] for _ in range(3)], 1)
+    args = dict(xs=torch.randn(T, B, 3 * H, generator=g), keeps=keeps, h0=0.8 * torch.randn(B, H, generator=g),
+                Wh=Wh.float(), bi=0.5 * torch.randn(3 * H, generator=g), bhn=0.5 * torch.randn(H, generator=g))
+    upstream = (torch.randn(T, B, H, generator=g), torch.randn(B, H, generator=g))
+    return {k: v.to(GRU_DEVICE) for k, v in args.items()}, tuple(u.to(GRU_DEVICE) for u in upstream)
+
+
+def _float64_cpu(args: dict) -> dict:
+    return {k: v.detach().cpu().double() if v.is_floating_point() else v.cpu() for k, v in args.items()}
+
+
+def _rel(a, b, dims=None):
+    """||a - b|| / ||b|| for the reference b: a float, or per slice over `dims` (a tensor)."""
+    a, b = a.detach().cpu().double(), b.detach().cpu().double()
+    if dims is None:
+        return float((a - b).norm() / b.norm())
+    return (a - b).norm(dim=dims) / b.norm(dim=dims).clamp_min(1e-30)
+
+
+# bf16 operands of the recurrent GEMM: rounding hp_t and Wh (each by <= 2^-9 relative, about
+# 2^-9 / sqrt(3) on average) moves gh_t by about 2^-9 relative and h_t by less (the gates'
+# slopes are <= 1 and gh is one of several terms); the error of a step decays through the
+# following ones rather than growing, so the states stay within BF16_EPS of exact arithmetic at
+# any T: a fraction of it at H = 256, most of it where a row has only H = 4 terms to average
+# (2 * BF16_EPS for the worst row).
+GRU_SHAPES = [(64, 1024, 256), (7, 6, 12), (1, 3, 4)]
+
+
+@pytest.mark.parametrize("T,B,H", GRU_SHAPES)
+def test_gru_sequence_forward_matches_float64_and_the_step_loop(T, B, H):
+    from pycraftax.train import cuda_ops
+
+    args, _ = _gru_problem(T, B, H, seed=T)
+    hs, h_last = cuda_ops.gru_sequence(**args)
+    assert hs.shape == (T, B, H) and hs.dtype == torch.float32 and torch.equal(h_last, hs[-1])
+    exact, _ = _gru_reference(**_float64_cpu(args))
+    assert _rel(hs, exact) < BF16_EPS, _rel(hs, exact)
+    assert float(_rel(hs, exact, (0, 2)).max()) < 2 * BF16_EPS
+    # the same operand rounding in float64: only fp32 arithmetic and accumulation order differ
+    # (with a bf16 rounding of hp_t tipping the other way now and then)
+    emulated, _ = _gru_reference(**_float64_cpu(args), operand_dtype=torch.bfloat16)
+    assert _rel(hs, emulated) < 2e-4, _rel(hs, emulated)
+    # the step loop rounds gh_t to bf16 as well (its GEMM's result): about 2^-9 more
+    model = fm.TorchActorCritic(fm.init_params(fm.FastModelConfig(cell_dim=8, width=8, hidden=H)), GRU_DEVICE,
+                                bf16=True, fused_gru=False)
+    steps_hs, steps_h = model.gru_steps(args["xs"], ~args["keeps"], args["h0"], args["Wh"], args["bi"], args["bhn"])
+    assert _rel(hs, steps_hs) < BF16_EPS, _rel(hs, steps_hs)
+
+
+# The gradients pass the same rounded operands backward, and round dL/dgh_t to bf16 as an operand
+# of dL/dhp_t's GEMM and of dWh's: a few roundings of 2^-9 / sqrt(3) on average in each product,
+# whose errors add up like the products themselves. 2 * BF16_EPS for each tensor, and for each
+# row of dL/dxs (a reset handled wrongly in a few rows would show there).
+@pytest.mark.parametrize("T,B,H", [(64, 256, 256), (7, 6, 12), (1, 3, 4)])
+def test_gru_sequence_gradients_match_float64_autograd(T, B, H):
+    from pycraftax.train import cuda_ops
+
+    args, upstream = _gru_problem(T, B, H, seed=10 + T)
+    leaves = {k: args[k].clone().requires_grad_() for k in GRU_GRAD_NAMES}
+    hs, h_last = cuda_ops.gru_sequence(**dict(args, **leaves))
+    got = torch.autograd.grad((hs, h_last), [leaves[k] for k in GRU_GRAD_NAMES], upstream)
+    ref_args = _float64_cpu(args)
+    ref_leaves = {k: ref_args[k].requires_grad_() for k in GRU_GRAD_NAMES}
+    ref = torch.autograd.grad(_gru_reference(**ref_args), [ref_leaves[k] for k in GRU_GRAD_NAMES],
+                              [u.cpu().double() for u in upstream])
+    rel = {k: _rel(g, r) for k, g, r in zip(GRU_GRAD_NAMES, got, ref)}
+    assert all(g.dtype == leaves[k].dtype and g.shape == leaves[k].shape for k, g in zip(GRU_GRAD_NAMES, got))
+    assert max(rel.values()) < 2 * BF16_EPS, rel
+    assert float(_rel(got[0], ref[0], (0, 2)).max()) < 2 * BF16_EPS
+    assert torch.all(got[1][~args["keeps"][0]] == 0)  # rows reset at t = 0: h0 is multiplied by 0
+
+
+def test_gru_sequence_resets_cut_the_state_and_its_gradient():
+    """Rows reset at t0 (every other row): their states from t0 on do not depend on anything
+    before t0, bit for bit, and no gradient from t0 on reaches xs before t0 or h0; the other
+    rows' do. A keep mask applied at the wrong step, or a carried gradient left unmasked, fails."""
+    from pycraftax.train import cuda_ops
+
+    T, B, H, t0 = 12, 64, 32, 6
+    args, (dhs, _) = _gru_problem(T, B, H, seed=3)
+    args["keeps"] = torch.ones(T, B, dtype=torch.bool, device=GRU_DEVICE)
+    args["keeps"][t0, ::2] = False
+    hs, _ = cuda_ops.gru_sequence(**args)
+    before = dict(args, xs=args["xs"].clone(), h0=args["h0"] + 0.5)
+    before["xs"][:t0] += 0.5
+    hs_b, _ = cuda_ops.gru_sequence(**before)
+    assert torch.equal(hs_b[t0:, ::2], hs[t0:, ::2])
+    assert bool(((hs_b[t0:, 1::2] - hs[t0:, 1::2]).abs().amax((0, 2)) > 0).all())
+    xs, h0 = args["xs"].clone().requires_grad_(), args["h0"].clone().requires_grad_()
+    hs, h_last = cuda_ops.gru_sequence(**dict(args, xs=xs, h0=h0))
+    dhs[:t0] = 0
+    gx, gh0 = torch.autograd.grad(hs, (xs, h0), dhs)
+    assert torch.all(gx[:t0, ::2] == 0) and torch.all(gh0[::2] == 0)
+    assert bool((gx[:t0, 1::2].abs().amax(-1) > 0).all()) and bool((gh0[1::2].abs().amax(-1) > 0).all())
+
+
+def test_gru_sequence_under_cuda_graph_capture():
+    """Forward and backward captured once, replayed on new inputs copied into the captured
+    buffers: the eager results on those inputs."""
+    from pycraftax.train import cuda_ops
+
+    T, B, H = 16, 256, 256
+    args, upstream = _gru_problem(T, B, H, seed=4)
+    static = {k: v.clone() for k, v in args.items()}
+    for k in GRU_GRAD_NAMES:
+        static[k].requires_grad_()
+    static_up = tuple(u.clone() for u in upstream)
+
+    def step():
+        hs, h_last = cuda_ops.gru_sequence(**static)
+        grads = torch.autograd.grad((hs, h_last), [static[k] for k in GRU_GRAD_NAMES], static_up)
+        return (hs, h_last) + grads
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = step()
+    graph.replay()
+    first = [c.clone() for c in captured]
+    new, new_up = _gru_problem(T, B, H, seed=5)
+    with torch.no_grad():
+        for k, v in new.items():
+            static[k].copy_(v)
+        for s, u in zip(static_up, new_up):
+            s.copy_(u)
+    graph.replay()
+    eager = step()
+    torch.cuda.synchronize()
+    for name, c, e, f in zip(("hs", "h_last") + GRU_GRAD_NAMES, captured, eager, first):
+        assert not torch.equal(c, f), name  # the replay computed afresh
+        # the same kernels on the same inputs; cuBLAS may pick another GEMM algorithm eagerly
+        assert _rel(c, e) < 1e-5, (name, _rel(c, e))
+
+
+def test_gru_sequence_rejects_bad_arguments():
+    from pycraftax.train import cuda_ops
+
+    args, _ = _gru_problem(3, 4, 8, seed=0)
+    bad = dict(xs=[args["xs"].double(), args["xs"].cpu(), args["xs"][..., :-1],
+                   args["xs"].transpose(0, 1).contiguous().transpose(0, 1)],
+               keeps=[args["keeps"].int(), args["keeps"][:, :3]],
+               h0=[args["h0"][:, :4].contiguous(), args["h0"].cpu(), args["h0"].t().contiguous().t(), args["h0"].half()],
+               Wh=[args["Wh"].t(), args["Wh"].half()],
+               bi=[args["bi"][:8].contiguous(), args["bi"].reshape(3, 8)],
+               bhn=[args["bhn"].double(), args["bhn"].tolist()])
+    for name, values in bad.items():
+        for v in values:
+            with pytest.raises(ValueError, match=rf"^{name}\b"):
+                cuda_ops.gru_sequence(**dict(args, **{name: v}))
+    cuda_ops.gru_sequence(**dict(args, keeps=args["keeps"].float(), Wh=args["Wh"].bfloat16()))  # also accepted

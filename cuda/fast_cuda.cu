@@ -15,6 +15,7 @@
 #define ENCODE_THREADS 256
 #define BACKWARD_CELLS 16    /* cells a backward block holds at once, C threads each */
 #define BACKWARD_BLOCKS 2048 /* blocks of the backward's grid-stride loop: the partials it reduces */
+#define GRU_THREADS 256
 
 static_assert(MOB_CHANNEL0 + 40 == VISIBLE_CHANNEL, "obs.h's cell channels: 37 block, 5 item, 40 mob, 1 visible");
 static_assert(CRAFTAX_OBS_CHANNELS == CHANNELS, "obs.h's cell has 83 channels");
@@ -198,6 +199,289 @@ static int check_encoder_args(const uint8_t *records, int64_t rows, int32_t reco
     default: { constexpr int C = 32; CALL; } break; \
     }
 
+/* -- GRU sequence --------------------------------------------------------------------------
+ * A thread per 4 consecutive units of a row (16-byte loads of each gate's part). The forward and
+ * the backward's recomputation share gru_gates, so they get the same bits. The per-group
+ * functions are __host__ __device__: a host program can include this file and run them over CPU
+ * memory against a reference. */
+
+static __host__ __device__ __forceinline__ void load4(const float *p, float v[4]) {
+    const float4 q = *(const float4 *)p;
+    v[0] = q.x;
+    v[1] = q.y;
+    v[2] = q.z;
+    v[3] = q.w;
+}
+
+static __host__ __device__ __forceinline__ void store4(float *p, const float v[4]) {
+    *(float4 *)p = make_float4(v[0], v[1], v[2], v[3]);
+}
+
+static __host__ __device__ __forceinline__ void store4_bf16(__nv_bfloat16 *p, const float v[4]) {
+    __nv_bfloat162 *q = (__nv_bfloat162 *)p;
+    q[0] = __floats2bfloat162_rn(v[0], v[1]);
+    q[1] = __floats2bfloat162_rn(v[2], v[3]);
+}
+
+static __host__ __device__ __forceinline__ float gru_sigmoid(float a) { return 1.0f / (1.0f + expf(-a)); }
+
+struct GruGates {
+    float r, z, n;
+    float hn; /* gh_n + bhn: what r scales */
+};
+
+static __host__ __device__ __forceinline__ GruGates gru_gates(const float x[3], const float gh[3], const float bi[3],
+                                                             float bhn) {
+    GruGates g;
+    g.r = gru_sigmoid(x[0] + bi[0] + gh[0]);
+    g.z = gru_sigmoid(x[1] + bi[1] + gh[1]);
+    g.hn = gh[2] + bhn;
+    g.n = tanhf(x[2] + bi[2] + g.r * g.hn);
+    return g;
+}
+
+/* One step's pointers, already offset to step t (gate rows: [B, 3H]; unit rows: [B, H]). */
+struct GruForwardStep {
+    const float *x, *gh, *h_prev, *keep, *bi, *bhn;
+    const float *keep_next;        /* NULL at the last step */
+    float *h, *h_last;             /* h_last: NULL but at the last step */
+    __nv_bfloat16 *operand_next;   /* NULL at the last step */
+    int64_t batch;
+    int hidden;
+};
+
+struct GruBackwardStep {
+    const float *x, *gh, *h_prev, *keep, *bi, *bhn;
+    const float *grad_h;           /* dL/dh_t from the outputs hs[t]; NULL: zero */
+    const float *carry;            /* last step: dL/dh_last (NULL: zero); else step t+1's grad_hp_direct */
+    const float *carry_gemm;       /* NULL at the last step; else step t+1's grad_hp_gemm */
+    const float *keep_next;        /* NULL at the last step */
+    float *grad_x, *grad_hn, *grad_hp_direct; /* grad_hp_direct may be carry: read before written */
+    __nv_bfloat16 *grad_gh;
+    int64_t batch;
+    int hidden;
+};
+
+/* The 3 gates' 4 values at unit j of a [B, 3H] row. */
+static __host__ __device__ __forceinline__ void load_gates4(const float *row, int hidden, int j, float v[3][4]) {
+    for (int q = 0; q < 3; q++) load4(row + q * hidden + j, v[q]);
+}
+
+static __host__ __device__ __forceinline__ void gru_forward_group(const GruForwardStep &s, int64_t g) {
+    const int H = s.hidden;
+    const int64_t row = g / (H / 4);
+    const int j = (int)(g - row * (H / 4)) * 4;
+    const int64_t unit = row * H + j;
+    float x[3][4], gh[3][4], bi[3][4], bhn[4], h_prev[4], h[4];
+    load_gates4(s.x + row * 3 * H, H, j, x);
+    load_gates4(s.gh + row * 3 * H, H, j, gh);
+    load_gates4(s.bi, H, j, bi);
+    load4(s.bhn + j, bhn);
+    load4(s.h_prev + unit, h_prev);
+    const float keep = s.keep[row];
+    for (int k = 0; k < 4; k++) {
+        const float xk[3] = {x[0][k], x[1][k], x[2][k]}, ghk[3] = {gh[0][k], gh[1][k], gh[2][k]};
+        const float bik[3] = {bi[0][k], bi[1][k], bi[2][k]};
+        const float hp = h_prev[k] * keep;
+        const GruGates a = gru_gates(xk, ghk, bik, bhn[k]);
+        h[k] = (1.0f - a.z) * a.n + a.z * hp;
+    }
+    store4(s.h + unit, h);
+    if (s.h_last) store4(s.h_last + unit, h);
+    if (s.operand_next) {
+        const float keep_next = s.keep_next[row];
+        float hp_next[4];
+        for (int k = 0; k < 4; k++) hp_next[k] = h[k] * keep_next;
+        store4_bf16(s.operand_next + unit, hp_next);
+    }
+}
+
+static __host__ __device__ __forceinline__ void gru_backward_group(const GruBackwardStep &s, int64_t g) {
+    const int H = s.hidden;
+    const int64_t row = g / (H / 4);
+    const int j = (int)(g - row * (H / 4)) * 4;
+    const int64_t unit = row * H + j;
+    float x[3][4], gh[3][4], bi[3][4], bhn[4], h_prev[4];
+    float grad_h[4] = {0.0f, 0.0f, 0.0f, 0.0f}, carry[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    load_gates4(s.x + row * 3 * H, H, j, x);
+    load_gates4(s.gh + row * 3 * H, H, j, gh);
+    load_gates4(s.bi, H, j, bi);
+    load4(s.bhn + j, bhn);
+    load4(s.h_prev + unit, h_prev);
+    if (s.grad_h) load4(s.grad_h + unit, grad_h);
+    if (s.carry) load4(s.carry + unit, carry);
+    if (s.carry_gemm) { /* step t+1's dL/dhp through its mask: dL/dh_t's part from step t+1 */
+        float gemm[4];
+        load4(s.carry_gemm + unit, gemm);
+        const float keep_next = s.keep_next[row];
+        for (int k = 0; k < 4; k++) carry[k] = keep_next * (carry[k] + gemm[k]);
+    }
+    const float keep = s.keep[row];
+    float grad_x[3][4], grad_gh[3][4], grad_direct[4];
+    for (int k = 0; k < 4; k++) {
+        const float xk[3] = {x[0][k], x[1][k], x[2][k]}, ghk[3] = {gh[0][k], gh[1][k], gh[2][k]};
+        const float bik[3] = {bi[0][k], bi[1][k], bi[2][k]};
+        const float hp = h_prev[k] * keep;
+        const GruGates a = gru_gates(xk, ghk, bik, bhn[k]);
+        const float dh = grad_h[k] + carry[k];
+        const float dn = dh * (1.0f - a.z), dz = dh * (hp - a.n);
+        const float dpre_n = dn * (1.0f - a.n * a.n);
+        const float dpre_r = dpre_n * a.hn * a.r * (1.0f - a.r);
+        const float dpre_z = dz * a.z * (1.0f - a.z);
+        grad_x[0][k] = dpre_r;
+        grad_x[1][k] = dpre_z;
+        grad_x[2][k] = dpre_n;
+        grad_gh[0][k] = dpre_r;
+        grad_gh[1][k] = dpre_z;
+        grad_gh[2][k] = dpre_n * a.r;
+        grad_direct[k] = dh * a.z;
+    }
+    float *gx = s.grad_x + row * 3 * H + j;
+    __nv_bfloat16 *ggh = s.grad_gh + row * 3 * H + j;
+    for (int q = 0; q < 3; q++) {
+        store4(gx + q * H, grad_x[q]);
+        store4_bf16(ggh + q * H, grad_gh[q]);
+    }
+    if (s.grad_hn) store4(s.grad_hn + unit, grad_gh[2]);
+    store4(s.grad_hp_direct + unit, grad_direct);
+}
+
+/* operand = bf16(h * keep) at one group. */
+static __host__ __device__ __forceinline__ void gru_begin_group(const float *h0, const float *keep,
+                                                                __nv_bfloat16 *operand, int hidden, int64_t g) {
+    const int64_t row = g / (hidden / 4), unit = g * 4;
+    float h[4];
+    load4(h0 + unit, h);
+    const float k0 = keep[row];
+    for (int k = 0; k < 4; k++) h[k] *= k0;
+    store4_bf16(operand + unit, h);
+}
+
+static __host__ __device__ __forceinline__ void gru_end_group(const float *direct, const float *gemm,
+                                                              const float *keep, float *grad_h0, int hidden,
+                                                              int64_t g) {
+    const int64_t row = g / (hidden / 4), unit = g * 4;
+    float d[4], m[4];
+    load4(direct + unit, d);
+    load4(gemm + unit, m);
+    const float k0 = keep[row];
+    for (int k = 0; k < 4; k++) d[k] = k0 * (d[k] + m[k]);
+    store4(grad_h0 + unit, d);
+}
+
+__global__ void __launch_bounds__(GRU_THREADS) fast_gru_forward_kernel(GruForwardStep s) {
+    const int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (g < s.batch * (s.hidden / 4)) gru_forward_group(s, g);
+}
+
+__global__ void __launch_bounds__(GRU_THREADS) fast_gru_backward_kernel(GruBackwardStep s) {
+    const int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (g < s.batch * (s.hidden / 4)) gru_backward_group(s, g);
+}
+
+__global__ void __launch_bounds__(GRU_THREADS) fast_gru_begin_kernel(const float *h0, const float *keep,
+                                                                     __nv_bfloat16 *operand, int hidden,
+                                                                     int64_t groups) {
+    const int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (g < groups) gru_begin_group(h0, keep, operand, hidden, g);
+}
+
+__global__ void __launch_bounds__(GRU_THREADS) fast_gru_end_kernel(const float *direct, const float *gemm,
+                                                                   const float *keep, float *grad_h0, int hidden,
+                                                                   int64_t groups) {
+    const int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (g < groups) gru_end_group(direct, gemm, keep, grad_h0, hidden, g);
+}
+
+static int check_gru_shape(int64_t steps, int64_t batch, int32_t hidden, int64_t t) {
+    if (steps < 1) return fast_fail(CRAFTAX_FAST_ERR_ARGUMENT, "steps must be >= 1, got %lld", (long long)steps);
+    if (batch < 0) return fast_fail(CRAFTAX_FAST_ERR_ARGUMENT, "batch must be >= 0, got %lld", (long long)batch);
+    if (hidden < 4 || hidden % 4)
+        return fast_fail(CRAFTAX_FAST_ERR_ARGUMENT, "hidden must be a positive multiple of 4, got %d", hidden);
+    if (t < 0 || t >= steps)
+        return fast_fail(CRAFTAX_FAST_ERR_ARGUMENT, "t must be in [0, %lld), got %lld", (long long)steps, (long long)t);
+    if (batch * (hidden / 4) / GRU_THREADS >= INT32_MAX)
+        return fast_fail(CRAFTAX_FAST_ERR_ARGUMENT, "batch * hidden too large: %lld", (long long)(batch * hidden));
+    return 0;
+}
+
+/* 0 where every non-NULL pointer of `p` is `align`-byte aligned. */
+static int check_aligned(const char *what, const void *const *p, int count, unsigned align) {
+    for (int i = 0; i < count; i++)
+        if ((uintptr_t)p[i] % align)
+            return fast_fail(CRAFTAX_FAST_ERR_ARGUMENT, "%s: the %s arrays must be %u-byte aligned", what,
+                             align == 16 ? "float" : "bfloat16", align);
+    return 0;
+}
+
+static int gru_forward_step_args(const float *xs, const float *hidden_gates, const float *h0, const float *keeps,
+                                 const float *bias_i, const float *bias_hn, float *hs, float *h_last, void *operands,
+                                 int64_t steps, int64_t batch, int32_t hidden, int64_t t, GruForwardStep *s) {
+    int rc = check_gru_shape(steps, batch, hidden, t);
+    if (rc) return rc;
+    if (!xs || !hidden_gates || !h0 || !keeps || !bias_i || !bias_hn || !hs || !operands)
+        return fast_fail(CRAFTAX_FAST_ERR_ARGUMENT, "gru_forward_step: a NULL pointer");
+    const void *floats[] = {xs, hidden_gates, h0, bias_i, bias_hn, hs, h_last}, *halves[] = {operands};
+    if ((rc = check_aligned("gru_forward_step", floats, 7, 16)) || (rc = check_aligned("gru_forward_step", halves, 1, 8)))
+        return rc;
+    const int64_t units = batch * hidden, gates = 3 * units;
+    const bool last = t == steps - 1;
+    s->x = xs + t * gates;
+    s->gh = hidden_gates + t * gates;
+    s->h_prev = t ? hs + (t - 1) * units : h0;
+    s->keep = keeps + t * batch;
+    s->bi = bias_i;
+    s->bhn = bias_hn;
+    s->keep_next = last ? NULL : keeps + (t + 1) * batch;
+    s->h = hs + t * units;
+    s->h_last = last ? h_last : NULL;
+    s->operand_next = last ? NULL : (__nv_bfloat16 *)operands + (t + 1) * units;
+    s->batch = batch;
+    s->hidden = hidden;
+    return 0;
+}
+
+static int gru_backward_step_args(const float *xs, const float *hidden_gates, const float *h0, const float *keeps,
+                                  const float *bias_i, const float *bias_hn, const float *hs, const float *grad_hs,
+                                  const float *grad_h_last, float *grad_hp_direct, const float *grad_hp_gemm,
+                                  float *grad_xs, void *grad_hidden_gates, float *grad_hn, int64_t steps,
+                                  int64_t batch, int32_t hidden, int64_t t, GruBackwardStep *s) {
+    int rc = check_gru_shape(steps, batch, hidden, t);
+    if (rc) return rc;
+    if (!xs || !hidden_gates || !h0 || !keeps || !bias_i || !bias_hn || !hs || !grad_hp_direct || !grad_hp_gemm ||
+        !grad_xs || !grad_hidden_gates)
+        return fast_fail(CRAFTAX_FAST_ERR_ARGUMENT, "gru_backward_step: a NULL pointer");
+    const void *floats[] = {xs, hidden_gates, h0, bias_i, bias_hn, hs, grad_hs, grad_h_last, grad_hp_direct,
+                            grad_hp_gemm, grad_xs, grad_hn},
+               *halves[] = {grad_hidden_gates};
+    if ((rc = check_aligned("gru_backward_step", floats, 12, 16)) ||
+        (rc = check_aligned("gru_backward_step", halves, 1, 8)))
+        return rc;
+    const int64_t units = batch * hidden, gates = 3 * units;
+    const bool last = t == steps - 1;
+    s->x = xs + t * gates;
+    s->gh = hidden_gates + t * gates;
+    s->h_prev = t ? hs + (t - 1) * units : h0;
+    s->keep = keeps + t * batch;
+    s->bi = bias_i;
+    s->bhn = bias_hn;
+    s->grad_h = grad_hs ? grad_hs + t * units : NULL;
+    s->carry = last ? grad_h_last : grad_hp_direct;
+    s->carry_gemm = last ? NULL : grad_hp_gemm;
+    s->keep_next = last ? NULL : keeps + (t + 1) * batch;
+    s->grad_x = grad_xs + t * gates;
+    s->grad_gh = (__nv_bfloat16 *)grad_hidden_gates + t * gates;
+    s->grad_hn = grad_hn ? grad_hn + t * units : NULL;
+    s->grad_hp_direct = grad_hp_direct;
+    s->batch = batch;
+    s->hidden = hidden;
+    return 0;
+}
+
+static unsigned gru_blocks(int64_t batch, int32_t hidden) {
+    return (unsigned)((batch * (hidden / 4) + GRU_THREADS - 1) / GRU_THREADS);
+}
+
 extern "C" {
 
 int craftax_fast_api_version(void) { return CRAFTAX_FAST_API_VERSION; }
@@ -248,6 +532,62 @@ int craftax_fast_encode_cells_backward(const uint8_t *records, int64_t rows, int
     fast_reduce_partials_kernel<<<(width + 127) / 128, 128, 0, s>>>(part, rows == 0 ? 1 : blocks, width,
                                                                     grad_weight, grad_bias, CHANNELS * cell_dim);
     return launched("encode_cells_backward (reduce)");
+}
+
+int craftax_fast_gru_forward_begin(const float *h0, const float *keeps, void *operands, int64_t batch,
+                                   int32_t hidden, uintptr_t stream) {
+    int rc = check_gru_shape(1, batch, hidden, 0);
+    if (rc) return rc;
+    if (!h0 || !keeps || !operands) return fast_fail(CRAFTAX_FAST_ERR_ARGUMENT, "gru_forward_begin: a NULL pointer");
+    const void *floats[] = {h0}, *halves[] = {operands};
+    if ((rc = check_aligned("gru_forward_begin", floats, 1, 16)) || (rc = check_aligned("gru_forward_begin", halves, 1, 8)))
+        return rc;
+    if (batch == 0) return 0;
+    fast_gru_begin_kernel<<<gru_blocks(batch, hidden), GRU_THREADS, 0, (cudaStream_t)stream>>>(
+        h0, keeps, (__nv_bfloat16 *)operands, hidden, batch * (hidden / 4));
+    return launched("gru_forward_begin");
+}
+
+int craftax_fast_gru_forward_step(const float *xs, const float *hidden_gates, const float *h0, const float *keeps,
+                                  const float *bias_i, const float *bias_hn, float *hs, float *h_last,
+                                  void *operands, int64_t steps, int64_t batch, int32_t hidden, int64_t t,
+                                  uintptr_t stream) {
+    GruForwardStep s;
+    const int rc = gru_forward_step_args(xs, hidden_gates, h0, keeps, bias_i, bias_hn, hs, h_last, operands, steps,
+                                         batch, hidden, t, &s);
+    if (rc) return rc;
+    if (batch == 0) return 0;
+    fast_gru_forward_kernel<<<gru_blocks(batch, hidden), GRU_THREADS, 0, (cudaStream_t)stream>>>(s);
+    return launched("gru_forward_step");
+}
+
+int craftax_fast_gru_backward_step(const float *xs, const float *hidden_gates, const float *h0, const float *keeps,
+                                   const float *bias_i, const float *bias_hn, const float *hs, const float *grad_hs,
+                                   const float *grad_h_last, float *grad_hp_direct, const float *grad_hp_gemm,
+                                   float *grad_xs, void *grad_hidden_gates, float *grad_hn, int64_t steps,
+                                   int64_t batch, int32_t hidden, int64_t t, uintptr_t stream) {
+    GruBackwardStep s;
+    const int rc = gru_backward_step_args(xs, hidden_gates, h0, keeps, bias_i, bias_hn, hs, grad_hs, grad_h_last,
+                                          grad_hp_direct, grad_hp_gemm, grad_xs, grad_hidden_gates, grad_hn, steps,
+                                          batch, hidden, t, &s);
+    if (rc) return rc;
+    if (batch == 0) return 0;
+    fast_gru_backward_kernel<<<gru_blocks(batch, hidden), GRU_THREADS, 0, (cudaStream_t)stream>>>(s);
+    return launched("gru_backward_step");
+}
+
+int craftax_fast_gru_backward_end(const float *grad_hp_direct, const float *grad_hp_gemm, const float *keeps,
+                                  float *grad_h0, int64_t batch, int32_t hidden, uintptr_t stream) {
+    int rc = check_gru_shape(1, batch, hidden, 0);
+    if (rc) return rc;
+    if (!grad_hp_direct || !grad_hp_gemm || !keeps || !grad_h0)
+        return fast_fail(CRAFTAX_FAST_ERR_ARGUMENT, "gru_backward_end: a NULL pointer");
+    const void *floats[] = {grad_hp_direct, grad_hp_gemm, grad_h0};
+    if ((rc = check_aligned("gru_backward_end", floats, 3, 16))) return rc;
+    if (batch == 0) return 0;
+    fast_gru_end_kernel<<<gru_blocks(batch, hidden), GRU_THREADS, 0, (cudaStream_t)stream>>>(
+        grad_hp_direct, grad_hp_gemm, keeps, grad_h0, hidden, batch * (hidden / 4));
+    return launched("gru_backward_end");
 }
 
 }  // extern "C"

@@ -1,6 +1,7 @@
 """The fast recipe's CUDA kernels (cuda/fast_cuda.h) as PyTorch operations.
 
     features = encode_cells(records, weight, bias, width)   # differentiable in weight and bias
+    hs, h_last = gru_sequence(xs, keeps, h0, Wh, bi, bhn)   # differentiable in all but keeps
 
 The kernels live in the CUDA library (libcraftax_cuda.so) beside the env; cffi binds them from
 the header that describes that library, as pycraftax.cuda_env does for the env.
@@ -124,3 +125,138 @@ def _encode_cells_function():
             return None, gw, gb, None
 
     return EncodeCells
+
+
+def gru_sequence(xs, keeps, h0, Wh, bi, bhn):
+    """fast_model.TorchActorCritic.core's GRU over T steps in one autograd op on the GPU: a cuBLAS
+    GEMM and one kernel a step forward, one kernel and one GEMM a step backward, then the
+    gradients of Wh (one GEMM over all T * B rows) and of the biases (one sum each).
+
+    xs float32 [T, B, 3H] (the inputs' part x_t W_i, gates r, z, n, without bias), keeps bool or
+    float32 [T, B] (0 resets the state before that step), h0 float32 [B, H], Wh float32 or bfloat16
+    [H, 3H] (used as bfloat16), bi float32 [3H] (the input biases), bhn float32 [H] (the hidden
+    bias of gate n, inside r * (...)); all on one CUDA device, H a multiple of 4. Returns hs
+    float32 [T, B, H] (every step's state) and h_last [B, H] (= hs[T-1]); gradients flow to xs,
+    h0, Wh, bi and bhn."""
+    import torch
+
+    _check_gru_args(xs, keeps, h0, Wh, bi, bhn)
+    if keeps.dtype == torch.bool:
+        keeps = keeps.to(torch.float32)
+    return _gru_sequence_function().apply(xs, keeps, h0, Wh, bi, bhn)
+
+
+def _check_gru_args(xs, keeps, h0, Wh, bi, bhn) -> None:
+    """ValueError naming the first argument of gru_sequence with a wrong type, dtype, shape,
+    device or layout."""
+    import torch
+
+    f32, bf16 = torch.float32, torch.bfloat16
+    if not torch.is_tensor(xs) or xs.dtype != f32 or xs.dim() != 3 or not xs.is_cuda:
+        raise ValueError("xs must be a CUDA float32 tensor [T, B, 3H], got "
+                         + (f"{xs.dtype} {tuple(xs.shape)} on {xs.device}" if torch.is_tensor(xs) else type(xs).__name__))
+    T, B, G = xs.shape
+    if T < 1 or B < 1 or G % 12:
+        raise ValueError(f"xs [T, B, 3H] needs T >= 1, B >= 1 and H a positive multiple of 4, got {tuple(xs.shape)}")
+    H = G // 3
+    expected = (("xs", xs, (T, B, 3 * H), (f32,)), ("keeps", keeps, (T, B), (torch.bool, f32)),
+                ("h0", h0, (B, H), (f32,)), ("Wh", Wh, (H, 3 * H), (f32, bf16)), ("bi", bi, (3 * H,), (f32,)),
+                ("bhn", bhn, (H,), (f32,)))
+    for name, t, shape, dtypes in expected:
+        if not torch.is_tensor(t):
+            raise ValueError(f"{name} must be a tensor, got {type(t).__name__}")
+        if t.dtype not in dtypes:
+            raise ValueError(f"{name} must be {' or '.join(str(d) for d in dtypes)}, got {t.dtype}")
+        if tuple(t.shape) != shape:
+            raise ValueError(f"{name} must have shape {shape} (T, B, H = {T}, {B}, {H} from xs), got {tuple(t.shape)}")
+        if t.device != xs.device:
+            raise ValueError(f"{name} must be on xs' device {xs.device}, got {t.device}")
+        if name != "Wh" and not t.is_contiguous():  # Wh is copied to bfloat16 anyway
+            raise ValueError(f"{name} must be contiguous")
+
+
+def _mm_f32(a, b, out=None):
+    """a @ b of bfloat16 matrices with fp32 accumulation and an fp32 result (cuBLAS)."""
+    import torch
+
+    if out is None:
+        return torch.mm(a, b, out_dtype=torch.float32)
+    return torch.mm(a, b, out_dtype=torch.float32, out=out)
+
+
+@functools.lru_cache(maxsize=1)
+def _gru_sequence_function():
+    """The autograd Function, made on first use: importing this module needs no torch."""
+    import torch
+
+    class GruSequence(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, xs, keeps, h0, Wh, bi, bhn):
+            ffi, lib = _bind()
+            T, B, G = xs.shape
+            H = G // 3
+            dev, f32, bf16 = xs.device, torch.float32, torch.bfloat16
+            wh = Wh.detach().to(bf16).contiguous()
+            operands = torch.empty((T, B, H), dtype=bf16, device=dev)
+            gates_h = torch.empty((T, B, G), dtype=f32, device=dev)
+            hs = torch.empty((T, B, H), dtype=f32, device=dev)
+            h_last = torch.empty((B, H), dtype=f32, device=dev)
+            stream = _stream()
+            fp = functools.partial(_ptr, ffi, "float *")
+            p_xs, p_gates, p_h0, p_keeps, p_bi, p_bhn, p_hs, p_last = map(fp, (xs, gates_h, h0, keeps, bi, bhn, hs,
+                                                                               h_last))
+            p_ops = _ptr(ffi, "void *", operands)
+            _check(lib.craftax_fast_gru_forward_begin(p_h0, p_keeps, p_ops, B, H, stream), "gru_forward_begin")
+            for t in range(T):
+                _mm_f32(operands[t], wh, out=gates_h[t])
+                _check(lib.craftax_fast_gru_forward_step(p_xs, p_gates, p_h0, p_keeps, p_bi, p_bhn, p_hs, p_last,
+                                                         p_ops, T, B, H, t, stream), "gru_forward_step")
+            ctx.save_for_backward(xs, keeps, h0, wh, bi, bhn, hs, gates_h, operands)
+            ctx.wh_dtype = Wh.dtype
+            ctx.set_materialize_grads(False)
+            return hs, h_last
+
+        @staticmethod
+        @torch.autograd.function.once_differentiable
+        def backward(ctx, grad_hs, grad_h_last):
+            xs, keeps, h0, wh, bi, bhn, hs, gates_h, operands = ctx.saved_tensors
+            need_xs, _, need_h0, need_wh, need_bi, need_bhn = ctx.needs_input_grad
+            if grad_hs is None and grad_h_last is None:
+                return None, None, None, None, None, None
+            ffi, lib = _bind()
+            T, B, G = xs.shape
+            H = G // 3
+            dev, f32 = xs.device, torch.float32
+            grad_hs = None if grad_hs is None else grad_hs.to(f32).contiguous()
+            grad_h_last = None if grad_h_last is None else grad_h_last.to(f32).contiguous()
+            grad_xs = torch.empty((T, B, G), dtype=f32, device=dev)
+            grad_gates_h = torch.empty((T, B, G), dtype=torch.bfloat16, device=dev)
+            grad_hn = torch.empty((T, B, H), dtype=f32, device=dev) if need_bhn else None
+            grad_hp_direct = torch.empty((B, H), dtype=f32, device=dev)
+            grad_hp_gemm = torch.empty((B, H), dtype=f32, device=dev)
+            stream = _stream()
+
+            def fp(t):
+                return ffi.NULL if t is None else _ptr(ffi, "float *", t)
+
+            args = [fp(t) for t in (xs, gates_h, h0, keeps, bi, bhn, hs, grad_hs, grad_h_last, grad_hp_direct,
+                                    grad_hp_gemm, grad_xs)]
+            args += [_ptr(ffi, "void *", grad_gates_h), fp(grad_hn), T, B, H]
+            wh_t = wh.t()
+            for t in range(T - 1, -1, -1):
+                _check(lib.craftax_fast_gru_backward_step(*args, t, stream), "gru_backward_step")
+                if t > 0 or need_h0:
+                    _mm_f32(grad_gates_h[t], wh_t, out=grad_hp_gemm)
+            grad_h0 = None
+            if need_h0:
+                grad_h0 = torch.empty((B, H), dtype=f32, device=dev)
+                _check(lib.craftax_fast_gru_backward_end(fp(grad_hp_direct), fp(grad_hp_gemm), fp(keeps), fp(grad_h0),
+                                                         B, H, stream), "gru_backward_end")
+            grad_wh = None
+            if need_wh:
+                grad_wh = _mm_f32(operands.view(T * B, H).t(), grad_gates_h.view(T * B, G)).to(ctx.wh_dtype)
+            grad_bi = grad_xs.view(T * B, G).sum(0) if need_bi else None
+            grad_bhn = grad_hn.view(T * B, H).sum(0) if need_bhn else None
+            return grad_xs if need_xs else None, None, grad_h0, grad_wh, grad_bi, grad_bhn
+
+    return GruSequence

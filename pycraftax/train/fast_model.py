@@ -170,15 +170,22 @@ class TorchActorCritic:
     """The fast model in PyTorch: fp32 master weights (`weights`, by flax name) on `device`; the
     GEMMs in bfloat16 with fp32 accumulation where `bf16` (the GPU), the GRU state and cell, the
     softmax and the losses in fp32. Inputs: float obs [R, 8268] (torch ops) or compact records
-    uint8 [R, 1008] (the CUDA cell encoder, cuda_ops.CellEncoder)."""
+    uint8 [R, 1008] (the CUDA cell encoder, cuda_ops.encode_cells). On the GPU the GRU runs as one
+    op over the sequence (cuda_ops.gru_sequence) unless fused_gru=False."""
 
-    def __init__(self, params: dict, device, bf16: bool, dtype=None):
+    def __init__(self, params: dict, device, bf16: bool, dtype=None, fused_gru: bool | None = None):
         torch = _torch()
         self.dtype = dtype or torch.float32  # of the weights and the fp32 parts (float64 for checks)
         self.cfg = config_of(params)
         check_params(params, self.cfg)
         self.device = torch.device(device)
         self.bf16 = bf16
+        # the GRU as one op over the sequence (cuda_ops.gru_sequence); False: a step at a time in
+        # torch ops, the form the CPU checks run and the one to compare against
+        can_fuse = self.device.type == "cuda" and bf16 and self.dtype == torch.float32
+        if fused_gru and not can_fuse:
+            raise ValueError("fused_gru needs a CUDA device, bf16=True and float32 weights")
+        self.fused_gru = can_fuse if fused_gru is None else bool(fused_gru)
         self.names = list(param_shapes(self.cfg))
         self.weights = {k: torch.nn.Parameter(torch.as_tensor(np.asarray(params[k]), dtype=self.dtype,
                                                               device=self.device)) for k in self.names}
@@ -228,12 +235,37 @@ class TorchActorCritic:
         Wi = torch.cat([p[f"{GRU}/{g}/kernel"] for g in ("ir", "iz", "in")], 1)
         bi = torch.cat([p[f"{GRU}/{g}/bias"] for g in ("ir", "iz", "in")])
         Wh = torch.cat([p[f"{GRU}/{g}/kernel"] for g in ("hr", "hz", "hn")], 1)
+        bhn = p[f"{GRU}/hn/bias"]
+        xs = self._linear(emb, Wi, out_dtype=self.dtype).reshape(T, B, 3 * H)  # + bi in the cell
+        if self.fused_gru:
+            from pycraftax.train import cuda_ops
+
+            hs, h = cuda_ops.gru_sequence(xs, ~dones, h0, Wh, bi, bhn)
+        else:
+            hs, h = self.gru_steps(xs, dones, h0, Wh, bi, bhn)
+        y = hs.reshape(T * B, H)
+        outs = []
+        for names in (ACTOR, CRITIC):
+            a = y
+            for i, name in enumerate(names):
+                if i < 2:
+                    a = torch.relu(self._linear(a, p[f"{name}/kernel"], p[f"{name}/bias"]))
+                else:
+                    a = self._linear(a, p[f"{name}/kernel"], p[f"{name}/bias"], out_dtype=self.dtype)
+            outs.append(a)
+        return h, outs[0].reshape(T, B, -1), outs[1].reshape(T, B)
+
+    def gru_steps(self, xs, dones, h0, Wh, bi, bhn):
+        """The GRU a step at a time in torch ops (cuda_ops.gru_sequence's arguments, but dones
+        for keeps): (hs [T, B, H], h_T)."""
+        torch = _torch()
+        T = dones.shape[0]
+        H = self.cfg.hidden
         if self.bf16:
             Wh = Wh.to(torch.bfloat16)
-        bhn = p[f"{GRU}/hn/bias"]
-        # + bi in the cell; unbind, not xi[t]: indexing's backward would add a full-size zero
-        # gradient of xi at every step
-        xs = self._linear(emb, Wi, out_dtype=self.dtype).reshape(T, B, 3 * H).unbind(0)
+        # unbind, not xs[t]: indexing's backward would add a full-size zero gradient of xs at
+        # every step
+        xs = xs.unbind(0)
         keeps = (~dones).unsqueeze(-1).to(self.dtype).unbind(0)
         fused = self.device.type == "cuda"
         hidden_bias = torch.cat([self._hidden_bias_pad, bhn]) if fused else None
@@ -251,17 +283,7 @@ class TorchActorCritic:
                 n = torch.tanh(x[:, 2 * H:] + r * (hh[:, 2 * H:] + bhn))
                 h = (1 - z) * n + z * hp
             hs.append(h)
-        y = torch.stack(hs).reshape(T * B, H)
-        outs = []
-        for names in (ACTOR, CRITIC):
-            a = y
-            for i, name in enumerate(names):
-                if i < 2:
-                    a = torch.relu(self._linear(a, p[f"{name}/kernel"], p[f"{name}/bias"]))
-                else:
-                    a = self._linear(a, p[f"{name}/kernel"], p[f"{name}/bias"], out_dtype=self.dtype)
-            outs.append(a)
-        return h, outs[0].reshape(T, B, -1), outs[1].reshape(T, B)
+        return torch.stack(hs), h
 
     def forward(self, obs, dones, h0):
         """obs [T, B, ...] (float or records), dones bool [T, B], h0 [B, H] -> (h_T, logits, values)."""
