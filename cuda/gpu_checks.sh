@@ -66,7 +66,11 @@ if command -v compute-sanitizer >/dev/null; then
     for tool in memcheck racecheck; do
         want $tool || continue
         for run in sanitize_run sanitize_trainer sanitize_fast; do
-            if [ $tool = racecheck ]; then args="--tool racecheck --racecheck-report all"
+            if [ $tool = racecheck ] && [ $run = sanitize_fast ]; then
+                # cuBLAS's Hopper GEMMs (nvjet_*) order their shared memory with TMA barriers, which
+                # racecheck does not follow: it flags them, never our kernels or PyTorch's
+                args="--tool racecheck --racecheck-report all --kernel-name-exclude kns=nvjet"
+            elif [ $tool = racecheck ]; then args="--tool racecheck --racecheck-report all"
             elif [ $run = sanitize_fast ]; then args="--tool memcheck"  # PyTorch keeps its memory to the end
             else args="--tool memcheck --leak-check full"; fi
             step ${tool}_${run#sanitize_} ${SANITIZE_TIMEOUT:-200} compute-sanitizer $args --error-exitcode 3 \
