@@ -66,15 +66,26 @@ if command -v compute-sanitizer >/dev/null; then
     for tool in memcheck racecheck; do
         want $tool || continue
         for run in sanitize_run sanitize_trainer sanitize_fast; do
-            if [ $tool = racecheck ] && [ $run = sanitize_fast ]; then
-                # cuBLAS's Hopper GEMMs (nvjet_*) order their shared memory with TMA barriers, which
-                # racecheck does not follow: it flags them, never our kernels or PyTorch's
-                args="--tool racecheck --racecheck-report all --kernel-name-exclude kns=nvjet"
-            elif [ $tool = racecheck ]; then args="--tool racecheck --racecheck-report all"
+            if [ $tool = racecheck ]; then args="--tool racecheck --racecheck-report all"
             elif [ $run = sanitize_fast ]; then args="--tool memcheck"  # PyTorch keeps its memory to the end
             else args="--tool memcheck --leak-check full"; fi
             step ${tool}_${run#sanitize_} ${SANITIZE_TIMEOUT:-200} compute-sanitizer $args --error-exitcode 3 \
                 $PY cuda/$run.py
+            if [ $tool = racecheck ] && [ $run = sanitize_fast ] && [ "${RESULT[racecheck_fast]}" = 3 ]; then
+                # cuBLAS's Hopper GEMMs (nvjet_*) order their shared memory with TMA barriers, which
+                # racecheck does not follow, so it flags them (leaving them out with
+                # --kernel-name-exclude crashes the sanitizer): the check fails on a hazard in any
+                # other kernel, or when the program itself failed
+                log="$OUTDIR/racecheck_fast.log"
+                others=$(grep -oE "(Read|Write) Thread \([0-9,]+\) at [A-Za-z_][A-Za-z0-9_]*" "$log" \
+                         | awk '{print $NF}' | grep -v '^nvjet_' | sort -u)
+                if grep -q "^sanitize_fast: " "$log" && [ -z "$others" ]; then
+                    echo "=== racecheck_fast: every hazard is in cuBLAS's nvjet GEMMs: passed"
+                    RESULT[racecheck_fast]=0
+                else
+                    echo "=== racecheck_fast: hazards outside cuBLAS's GEMMs: ${others:-none, but the run failed}"
+                fi
+            fi
         done
     done
 else
