@@ -414,6 +414,23 @@ static int check_aligned(const char *what, const void *const *p, int count, unsi
     return 0;
 }
 
+/* What both directions read at step t: the fields GruForwardStep and GruBackwardStep share. */
+template <typename Step>
+static void gru_step_inputs(Step *s, const float *xs, const float *hidden_gates, const float *h0, const float *keeps,
+                            const float *bias_i, const float *bias_hn, const float *hs, int64_t steps, int64_t batch,
+                            int32_t hidden, int64_t t) {
+    const int64_t units = batch * hidden, gates = 3 * units;
+    s->x = xs + t * gates;
+    s->gh = hidden_gates + t * gates;
+    s->h_prev = t ? hs + (t - 1) * units : h0;
+    s->keep = keeps + t * batch;
+    s->bi = bias_i;
+    s->bhn = bias_hn;
+    s->keep_next = t == steps - 1 ? NULL : keeps + (t + 1) * batch;
+    s->batch = batch;
+    s->hidden = hidden;
+}
+
 static int gru_forward_step_args(const float *xs, const float *hidden_gates, const float *h0, const float *keeps,
                                  const float *bias_i, const float *bias_hn, float *hs, float *h_last, void *operands,
                                  int64_t steps, int64_t batch, int32_t hidden, int64_t t, GruForwardStep *s) {
@@ -424,20 +441,12 @@ static int gru_forward_step_args(const float *xs, const float *hidden_gates, con
     const void *floats[] = {xs, hidden_gates, h0, bias_i, bias_hn, hs, h_last}, *halves[] = {operands};
     if ((rc = check_aligned("gru_forward_step", floats, 7, 16)) || (rc = check_aligned("gru_forward_step", halves, 1, 8)))
         return rc;
-    const int64_t units = batch * hidden, gates = 3 * units;
+    gru_step_inputs(s, xs, hidden_gates, h0, keeps, bias_i, bias_hn, hs, steps, batch, hidden, t);
+    const int64_t units = batch * hidden;
     const bool last = t == steps - 1;
-    s->x = xs + t * gates;
-    s->gh = hidden_gates + t * gates;
-    s->h_prev = t ? hs + (t - 1) * units : h0;
-    s->keep = keeps + t * batch;
-    s->bi = bias_i;
-    s->bhn = bias_hn;
-    s->keep_next = last ? NULL : keeps + (t + 1) * batch;
     s->h = hs + t * units;
     s->h_last = last ? h_last : NULL;
     s->operand_next = last ? NULL : (__nv_bfloat16 *)operands + (t + 1) * units;
-    s->batch = batch;
-    s->hidden = hidden;
     return 0;
 }
 
@@ -457,24 +466,16 @@ static int gru_backward_step_args(const float *xs, const float *hidden_gates, co
     if ((rc = check_aligned("gru_backward_step", floats, 12, 16)) ||
         (rc = check_aligned("gru_backward_step", halves, 1, 8)))
         return rc;
+    gru_step_inputs(s, xs, hidden_gates, h0, keeps, bias_i, bias_hn, hs, steps, batch, hidden, t);
     const int64_t units = batch * hidden, gates = 3 * units;
     const bool last = t == steps - 1;
-    s->x = xs + t * gates;
-    s->gh = hidden_gates + t * gates;
-    s->h_prev = t ? hs + (t - 1) * units : h0;
-    s->keep = keeps + t * batch;
-    s->bi = bias_i;
-    s->bhn = bias_hn;
     s->grad_h = grad_hs ? grad_hs + t * units : NULL;
     s->carry = last ? grad_h_last : grad_hp_direct;
     s->carry_gemm = last ? NULL : grad_hp_gemm;
-    s->keep_next = last ? NULL : keeps + (t + 1) * batch;
     s->grad_x = grad_xs + t * gates;
     s->grad_gh = (__nv_bfloat16 *)grad_hidden_gates + t * gates;
     s->grad_hn = grad_hn ? grad_hn + t * units : NULL;
     s->grad_hp_direct = grad_hp_direct;
-    s->batch = batch;
-    s->hidden = hidden;
     return 0;
 }
 
