@@ -38,9 +38,9 @@
 #include "classic_obs.cuh"
 #include "classic_kernels.cuh"
 
-/* Most world-generation warps of one call (99 KB of scratch each: 811 MB). More than the GPU
- * holds at once (an H200 runs 3,696 of these warps): the jobs spread thinner, and the call ends
- * sooner where a few warps would otherwise get several worlds each. */
+/* Most world-generation warps of one call (99 KB of scratch each: 811 MB). More than a GPU
+ * holds resident at once, on purpose: the jobs spread thinner, and the call ends sooner than
+ * where a few warps would each take several worlds in turn. */
 #define CLASSIC_WORLD_SLOTS 8192
 /* The bytes of the library's error string (craftax_cuda.cu: env_common.cuh's g_last_error). */
 #define CLASSIC_ERROR_BYTES 512
