@@ -130,6 +130,28 @@ def test_fast_trainer_learns_a_little_on_the_gpu(tmp_path):
     assert r.update == 12 and r.device.type == "cuda"
 
 
+def test_rollout_graphs_equal_the_eager_rollout():
+    """The rollout as CUDA graphs between async env steps fills every buffer bitwise as the
+    eager loop does, in the capturing rollout and in a replayed one (same seed and weights)."""
+    from pycraftax.train.config import TrainConfig
+    from pycraftax.train.torch_trainer import TorchTrainer
+
+    c = TrainConfig.from_recipe("fast", num_envs=512, num_minibatches=1,
+                                total_timesteps=512 * 64 * 4)
+    graphed, eager = TorchTrainer(c, device="cuda"), TorchTrainer(c, device="cuda", graphs=False)
+    for _ in range(2):
+        for t in (graphed, eager):
+            t.rollout()
+        assert len(graphed.rollout_graphs) == c.num_steps + 1
+        for name in graphed.buf:
+            assert torch.equal(graphed.buf[name], eager.buf[name]), name
+        for name in graphed.ep:
+            assert torch.equal(graphed.ep[name], eager.ep[name]), name
+        assert torch.equal(graphed.hstate, eager.hstate)
+    for t in (graphed, eager):
+        t.env.close()
+
+
 def test_replayed_forward_reproduces_the_rollouts_log_probs_and_values():
     """The update's forward over a stored rollout (all envs as one minibatch) gives the rollout's
     own log-probs and values up to bf16 rounding: the first PPO ratio is 1 within that. (Not

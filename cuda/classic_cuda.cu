@@ -207,11 +207,12 @@ typedef struct {
 } ClassicEpisodes;
 
 static int launch_track(const float *rewards, const uint8_t *dones, const uint8_t *final_achievements, int64_t n,
-                        const ClassicEpisodes &ep, const int *bad) {
+                        const ClassicEpisodes &ep, const int *bad, cudaStream_t s) {
     const int64_t threads = ep.achievements_scaled ? n * CRAFTAX_CLASSIC_NUM_ACHIEVEMENTS : n;
-    classic_track_kernel<<<classic_grid(threads), CLASSIC_THREADS>>>(rewards, dones, final_achievements, n, ep.ret_acc,
-                                                                     ep.len_acc, ep.ep_return, ep.ep_length,
-                                                                     ep.discount, ep.achievements_scaled, bad);
+    classic_track_kernel<<<classic_grid(threads), CLASSIC_THREADS, 0, s>>>(rewards, dones, final_achievements, n,
+                                                                           ep.ret_acc, ep.len_acc, ep.ep_return,
+                                                                           ep.ep_length, ep.discount,
+                                                                           ep.achievements_scaled, bad);
     CLASSIC_TRY(cudaGetLastError(), "episode bookkeeping");
     return 0;
 }
@@ -242,6 +243,20 @@ static int launch_autoreset(CraftaxClassicState *states, const int32_t *actions,
     rc = launch_worlds(jobs, n, params, temp, s, "step_autoreset (resets)");
     if (rc) return rc;
     return launch_expand(records, n, obs, bad, s, "step_autoreset (obs)");
+}
+
+/* CraftaxEnv.step's work after the action check, on stream s: the key split (k: env.step's
+ * key), the auto-reset step, the episode bookkeeping. */
+static int enqueue_env_step(CraftaxClassicState *states, const int32_t *actions, const CraftaxKey &k, uint32_t *keys,
+                            int64_t n, const CraftaxClassicParams &params, float *obs, uint8_t *obs_compact,
+                            float *final_obs, const ClassicStepOut &out, const ClassicEpisodes &ep,
+                            int32_t *done_list, Temporaries &temp, const int *bad, cudaStream_t s) {
+    classic_key_split_kernel<<<classic_grid(n), CLASSIC_THREADS, 0, s>>>(k, n, keys);
+    CLASSIC_TRY(cudaGetLastError(), "key split");
+    const int rc = launch_autoreset(states, actions, keys, n, params, obs, obs_compact, final_obs, out, done_list,
+                                    temp, bad, s);
+    if (rc) return rc;
+    return launch_track(out.rewards, out.dones, out.final_achievements, n, ep, bad, s);
 }
 
 /* ---- optimistic resets ----------------------------------------------------------------- */
@@ -399,21 +414,48 @@ int craftax_classic_cuda_env_step(void *states, const int32_t *actions, const ui
     if (check_params(params) || check_compact(obs_compact)) return CRAFTAX_ERR_ARGUMENT;
     if (num_envs == 0) return 0;
     Temporaries temp(0);
-    const CraftaxKey k = {{key[0], key[1]}};
-    classic_key_split_kernel<<<classic_grid(num_envs), CLASSIC_THREADS>>>(k, num_envs, keys);
     int *flag = NULL;
     int rc = start_action_check(actions, num_envs, temp, &flag);
     if (rc) return rc;
     int32_t *done_list = NULL;
     rc = temp.take((void **)&done_list, (size_t)(num_envs + 1) * sizeof(int32_t), "done list");
     if (rc) return rc;
-    rc = launch_autoreset((CraftaxClassicState *)states, actions, keys, num_envs, *params, obs, obs_compact, final_obs,
-                          step_out(rewards, dones, terminated, truncated, final_achievements), done_list, temp, flag, 0);
-    if (rc) return rc;
+    const CraftaxKey k = {{key[0], key[1]}};
     const ClassicEpisodes ep = {ret_acc, len_acc, ep_return, ep_length, discount, achievements_scaled};
-    rc = launch_track(rewards, dones, final_achievements, num_envs, ep, flag);
+    rc = enqueue_env_step((CraftaxClassicState *)states, actions, k, keys, num_envs, *params, obs, obs_compact,
+                          final_obs, step_out(rewards, dones, terminated, truncated, final_achievements), ep, done_list,
+                          temp, flag, 0);
     if (rc) return rc;
     return finish_call(flag, "env_step");
+}
+
+size_t craftax_classic_cuda_step_async_work_size(int64_t num_envs) {
+    if (num_envs < 0 || num_envs > INT32_MAX) return 0;
+    return sizeof(int) + (size_t)(num_envs + 1) * sizeof(int32_t);
+}
+
+int craftax_classic_cuda_env_step_async(void *states, const int32_t *actions, const uint32_t *key, uint32_t *keys,
+                                        int64_t num_envs, const CraftaxClassicParams *params, float *obs,
+                                        uint8_t *obs_compact, float *final_obs, float *rewards, uint8_t *dones,
+                                        uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements,
+                                        float *ret_acc, int32_t *len_acc, float *ep_return, int32_t *ep_length,
+                                        float *discount, float *achievements_scaled, void *work, uintptr_t stream) {
+    if (!states || !actions || !key || !keys || !params || !rewards || !dones || !ret_acc || !len_acc || !work)
+        return CRAFTAX_ERR_NULL;
+    if (achievements_scaled && !final_achievements) return CRAFTAX_ERR_NULL;
+    if (num_envs < 0 || num_envs > INT32_MAX) return CRAFTAX_ERR_NUM_ENVS;
+    if (check_params(params) || check_compact(obs_compact)) return CRAFTAX_ERR_ARGUMENT;
+    if (num_envs == 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    Temporaries temp(s);
+    int *flag = (int *)work;
+    classic_check_actions_kernel<<<classic_grid(num_envs), CLASSIC_THREADS, 0, s>>>(actions, num_envs, flag);
+    CLASSIC_TRY(cudaGetLastError(), "action check");
+    const CraftaxKey k = {{key[0], key[1]}};
+    const ClassicEpisodes ep = {ret_acc, len_acc, ep_return, ep_length, discount, achievements_scaled};
+    return enqueue_env_step((CraftaxClassicState *)states, actions, k, keys, num_envs, *params, obs, obs_compact,
+                            final_obs, step_out(rewards, dones, terminated, truncated, final_achievements), ep,
+                            (int32_t *)(flag + 1), temp, flag, s);
 }
 
 size_t craftax_classic_cuda_optimistic_work_size(int64_t num_envs) {
@@ -453,7 +495,7 @@ int craftax_classic_cuda_env_step_optimistic(void *states, const int32_t *action
                            NULL, work, temp, flag, 0);
     if (rc) return rc;
     const ClassicEpisodes ep = {ret_acc, len_acc, ep_return, ep_length, discount, achievements_scaled};
-    rc = launch_track(rewards, dones, final_achievements, num_envs, ep, flag);
+    rc = launch_track(rewards, dones, final_achievements, num_envs, ep, flag, 0);
     if (rc) return rc;
     return finish_call(flag, "env_step_optimistic");
 }

@@ -65,6 +65,19 @@ int craftax_classic_cuda_env_step_optimistic(void *states, const int32_t *action
                                              int32_t *ep_length, float *discount, float *achievements_scaled,
                                              void *work);
 
+/* craftax_classic_cuda_env_step enqueued on `stream` without waiting, as the full game's
+ * craftax_cuda_env_step_async: `key` a HOST pointer, `work` device memory of
+ * craftax_classic_cuda_step_async_work_size(num_envs) bytes owned by one env, whose first int32
+ * (zeroed by the caller before the first call) is set by any action outside [0, 17) and stays
+ * set; while it is set these calls change no state or output. */
+size_t craftax_classic_cuda_step_async_work_size(int64_t num_envs);
+int craftax_classic_cuda_env_step_async(void *states, const int32_t *actions, const uint32_t *key, uint32_t *keys,
+                                        int64_t num_envs, const CraftaxClassicParams *params, float *obs,
+                                        uint8_t *obs_compact, float *final_obs, float *rewards, uint8_t *dones,
+                                        uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements,
+                                        float *ret_acc, int32_t *len_acc, float *ep_return, int32_t *ep_length,
+                                        float *discount, float *achievements_scaled, void *work, uintptr_t stream);
+
 /* For the trainer (cuda/ppo_*.cuh), as the full game's *_stream calls: enqueued on `stream`,
  * actions must be valid, `key` a DEVICE pointer; done_list: num_envs + 1 int32 of device memory;
  * `worlds` (may be NULL): the step's num_envs / reset_ratio fresh worlds from

@@ -345,6 +345,39 @@ int craftax_cuda_env_step(void *states, const int32_t *actions, const uint32_t *
                                rewards, dones, terminated, truncated, final_achievements, scratch, k, track);
 }
 
+size_t craftax_cuda_step_async_work_size(int64_t num_envs) {
+    if (num_envs < 0 || num_envs > (int64_t)UINT32_MAX) return 0;
+    return step_async_work_size(num_envs);
+}
+
+int craftax_cuda_env_step_async(void *states, const int32_t *actions, const uint32_t *key, uint32_t *keys,
+                                int64_t num_envs, const CraftaxParams *params, float *obs, uint8_t *obs_compact,
+                                float *final_obs, float *rewards, uint8_t *dones, uint8_t *terminated,
+                                uint8_t *truncated, uint8_t *final_achievements, float *ret_acc, int32_t *len_acc,
+                                float *ep_return, int32_t *ep_length, float *discount, float *achievements_scaled,
+                                void *scratch, void *work, uintptr_t stream) {
+    if (!states || !actions || !key || !keys || !params || !scratch || !rewards || !dones || !ret_acc || !len_acc ||
+        !work)
+        return CRAFTAX_ERR_NULL;
+    if (achievements_scaled && !final_achievements) return CRAFTAX_ERR_NULL;
+    if (num_envs < 0 || num_envs > (int64_t)UINT32_MAX) return CRAFTAX_ERR_NUM_ENVS;
+    if (params->day_length <= 0) return CRAFTAX_ERR_ARGUMENT;
+    if (num_envs == 0) return 0;
+    const CraftaxKey k = {{key[0], key[1]}};
+    const EpisodeTrack track = {ret_acc, len_acc, ep_return, ep_length, discount, achievements_scaled};
+    int *bad = (int *)work;
+    int32_t *counts = (int32_t *)(bad + 1);
+    int32_t *done_list = counts + MAX_CHUNKS;
+    uint8_t *done_flags = (uint8_t *)(done_list + num_envs);
+    std::lock_guard<std::mutex> lock(g_autoreset_mutex);
+    int rc = ensure_autoreset_locked(0);
+    if (!rc) rc = ensure_reset_done_event_locked();
+    if (rc) return rc;
+    return enqueue_step_autoreset((CraftaxState *)states, actions, keys, num_envs, params, obs, obs_compact, final_obs,
+                                  rewards, dones, terminated, truncated, final_achievements, scratch, k, track, counts,
+                                  done_list, done_flags, bad, (cudaStream_t)stream, NULL);
+}
+
 int craftax_cuda_step_autoreset_stream(void *states, const int32_t *actions, const uint32_t *keys,
                                        int64_t num_envs, const CraftaxParams *params, float *obs, float *rewards,
                                        uint8_t *dones, uint8_t *terminated, uint8_t *truncated,

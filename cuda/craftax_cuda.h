@@ -27,7 +27,7 @@ extern "C" {
 
 /* The version of this API; craftax_cuda_api_version() returns it, so a caller can tell a
  * library built from another version of this header. */
-#define CRAFTAX_CUDA_API_VERSION 10
+#define CRAFTAX_CUDA_API_VERSION 11
 
 #define CRAFTAX_ERR_NULL -1
 #define CRAFTAX_ERR_NUM_ENVS -2
@@ -162,6 +162,21 @@ int craftax_cuda_env_step(void *states, const int32_t *actions, const uint32_t *
                           uint8_t *truncated, uint8_t *final_achievements, float *ret_acc, int32_t *len_acc,
                           float *ep_return, int32_t *ep_length, float *discount, float *achievements_scaled,
                           void *scratch);
+
+/* craftax_cuda_env_step enqueued on `stream` (a cudaStream_t) without waiting, for a caller that
+ * keeps the GPU busy by launching its next work (a policy's forward) before this step ends: the
+ * same launches and results, `key` still a HOST pointer (read before the call returns). `work`
+ * is device memory of craftax_cuda_step_async_work_size(num_envs) bytes, owned by one env; its
+ * first int32 is the action check's flag, zeroed by the caller before the first call: any action
+ * outside [0, 43) sets it and it stays set, and while it is set these calls change no state or
+ * output. Read it after the stream's work is done. */
+size_t craftax_cuda_step_async_work_size(int64_t num_envs);
+int craftax_cuda_env_step_async(void *states, const int32_t *actions, const uint32_t *key, uint32_t *keys,
+                                int64_t num_envs, const CraftaxParams *params, float *obs, uint8_t *obs_compact,
+                                float *final_obs, float *rewards, uint8_t *dones, uint8_t *terminated,
+                                uint8_t *truncated, uint8_t *final_achievements, float *ret_acc, int32_t *len_acc,
+                                float *ep_return, int32_t *ep_length, float *discount, float *achievements_scaled,
+                                void *scratch, void *work, uintptr_t stream);
 
 /* Optimistic resets (reference_c/include/craftax/step.h: craftax_optimistic_keys; the C API's
  * craftax_step_optimistic): one step of Craftax_Baselines' OptimisticResetVecEnvWrapper.

@@ -151,8 +151,16 @@ static AchievementRows step_rows(uint8_t *final_achievements, const EpisodeTrack
     return rows;
 }
 
-/* The end of a one-wait step call: the episode bookkeeping, the wait, then the action check's
- * verdict. */
+/* Chunks of an auto-reset step: kernel A of chunk c+1 (the step stream) overlaps kernel B of
+ * chunk c (the high-priority reset stream), so world generation hides behind stepping. */
+static int64_t autoreset_chunks(int64_t num_envs) {
+    int64_t chunks = (num_envs + g_min_chunk_envs - 1) / g_min_chunk_envs;
+    if (chunks > g_autoreset_chunks) chunks = g_autoreset_chunks;
+    return chunks < 1 ? 1 : chunks;
+}
+
+/* The end of a one-wait optimistic step call: the episode bookkeeping, the wait, then the
+ * action check's verdict. */
 static int finish_step_call(int64_t num_envs, const float *rewards, const uint8_t *dones,
                             const EpisodeTrack &track, const char *what) {
     /* achievements_scaled: the step kernel's (step_rows) */
@@ -164,10 +172,54 @@ static int finish_step_call(int64_t num_envs, const float *rewards, const uint8_
     return action_check_verdict();
 }
 
-/* The whole auto-reset step on the legacy stream with a single wait at the end: the key split
- * (split_from: env.step's key), the action check (its flag read back after the wait; the step
- * and bookkeeping kernels skip all work when it is set, so a rejected call changes no state),
- * the chunks, the reset stream joined by an event, the episode bookkeeping. Each wait would cost the GPU the host's time to the next launch. */
+/* The auto-reset step enqueued on `s`: the key split (split_from: env.step's key), the action
+ * check into *bad (only ever set here: the step and bookkeeping kernels skip all work while it
+ * is set, so a rejected step changes no state), the chunks, the reset stream joined back to `s`
+ * by an event, the episode bookkeeping. `counts`: MAX_CHUNKS int32, the done list num_envs
+ * int32, done_flags num_envs bytes. The caller holds g_autoreset_mutex. */
+static int enqueue_step_autoreset(CraftaxState *states, const int32_t *actions, uint32_t *keys, int64_t num_envs,
+                                  const CraftaxParams *params, float *obs, uint8_t *obs_compact, float *final_obs,
+                                  float *rewards, uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
+                                  uint8_t *final_achievements, void *scratch, const CraftaxKey &split_from,
+                                  const EpisodeTrack &track, int32_t *counts, int32_t *done_list,
+                                  uint8_t *done_flags, int *bad, cudaStream_t s, const cudaEvent_t *prof) {
+    key_split_kernel<<<grid_for(num_envs), THREADS, 0, s>>>(split_from, num_envs, keys);
+    check_actions_kernel<<<grid_for(num_envs), THREADS, 0, s>>>(actions, num_envs, bad);
+    CUDA_TRY(cudaGetLastError(), "step_autoreset (keys, action check)");
+    const int64_t chunks = autoreset_chunks(num_envs);
+    const int64_t per_chunk = (num_envs + chunks - 1) / chunks;
+    const int64_t chunk_entries = chunk_scratch_entries(per_chunk, chunks);
+    CraftaxCudaScratch *scr = (CraftaxCudaScratch *)scratch;
+    const AchievementRows rows = step_rows(final_achievements, track);
+    CUDA_TRY(cudaMemsetAsync(counts, 0, MAX_CHUNKS * sizeof(int32_t), s), "cudaMemsetAsync(done counts)");
+    for (int64_t c = 0; c < chunks; c++) {
+        const int64_t base = c * per_chunk;
+        if (base >= num_envs) break;
+        const int64_t n = num_envs - base < per_chunk ? num_envs - base : per_chunk;
+        const int rc = launch_autoreset_chunk(states, actions, keys, base, n, *params, obs, obs_compact, final_obs,
+                                              rewards, dones, terminated, truncated, rows, scr + c * chunk_entries,
+                                              n < chunk_entries ? n : chunk_entries, done_list, counts + c,
+                                              done_flags, s, g_reset_stream, g_chunk_events[c],
+                                              chunks == 1 ? prof : NULL, bad);
+        if (rc) return rc;
+    }
+    CUDA_TRY(cudaEventRecord(g_reset_done, g_reset_stream), "cudaEventRecord(reset done)");
+    CUDA_TRY(cudaStreamWaitEvent(s, g_reset_done, 0), "cudaStreamWaitEvent(reset done)");
+    /* achievements_scaled: the step kernel's (step_rows) */
+    track_episodes_kernel<<<grid_for(num_envs), THREADS, 0, s>>>(rewards, dones, NULL, num_envs, track.ret_acc,
+                                                                 track.len_acc, track.ep_return, track.ep_length,
+                                                                 track.discount, NULL, bad);
+    CUDA_TRY(cudaGetLastError(), "step_autoreset (episodes)");
+    return 0;
+}
+
+static int ensure_reset_done_event_locked(void) {
+    if (!g_reset_done) CUDA_TRY(cudaEventCreateWithFlags(&g_reset_done, cudaEventDisableTiming), "cudaEventCreate");
+    return 0;
+}
+
+/* The whole auto-reset step on the legacy stream with a single wait at the end, then the action
+ * check's verdict. Each wait would cost the GPU the host's time to the next launch. */
 static int step_autoreset_sync(CraftaxState *states, const int32_t *actions, uint32_t *keys, int64_t num_envs,
                                const CraftaxParams *params, float *obs, uint8_t *obs_compact, float *final_obs,
                                float *rewards,
@@ -175,39 +227,21 @@ static int step_autoreset_sync(CraftaxState *states, const int32_t *actions, uin
                                void *scratch, const CraftaxKey &split_from, const EpisodeTrack &track) {
     std::lock_guard<std::mutex> lock(g_autoreset_mutex);
     int rc = ensure_autoreset_locked(num_envs);
+    if (!rc) rc = ensure_reset_done_event_locked();
     if (rc) return rc;
-    if (!g_reset_done) CUDA_TRY(cudaEventCreateWithFlags(&g_reset_done, cudaEventDisableTiming), "cudaEventCreate");
     std::lock_guard<std::mutex> check_lock(g_check_mutex);
-    key_split_kernel<<<grid_for(num_envs), THREADS>>>(split_from, num_envs, keys);
-    rc = start_action_check(actions, num_envs);
+    if (!g_bad_action) CUDA_TRY(cudaMalloc(&g_bad_action, sizeof(int)), "cudaMalloc(action check)");
+    CUDA_TRY(cudaMemsetAsync(g_bad_action, 0, sizeof(int), 0), "cudaMemsetAsync(action check)");
+    rc = enqueue_step_autoreset(states, actions, keys, num_envs, params, obs, obs_compact, final_obs, rewards, dones,
+                                terminated, truncated, final_achievements, scratch, split_from, track,
+                                g_done_list + g_done_list_envs, g_done_list, g_done_flags, g_bad_action, 0,
+                                g_profile ? g_prof_events : NULL);
     if (rc) return rc;
-    /* Chunks: kernel A of chunk c+1 (legacy stream) overlaps kernel B of chunk c (the
-     * high-priority reset stream), so world generation hides behind stepping. */
-    int64_t chunks = (num_envs + g_min_chunk_envs - 1) / g_min_chunk_envs;
-    if (chunks > g_autoreset_chunks) chunks = g_autoreset_chunks;
-    if (chunks < 1) chunks = 1;
-    const int64_t per_chunk = (num_envs + chunks - 1) / chunks;
-    const int64_t chunk_entries = chunk_scratch_entries(per_chunk, chunks);
-    int32_t *counts = g_done_list + g_done_list_envs;
-    CraftaxCudaScratch *scr = (CraftaxCudaScratch *)scratch;
-    const AchievementRows rows = step_rows(final_achievements, track);
-    CUDA_TRY(cudaMemsetAsync(counts, 0, MAX_CHUNKS * sizeof(int32_t), 0), "cudaMemsetAsync(done counts)");
-    for (int64_t c = 0; c < chunks; c++) {
-        const int64_t base = c * per_chunk;
-        if (base >= num_envs) break;
-        const int64_t n = num_envs - base < per_chunk ? num_envs - base : per_chunk;
-        rc = launch_autoreset_chunk(states, actions, keys, base, n, *params, obs, obs_compact, final_obs, rewards,
-                                    dones, terminated, truncated, rows, scr + c * chunk_entries,
-                                    n < chunk_entries ? n : chunk_entries, g_done_list, counts + c,
-                                    g_done_flags, 0, g_reset_stream, g_chunk_events[c],
-                                    g_profile && chunks == 1 ? g_prof_events : NULL, g_bad_action);
-        if (rc) return rc;
-    }
-    CUDA_TRY(cudaEventRecord(g_reset_done, g_reset_stream), "cudaEventRecord(reset done)");
-    CUDA_TRY(cudaStreamWaitEvent(0, g_reset_done, 0), "cudaStreamWaitEvent(reset done)");
-    rc = finish_step_call(num_envs, rewards, dones, track, "step_autoreset");
+    rc = finish_launch("step_autoreset");
     if (rc) return rc;
-    if (g_profile && chunks == 1) {
+    rc = action_check_verdict();
+    if (rc) return rc;
+    if (g_profile && autoreset_chunks(num_envs) == 1) {
         float t[5] = {0, 0, 0, 0, 0};
         for (int e = 1; e < 5; e++) CUDA_TRY(cudaEventElapsedTime(&t[e], g_prof_events[0], g_prof_events[e]), "profile");
         g_prof_ms[0] = t[1];                              /* kernel A: step logic of all envs */
@@ -216,6 +250,12 @@ static int step_autoreset_sync(CraftaxState *states, const int32_t *actions, uin
         g_prof_ms[3] = t[2] > t[4] ? t[2] : t[4];         /* A start to the later of O and B */
     }
     return 0;
+}
+
+/* The async step's work buffer: the sticky bad-action flag, the chunk counters, the done list,
+ * the done flags. */
+static size_t step_async_work_size(int64_t num_envs) {
+    return sizeof(int) + MAX_CHUNKS * sizeof(int32_t) + (size_t)num_envs * sizeof(int32_t) + (size_t)num_envs;
 }
 
 /* ---- optimistic resets ------------------------------------------------------------------ */

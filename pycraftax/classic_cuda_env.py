@@ -201,6 +201,20 @@ class CudaClassicEnv(CudaCraftaxEnv):
             info["final_obs"] = self._float_views["final_obs"]
         return v["obs"], v["reward"], v["terminated"], v["truncated"], info
 
+    def _step_async_work_size(self, num_envs: int) -> int:
+        return int(self._classic.lib.craftax_classic_cuda_step_async_work_size(num_envs))
+
+    def _enqueue_step(self, actions_p, sub_key: np.ndarray, work: int, stream: int) -> None:
+        cl, ffi = self._classic, self._classic.ffi
+        self._lib.check(cl.lib.craftax_classic_cuda_env_step_async(
+            self._c("states"), self._actions_ptr(actions_p), ffi.from_buffer("uint32_t[]", sub_key),
+            self._c("keys", "uint32_t *"), self.num_envs, self._params, *self._classic_obs_ptrs(), ffi.NULL,
+            self._c("reward", "float *"), self._c("done", "uint8_t *"), self._c("terminated", "uint8_t *"),
+            self._c("truncated", "uint8_t *"), self._c("final_achievements", "uint8_t *"),
+            self._c("ret_acc", "float *"), self._c("len_acc", "int32_t *"), self._c("episode_return", "float *"),
+            self._c("episode_length", "int32_t *"), self._c("discount", "float *"),
+            self._c("achievements_scaled", "float *"), ffi.cast("void *", work), stream), "step_async")
+
     def _native_step_with_keys(self, actions_p, keys: np.ndarray):
         lib, n = self._lib, self.num_envs
         lib.check(lib.lib.craftax_cuda_memcpy_htod(self._p("keys"), lib.ffi.from_buffer(keys), keys.nbytes), "copy keys")

@@ -535,6 +535,8 @@ class CudaCraftaxEnv(CraftaxVecEnv):
     def __init__(self, num_envs: int, seed: int, params: EnvParams, static_params: StaticEnvParams,
                  obs: str = "float", resets: str = "auto", reset_ratio: int | None = None):
         self._buffers = {}
+        self._async_pending = False  # step_async work in flight on self._async_stream
+        self._async_stream = 0
         super().__init__(num_envs, seed, params, static_params, obs=obs, resets=resets, reset_ratio=reset_ratio)
         self._closed = True  # until the buffers exist
         self._lib = load()
@@ -737,6 +739,67 @@ class CudaCraftaxEnv(CraftaxVecEnv):
             info["final_obs"] = self._float_views["final_obs"]
         return v["obs"], v["reward"], v["terminated"], v["truncated"], info
 
+    # -- step_async ---------------------------------------------------------------------------
+    def _prepare_actions_async(self, actions):
+        """Device actions in place; host actions are copied into the env's actions buffer, which
+        a step in flight may still read, so those wait for it first."""
+        if _device_actions(actions, self.num_envs) is None:
+            self._settle_async()
+        return self._prepare_actions(actions)
+
+    def _async_work(self) -> int:
+        """The device address of the step_async work buffer (its action flag first), allocated
+        zeroed on first use."""
+        buffer = self._buffers.get("step_async_work")
+        if buffer is None:
+            lib = self._lib
+            size = self._step_async_work_size(self.num_envs)
+            ptr = lib.ffi.new("void **")
+            lib.check(lib.lib.craftax_cuda_malloc(ptr, size), "allocating step_async's work buffer")
+            buffer = _DeviceBuffer(lib, int(lib.ffi.cast("uintptr_t", ptr[0])), size)
+            self._buffers["step_async_work"] = buffer
+            lib.check(lib.lib.craftax_cuda_memset(ptr[0], 0, size), "memset")
+        return buffer.ptr
+
+    def _step_async_work_size(self, num_envs: int) -> int:
+        return int(self._lib.lib.craftax_cuda_step_async_work_size(num_envs))
+
+    def _native_step_async(self, actions_p, sub_key: np.ndarray, stream: int):
+        if self.resets == "optimistic":
+            self._settle_async()  # the optimistic step has no async form: it runs with its one wait
+            return self._native_step(actions_p, sub_key)
+        work = self._async_work()
+        self._async_stream = stream
+        self._async_pending = True
+        self._enqueue_step(actions_p, np.ascontiguousarray(sub_key), work, stream)
+        v = self._views
+        return v["obs"], v["reward"], v["terminated"], v["truncated"], dict(self._info_views)
+
+    def _enqueue_step(self, actions_p, sub_key: np.ndarray, work: int, stream: int) -> None:
+        lib, n = self._lib, self.num_envs
+        ffi = lib.ffi
+        lib.check(lib.lib.craftax_cuda_env_step_async(
+            self._p("states"), actions_p, ffi.from_buffer("uint32_t[]", sub_key), self._p("keys", "uint32_t *"), n,
+            self._params, *self._obs_ptrs(), ffi.NULL, self._p("reward", "float *"), self._p("done", "uint8_t *"),
+            self._p("terminated", "uint8_t *"), self._p("truncated", "uint8_t *"),
+            self._p("final_achievements", "uint8_t *"), *self._episode_ptrs(), self._p("scratch"),
+            ffi.cast("void *", work), stream), "step_async")
+
+    def _settle_async(self) -> None:
+        if not self._async_pending:
+            return
+        lib = self._lib
+        self._async_pending = False
+        lib.check(lib.lib.craftax_cuda_stream_synchronize(self._async_stream), "waiting for step_async")
+        flag = np.zeros(1, np.int32)
+        work = self._buffers["step_async_work"].ptr
+        lib.check(lib.lib.craftax_cuda_memcpy_dtoh(lib.ffi.from_buffer(flag), lib.ffi.cast("void *", work), 4),
+                  "reading step_async's action check")
+        if flag[0]:
+            lib.check(lib.lib.craftax_cuda_memset(lib.ffi.cast("void *", work), 0, 4), "memset")
+            raise ValueError(f"step_async: actions must be integers in [0, {self.num_actions}); a step since the "
+                             "last wait had one outside, and it and the step_async calls after it changed nothing")
+
     def _clear_achievement_rows(self) -> None:
         """Zero step()'s achievement rows: craftax_cuda_env_step rewrites only the rows of envs
         that end in the step or ended in the previous one (per the done buffer), so the rows
@@ -841,6 +904,9 @@ class CudaCraftaxEnv(CraftaxVecEnv):
                   "copy states to device")
 
     def _native_close(self) -> None:
+        if self._async_pending:  # no kernel may run on freed buffers
+            self._async_pending = False
+            self._lib.lib.craftax_cuda_stream_synchronize(self._async_stream)
         for buffer in self._buffers.values():
             buffer.free()
         self._buffers = {}

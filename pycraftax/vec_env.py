@@ -161,6 +161,21 @@ def observation_high() -> np.ndarray:
     return high
 
 
+def stream_handle(stream) -> int:
+    """A CUDA stream handle (cudaStream_t as an int) from None (0: the legacy default stream), an
+    int, or an object with a `cuda_stream` (torch) or `ptr` (CuPy) attribute."""
+    if stream is None:
+        return 0
+    for attribute in ("cuda_stream", "ptr"):
+        if hasattr(stream, attribute):
+            stream = getattr(stream, attribute)
+            break
+    if isinstance(stream, (bool, np.bool_)) or not isinstance(stream, (int, np.integer)) or stream < 0:
+        raise TypeError(f"stream must be None, a CUDA stream handle (int >= 0) or an object with a cuda_stream "
+                        f"or ptr attribute, got {type(stream).__name__} {stream!r}")
+    return int(stream)
+
+
 # -- the base class ----------------------------------------------------------------------------
 class CraftaxVecEnv:
     """`num_envs` envs of one game stepped as one batch: full Craftax (Craftax-Symbolic-v1) here,
@@ -207,6 +222,7 @@ class CraftaxVecEnv:
         self._lock = threading.RLock()
         self._closed = False
         self._needs_reset = True
+        self._async_outputs = None
         self._make_spaces()
 
     def _make_spaces(self) -> None:
@@ -341,6 +357,48 @@ class CraftaxVecEnv:
             self._key = stream
             return out
 
+    def step_async(self, actions, stream=None):
+        """step(actions) started without waiting for it to finish (gymnasium's
+        VectorEnv.step_async); step_wait() waits and returns its outputs.
+
+        backend="cuda": the step is enqueued on `stream` (a CUDA stream handle as an int, or an
+        object with a `cuda_stream` or `ptr` attribute such as torch.cuda.Stream or
+        cupy.cuda.Stream; default the legacy default stream, which is PyTorch's default) and
+        this returns step()'s tuple of device views at once; they hold the step's outputs for
+        work enqueued after it on that stream. Device actions are read in place when the step
+        runs, so keep them unchanged until then. Calls may follow each other without waits:
+        a policy's next forward can be launched while the step runs. An action outside
+        [0, num_actions) is reported by step_wait() (or by the next call of any other method):
+        that step and the async steps after it change nothing. report_final_obs must be off.
+
+        The CPU backends run the step here (and raise on invalid actions here).
+        """
+        with self._lock:
+            self._check_stepping("step_async", settle=False)
+            if self._report_final_obs:
+                raise ValueError("step_async does not write info['final_obs']: set report_final_obs = False, or "
+                                 "use step()")
+            handle = stream_handle(stream)
+            if handle and self.backend != "cuda":
+                raise ValueError(f"stream: only backend='cuda' steps on a stream, this env is backend={self.backend!r}")
+            prepared = self._prepare_actions_async(actions)
+            new_key, sub = jax_random.split(self._key, 2)
+            out = self._native_step_async(prepared, sub, handle)
+            self._key = new_key
+            self._async_outputs = out
+            return out
+
+    def step_wait(self):
+        """The outputs of the last step_async(), as step() returns them, once every step_async
+        since the last wait has finished; raises ValueError if one of them had an invalid
+        action (those steps changed nothing) and RuntimeError without a step_async before."""
+        with self._lock:
+            out, self._async_outputs = self._async_outputs, None
+            self._check_open()
+            if out is None:
+                raise RuntimeError("step_wait() without a step_async() before it")
+            return out
+
     def step_with_keys(self, actions, keys: np.ndarray):
         """Exactly upstream `step_env(keys[i], state_i, actions[i], params)` of the symbolic
         env for every env: no auto-reset (a finished episode keeps evolving); the step key
@@ -403,12 +461,16 @@ class CraftaxVecEnv:
 
     __copy__ = __deepcopy__ = __reduce_ex__ = __reduce__ = __getstate__ = _refuse_copy
 
-    def _check_open(self) -> None:
+    def _check_open(self, settle: bool = True) -> None:
+        """Raise if the env is closed; with `settle`, first wait for the step_async calls in
+        flight and raise for an invalid action among them."""
         if self._closed:
             raise RuntimeError(f"this env is closed ({self!r})")
+        if settle:
+            self._settle_async()
 
-    def _check_stepping(self, what: str) -> None:
-        self._check_open()
+    def _check_stepping(self, what: str, settle: bool = True) -> None:
+        self._check_open(settle)
         if self._needs_reset:
             raise RuntimeError(f"{what}() before the first reset: call env.reset() (or reset_with_keys / set_state)")
 
@@ -435,6 +497,17 @@ class CraftaxVecEnv:
 
     def _native_step_with_keys(self, actions, keys: np.ndarray):
         raise NotImplementedError
+
+    def _prepare_actions_async(self, actions):
+        return self._prepare_actions(actions)
+
+    def _native_step_async(self, actions, sub_key: np.ndarray, stream: int):
+        """The CPU backends step at once: there is nothing to wait for later."""
+        return self._native_step(actions, sub_key)
+
+    def _settle_async(self) -> None:
+        """Wait for the step_async calls in flight and raise for their invalid actions (a
+        backend that runs steps asynchronously overrides this)."""
 
     def _native_observe(self):
         raise NotImplementedError

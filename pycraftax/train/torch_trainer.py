@@ -110,6 +110,10 @@ class TorchTrainer(RunLoop):
         self.mb_index = torch.zeros(N // c.num_minibatches, dtype=torch.int64, device=dev)
         self.stats = torch.zeros(len(LOSS_STATS), dtype=torch.float64, device=dev)
         self.graph = None
+        self.rollout_graphs = []  # one per step boundary t = 0..T, captured in the first rollout
+        self._rollout_pool = torch.cuda.graph_pool_handle() if self.graphs else None
+        self._env_views = None
+        self._env_out = None
         self.opt_steps = 0
         if _restore is not None:
             self.load_state(_restore)
@@ -132,35 +136,95 @@ class TorchTrainer(RunLoop):
 
     # -- rollout ---------------------------------------------------------------------------
     def rollout(self) -> None:
+        """T env steps: between steps t-1 and t, _rollout_work(t) (a CUDA graph each on the GPU)
+        stores step t-1's outputs and samples step t's actions; the env steps with step_async, so
+        the GPU runs the next graph as soon as a step ends, with no host wait in between."""
+        T = self.config.num_steps
+        first = self.graphs and not self.rollout_graphs
+        if first:
+            self._warm_up_rollout()
+        for t in range(T + 1):
+            if first:
+                self.rollout_graphs.append(self._captured(lambda: self._rollout_work(t), self._rollout_pool))
+                self.rollout_graphs[t].replay()
+            elif self.graphs:
+                self.rollout_graphs[t].replay()
+            else:
+                self._rollout_work(t)
+            if t < T:
+                self._env_out = self._env_outputs(self.env.step_async(self.buf["actions"][t],
+                                                                      stream=self._stream()))
+        self.env.step_wait()  # reports nothing the policy can cause (its actions are in range)
+
+    def _stream(self):
+        return _torch().cuda.current_stream() if self.device.type == "cuda" else None
+
+    def _rollout_work(self, t: int) -> None:
+        """Step t-1's outputs into the buffers (t >= 1), then the policy on obs t: the value, and
+        for t < T the action, its log-prob and the next hidden state; at t = T the GAE."""
         torch = _torch()
         c, b, ep = self.config, self.buf, self.ep
         T = c.num_steps
-        b["obs"][0].copy_(b["obs"][T])
-        b["dones"][0].copy_(b["dones"][T])
-        b["h0"].copy_(self.hstate)
-        h = self.hstate
         with torch.no_grad():
-            for t in range(T + 1):
-                h_new, logits, value = self.model.forward(b["obs"][t:t + 1], b["dones"][t:t + 1], h)
-                b["values"][t] = value[0]
-                if t == T:
-                    break  # the bootstrap value of the last obs
-                h = h_new
-                logp_all = torch.log_softmax(logits[0], -1)
-                u = torch.rand(logp_all.shape, generator=self.gen, device=self.device).clamp_(min=1e-20)
-                action = torch.argmax(logp_all - torch.log(-torch.log(u)), -1)  # Gumbel-max: a categorical draw
-                b["actions"][t] = action.to(torch.int32)
-                b["log_probs"][t] = logp_all.gather(-1, action[:, None])[:, 0]
-                obs, reward, _term, _trunc, info = self.env.step(b["actions"][t])
-                b["obs"][t + 1].copy_(self._tensor(obs))
-                b["rewards"][t].copy_(self._tensor(reward))
-                done = self._tensor(info["done"])
-                b["dones"][t + 1].copy_(done)
-                ep["ret"][t].copy_(self._tensor(info["episode_return"]))
-                ep["length"][t].copy_(self._tensor(info["episode_length"]))
-                ep["ach"][t].copy_(self._tensor(info["achievements"]) & done[:, None])
-            self.hstate = h
-            self._gae()
+            if t == 0:
+                b["obs"][0].copy_(b["obs"][T])
+                b["dones"][0].copy_(b["dones"][T])
+                b["h0"].copy_(self.hstate)
+            else:
+                obs, reward, done, ret, length, ach = self._env_out
+                b["obs"][t].copy_(obs)
+                b["rewards"][t - 1].copy_(reward)
+                b["dones"][t].copy_(done)
+                ep["ret"][t - 1].copy_(ret)
+                ep["length"][t - 1].copy_(length)
+                torch.logical_and(ach, done[:, None], out=ep["ach"][t - 1])
+            h_new, logits, value = self.model.forward(b["obs"][t:t + 1], b["dones"][t:t + 1], self.hstate)
+            b["values"][t].copy_(value[0])
+            if t == T:
+                self._gae()  # the last value bootstraps
+                return
+            self.hstate.copy_(h_new)
+            logp_all = torch.log_softmax(logits[0], -1)
+            u = torch.rand(logp_all.shape, generator=self.gen, device=self.device).clamp_(min=1e-20)
+            action = torch.argmax(logp_all - torch.log(-torch.log(u)), -1)  # Gumbel-max: a categorical draw
+            b["actions"][t].copy_(action)
+            b["log_probs"][t].copy_(logp_all.gather(-1, action[:, None])[:, 0])
+
+    def _env_outputs(self, out) -> tuple:
+        """(obs, reward, done, episode_return, episode_length, achievements) of a step's outputs as
+        tensors; on the GPU views of the env's fixed buffers, made once (the rollout graphs read
+        those addresses)."""
+        obs, reward, _terminated, _truncated, info = out
+        arrays = (obs, reward, info["done"], info["episode_return"], info["episode_length"], info["achievements"])
+        if self.device.type != "cuda":
+            return tuple(self._tensor(a) for a in arrays)
+        if self._env_views is None:
+            self._env_views = (arrays, tuple(self._tensor(a) for a in arrays))
+        if any(a is not kept for a, kept in zip(arrays, self._env_views[0])):
+            raise RuntimeError("the env's step outputs moved: the rollout graphs read the first step's buffers")
+        return self._env_views[1]
+
+    def _warm_up_rollout(self) -> None:
+        """Run the policy's work once eagerly on a side stream (lazy library set-up must not
+        happen inside a capture), then undo its effects on the hidden state and the generator."""
+        torch = _torch()
+        h, gen_state = self.hstate.clone(), self.gen.get_state()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            self._rollout_work(0)
+        torch.cuda.current_stream().wait_stream(side)
+        self.hstate.copy_(h)
+        self.gen.set_state(gen_state)
+
+    def _captured(self, work, pool=None):
+        """`work` captured as a CUDA graph (not run), drawing on self.gen where it samples."""
+        torch = _torch()
+        graph = torch.cuda.CUDAGraph()
+        graph.register_generator_state(self.gen)
+        with torch.cuda.graph(graph, pool=pool):
+            work()
+        return graph
 
     def _gae(self) -> None:
         """numpy_ppo.gae over the buffers: dones[t] is step t's reset flag, dones[T] the last done."""
