@@ -55,7 +55,7 @@ if want tests; then
         tests/test_env_contract.py tests/test_gymnasium.py tests/test_distributed.py tests/test_train_gpus.py \
         conformance/test_cuda_classic.py tests/test_classic_env.py \
         tests/test_cuda_trainer_classic.py conformance/test_cuda_final_obs.py tests/test_final_obs.py \
-        conformance/test_fast_cuda.py
+        conformance/test_fast_cuda.py tests/test_step_async.py
     # conformance/conftest.py pins JAX to the CPU for the upstream comparisons: pycraftax.jax's
     # GPU tests run in a session of their own
     step tests_jax ${TEST_TIMEOUT:-420} env JAX_PLATFORMS=cuda,cpu $PY -m pytest -q -rs -p no:cacheprovider \

@@ -3,12 +3,13 @@
     compute-sanitizer --tool memcheck --leak-check full python3 cuda/sanitize_run.py
 
 7 envs, 40 auto-reset steps with a short time limit and injected deaths (so the done list,
-the dense reset kernel and the two-stream chunked path all run: chunks=3, min 2 envs), then
+the dense reset kernel and the two-stream chunked path all run: chunks=3, min 2 envs), by step()
+and by step_async() on a twin env, then
 8 step_with_keys steps, then 10 optimistic-reset steps of 8 envs, then 12 god-mode steps of 8
 envs with many descents (lazy floors: pending_floors_kernel before the steps and on get_state);
 then Craftax-Classic (cuda/classic_cuda.cu): 30 auto-reset steps of 7 envs with a short time
 limit and injected deaths (done list and world kernel), 6 step_with_keys steps, 10 optimistic
-steps of 8 envs (2 worlds), with obs="compact" for the auto-reset part's twin env; every output
+steps of 8 envs (2 worlds), with obs="compact" and step_async for the auto-reset part's twin env; every output
 and the final state are compared with the C reference.
 Prints OK and exits 0 when all match.
 """
@@ -38,7 +39,7 @@ def classic_run(rng) -> tuple[int, int]:
     n, bad, ends = 7, 0, 0
     c = pycraftax.make(classic, num_envs=n, backend="c", seed=3, max_timesteps=9)
     g = pycraftax.make(classic, num_envs=n, backend="cuda", seed=3, max_timesteps=9)
-    k = pycraftax.make(classic, num_envs=n, backend="cuda", seed=3, max_timesteps=9, obs="compact")
+    k = pycraftax.make(classic, num_envs=n, backend="cuda", seed=3, max_timesteps=9, obs="compact")  # step_async
     for e in (c, g, k):
         e.reset(seed=3)
     for t in range(30):
@@ -48,7 +49,8 @@ def classic_run(rng) -> tuple[int, int]:
             for e in (c, g, k):
                 e.set_state(st)
         a = rng.integers(0, 17, n).astype(np.int32)
-        co, go, ko = c.step(a), g.step(a), k.step(a)
+        k.step_async(a)
+        co, go, ko = c.step(a), g.step(a), k.step_wait()
         ends += int(np.sum(co[2]) + np.sum(co[3]))
         bad += sum(not same(x, y) for x, y in zip(co[:4], go[:4]))
         bad += sum(not same(x, y) for x, y in zip(co[1:4], ko[1:4]))
@@ -86,20 +88,24 @@ def main() -> int:
     n, steps = 7, 40
     c = pycraftax.make("Craftax-Symbolic-v1", num_envs=n, backend="c", seed=3, max_timesteps=9)
     g = pycraftax.make("Craftax-Symbolic-v1", num_envs=n, backend="cuda", seed=3, max_timesteps=9)
-    c.reset(seed=3)
-    g.reset(seed=3)
+    ga = pycraftax.make("Craftax-Symbolic-v1", num_envs=n, backend="cuda", seed=3, max_timesteps=9)  # step_async
+    for e in (c, g, ga):
+        e.reset(seed=3)
     rng = np.random.default_rng(0)
     bad, ends = 0, 0
     for t in range(steps):
         if t % 5 == 2:
             st = c.get_state()
             st["player_health"] = np.where(rng.random(n) < 0.3, np.float32(0), st["player_health"]).astype(np.float32)
-            c.set_state(st)
-            g.set_state(st)
+            for e in (c, g, ga):
+                e.set_state(st)
         a = rng.integers(0, 43, n).astype(np.int32)
-        co, go = c.step(a), g.step(a)
+        ga.step_async(a)
+        co, go, ao = c.step(a), g.step(a), ga.step_wait()
         ends += int(np.sum(co[2]) + np.sum(co[3]))
         bad += sum(not same(x, y) for x, y in zip(co[:4], go[:4]))
+        bad += sum(not same(x, y) for x, y in zip(co[:4], ao[:4]))
+    ga.close()
     keys = jax_random.split(jax_random.prng_key(9), n)
     c.reset_with_keys(keys)
     g.reset_with_keys(keys)
