@@ -371,7 +371,8 @@ class CraftaxVecEnv:
         [0, num_actions) is reported by step_wait() (or by the next call of any other method):
         that step and the async steps after it change nothing. report_final_obs must be off.
 
-        The CPU backends run the step here (and raise on invalid actions here).
+        The CPU backends, and backend="cuda" with resets="optimistic", run the step here, with
+        its wait (and raise on invalid actions here).
         """
         with self._lock:
             self._check_stepping("step_async", settle=False)
