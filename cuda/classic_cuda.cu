@@ -401,21 +401,31 @@ int craftax_classic_cuda_step_with_keys(void *states, const int32_t *actions, co
     return finish_call(flag, "step_with_keys");
 }
 
+/* The argument checks craftax_classic_cuda_env_step and its async form share. */
+static int check_env_step(const void *states, const int32_t *actions, const uint32_t *key, const uint32_t *keys,
+                          const CraftaxClassicParams *params, const uint8_t *obs_compact, const float *rewards,
+                          const uint8_t *dones, const float *ret_acc, const int32_t *len_acc,
+                          const uint8_t *final_achievements, const float *achievements_scaled, int64_t num_envs) {
+    if (!states || !actions || !key || !keys || !params || !rewards || !dones || !ret_acc || !len_acc)
+        return CRAFTAX_ERR_NULL;
+    if (achievements_scaled && !final_achievements) return CRAFTAX_ERR_NULL;
+    if (num_envs < 0 || num_envs > INT32_MAX) return CRAFTAX_ERR_NUM_ENVS;
+    if (check_params(params) || check_compact(obs_compact)) return CRAFTAX_ERR_ARGUMENT;
+    return 0;
+}
+
 int craftax_classic_cuda_env_step(void *states, const int32_t *actions, const uint32_t *key, uint32_t *keys,
                                   int64_t num_envs, const CraftaxClassicParams *params, float *obs,
                                   uint8_t *obs_compact, float *final_obs, float *rewards, uint8_t *dones,
                                   uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements,
                                   float *ret_acc, int32_t *len_acc, float *ep_return, int32_t *ep_length,
                                   float *discount, float *achievements_scaled) {
-    if (!states || !actions || !key || !keys || !params || !rewards || !dones || !ret_acc || !len_acc)
-        return CRAFTAX_ERR_NULL;
-    if (achievements_scaled && !final_achievements) return CRAFTAX_ERR_NULL;
-    if (num_envs < 0 || num_envs > INT32_MAX) return CRAFTAX_ERR_NUM_ENVS;
-    if (check_params(params) || check_compact(obs_compact)) return CRAFTAX_ERR_ARGUMENT;
-    if (num_envs == 0) return 0;
+    int rc = check_env_step(states, actions, key, keys, params, obs_compact, rewards, dones, ret_acc, len_acc,
+                            final_achievements, achievements_scaled, num_envs);
+    if (rc || num_envs == 0) return rc;
     Temporaries temp(0);
     int *flag = NULL;
-    int rc = start_action_check(actions, num_envs, temp, &flag);
+    rc = start_action_check(actions, num_envs, temp, &flag);
     if (rc) return rc;
     int32_t *done_list = NULL;
     rc = temp.take((void **)&done_list, (size_t)(num_envs + 1) * sizeof(int32_t), "done list");
@@ -440,12 +450,10 @@ int craftax_classic_cuda_env_step_async(void *states, const int32_t *actions, co
                                         uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements,
                                         float *ret_acc, int32_t *len_acc, float *ep_return, int32_t *ep_length,
                                         float *discount, float *achievements_scaled, void *work, uintptr_t stream) {
-    if (!states || !actions || !key || !keys || !params || !rewards || !dones || !ret_acc || !len_acc || !work)
-        return CRAFTAX_ERR_NULL;
-    if (achievements_scaled && !final_achievements) return CRAFTAX_ERR_NULL;
-    if (num_envs < 0 || num_envs > INT32_MAX) return CRAFTAX_ERR_NUM_ENVS;
-    if (check_params(params) || check_compact(obs_compact)) return CRAFTAX_ERR_ARGUMENT;
-    if (num_envs == 0) return 0;
+    if (!work) return CRAFTAX_ERR_NULL;
+    const int rc = check_env_step(states, actions, key, keys, params, obs_compact, rewards, dones, ret_acc, len_acc,
+                                  final_achievements, achievements_scaled, num_envs);
+    if (rc || num_envs == 0) return rc;
     cudaStream_t s = (cudaStream_t)stream;
     Temporaries temp(s);
     int *flag = (int *)work;

@@ -327,18 +327,28 @@ int craftax_cuda_set_autoreset_chunks(int chunks, int64_t min_chunk_envs) {
     return 0;
 }
 
+/* The argument checks craftax_cuda_env_step and its async form share. */
+static int check_env_step(const void *states, const int32_t *actions, const uint32_t *key, const uint32_t *keys,
+                          const CraftaxParams *params, const void *scratch, const float *rewards,
+                          const uint8_t *dones, const float *ret_acc, const int32_t *len_acc,
+                          const uint8_t *final_achievements, const float *achievements_scaled, int64_t num_envs) {
+    if (!states || !actions || !key || !keys || !params || !scratch || !rewards || !dones || !ret_acc || !len_acc)
+        return CRAFTAX_ERR_NULL;
+    if (achievements_scaled && !final_achievements) return CRAFTAX_ERR_NULL;
+    if (num_envs < 0 || num_envs > (int64_t)UINT32_MAX) return CRAFTAX_ERR_NUM_ENVS;
+    if (params->day_length <= 0) return CRAFTAX_ERR_ARGUMENT;
+    return 0;
+}
+
 int craftax_cuda_env_step(void *states, const int32_t *actions, const uint32_t *key, uint32_t *keys,
                           int64_t num_envs, const CraftaxParams *params, float *obs, uint8_t *obs_compact,
                           float *final_obs, float *rewards, uint8_t *dones, uint8_t *terminated,
                           uint8_t *truncated, uint8_t *final_achievements, float *ret_acc, int32_t *len_acc,
                           float *ep_return, int32_t *ep_length, float *discount, float *achievements_scaled,
                           void *scratch) {
-    if (!states || !actions || !key || !keys || !params || !scratch || !rewards || !dones || !ret_acc || !len_acc)
-        return CRAFTAX_ERR_NULL;
-    if (achievements_scaled && !final_achievements) return CRAFTAX_ERR_NULL;
-    if (num_envs < 0 || num_envs > (int64_t)UINT32_MAX) return CRAFTAX_ERR_NUM_ENVS;
-    if (params->day_length <= 0) return CRAFTAX_ERR_ARGUMENT;
-    if (num_envs == 0) return 0;
+    const int rc = check_env_step(states, actions, key, keys, params, scratch, rewards, dones, ret_acc, len_acc,
+                                  final_achievements, achievements_scaled, num_envs);
+    if (rc || num_envs == 0) return rc;
     const CraftaxKey k = {{key[0], key[1]}};
     const EpisodeTrack track = {ret_acc, len_acc, ep_return, ep_length, discount, achievements_scaled};
     return step_autoreset_sync((CraftaxState *)states, actions, keys, num_envs, params, obs, obs_compact, final_obs,
@@ -356,13 +366,10 @@ int craftax_cuda_env_step_async(void *states, const int32_t *actions, const uint
                                 uint8_t *truncated, uint8_t *final_achievements, float *ret_acc, int32_t *len_acc,
                                 float *ep_return, int32_t *ep_length, float *discount, float *achievements_scaled,
                                 void *scratch, void *work, uintptr_t stream) {
-    if (!states || !actions || !key || !keys || !params || !scratch || !rewards || !dones || !ret_acc || !len_acc ||
-        !work)
-        return CRAFTAX_ERR_NULL;
-    if (achievements_scaled && !final_achievements) return CRAFTAX_ERR_NULL;
-    if (num_envs < 0 || num_envs > (int64_t)UINT32_MAX) return CRAFTAX_ERR_NUM_ENVS;
-    if (params->day_length <= 0) return CRAFTAX_ERR_ARGUMENT;
-    if (num_envs == 0) return 0;
+    if (!work) return CRAFTAX_ERR_NULL;
+    int rc = check_env_step(states, actions, key, keys, params, scratch, rewards, dones, ret_acc, len_acc,
+                            final_achievements, achievements_scaled, num_envs);
+    if (rc || num_envs == 0) return rc;
     const CraftaxKey k = {{key[0], key[1]}};
     const EpisodeTrack track = {ret_acc, len_acc, ep_return, ep_length, discount, achievements_scaled};
     int *bad = (int *)work;
@@ -370,7 +377,7 @@ int craftax_cuda_env_step_async(void *states, const int32_t *actions, const uint
     int32_t *done_list = counts + MAX_CHUNKS;
     uint8_t *done_flags = (uint8_t *)(done_list + num_envs);
     std::lock_guard<std::mutex> lock(g_autoreset_mutex);
-    int rc = ensure_autoreset_locked(0);
+    rc = ensure_autoreset_locked(0);
     if (!rc) rc = ensure_reset_done_event_locked();
     if (rc) return rc;
     return enqueue_step_autoreset((CraftaxState *)states, actions, keys, num_envs, params, obs, obs_compact, final_obs,
