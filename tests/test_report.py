@@ -149,7 +149,7 @@ def test_training_run_score_and_section(tmp_path):
     assert s["training_seconds"] == 200.0 and s["env_steps"] == 200_000
     _write(tmp_path / "train-x.json", dict(run="x", recipe="r", resets="optimistic", gpu="G", commit="c", **s))
     text = _report_module().build_report(tmp_path)
-    assert "## Published training runs" in text and "| x | `train-x.json` | 200,000 | 4.0 (1.8%) |" in text
+    assert "## Published training runs" in text and "| x | `train-x.json` | 200,000 | 4.0 (1.8%) | 3 min | not reached |" in text
 
 
 def test_training_run_parts_follow_on(tmp_path):
@@ -208,3 +208,23 @@ def test_classic_c_rows_beside_upstream_classic(tmp_path):
     # best C over upstream in the same mode, and per core: C's 1 thread over upstream's rate / 2 cores
     assert "| 64 | 1,000 | 100 k | 150 k | 150x | 200x | 2,000 | 120 k | 200 k | 100x | 120x | - |" in text
     assert "Classic world generation" in text and "| 64 | 400 | - |" in text
+
+
+def test_time_to_the_scoreboards_scores():
+    """The first update whose score over the last-1% window reaches each scoreboard entry, and
+    the training time up to it; none reached past the run's best; no entries for Classic."""
+    from pycraftax.train import summary
+
+    top = summary.MAX_RETURN
+    returns = [0.0] * 50 + [0.153 * top] * 2 + [0.17 * top] * 48  # 100 updates: a window of 1
+    lines = [dict(update=u + 1, env_steps=10 * (u + 1), episodes=1, episode_return=r, sps=1.0, iteration_s=2.0,
+                  env_id="Craftax-Symbolic-v1") for u, r in enumerate(returns)]
+    table = {t["name"]: t for t in summary.summarize(lines)["time_to_scoreboard"]}
+    assert table["PPO-RNN"]["update"] == 51 and table["PPO-RNN"]["training_seconds"] == 102.0
+    assert table["PPO-RNN"]["env_steps"] == 510
+    assert table["PQN-RNN"]["update"] == 53 and table["PPO-GTrXL"]["update"] is None
+    lines[52]["episodes"] = 0  # an update without ended episodes scores nothing on its own
+    assert {t["name"]: t for t in summary.time_to_scores(lines, 1)}["PQN-RNN"]["update"] == 54
+    assert "PPO-RNN 15.3% at 510 steps" in summary.report(summary.summarize(lines))
+    classic = [dict(m, env_id="Craftax-Classic-Symbolic-v1") for m in lines]
+    assert summary.summarize(classic)["time_to_scoreboard"] == []

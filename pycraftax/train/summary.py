@@ -2,9 +2,10 @@
 Craftax paper reports (mean episode return, and as % of the maximum: 226 for Craftax, 22 for
 Craftax-Classic) over the episodes
 that ended in the last 1% of updates, the learning curve at round step counts, throughput,
-per-achievement success rates averaged over the last 50 updates' 64-episode windows, and the
+per-achievement success rates averaged over the last 50 updates' 64-episode windows, the
 skill ladder: the env step and training time of each achievement's first occurrence
-(skill_ladder.py).
+(skill_ladder.py), and for Craftax the training time at which the score over the same window of
+updates first reaches each 1e9 score of the Craftax scoreboard (SCOREBOARD).
 
     pycraftax summary runs/ppo-rnn-seed0                 # the score and the achievement table
     pycraftax summary part1/metrics.jsonl part2/metrics.jsonl --png curve.png --json
@@ -31,6 +32,9 @@ from pycraftax.train import skill_ladder
 
 MAX_RETURN = 226.0  # the Craftax paper's normaliser (% of max)
 CLASSIC_MAX_RETURN = 22.0  # Craftax-Classic's: one per achievement
+# The Craftax scoreboard's 1e9-step scores on Craftax-Symbolic-v1 (% of the maximum), which a run's
+# time to each is measured against.
+SCOREBOARD = (("PPO-RNN", 15.3), ("PQN-RNN", 16.0), ("PPO-GTrXL", 18.3))
 
 
 def max_return(lines: list[dict]) -> float:
@@ -94,6 +98,37 @@ def weighted_return(lines: list[dict]) -> tuple[float, int]:
     return (float((ret * eps).sum() / eps.sum()) if eps.sum() else float("nan")), int(eps.sum())
 
 
+def update_seconds(m: dict) -> float:
+    """An update's training time: its iteration, or its rollout plus learning, as recorded."""
+    return m.get("iteration_s") or (m.get("rollout_s") or 0) + (m.get("learn_s") or 0)
+
+
+def time_to_scores(lines: list[dict], window: int) -> list[dict]:
+    """For each SCOREBOARD entry (a Craftax run; none for Classic): the first update at which the
+    score, the episode-weighted mean return over the `window` updates ending there, reaches that
+    entry's percent of the maximum; with its env steps and the training seconds from the first of
+    `lines` (None where the run never reaches it)."""
+    if lines[-1].get("env_id", CRAFTAX_ENV_ID) != CRAFTAX_ENV_ID:
+        return []
+    top = MAX_RETURN
+    eps = np.array([m["episodes"] for m in lines], np.float64)
+    ret = np.array([m["episode_return"] if m["episode_return"] is not None else 0.0 for m in lines]) * eps
+    cum_eps, cum_ret = np.concatenate([[0.0], np.cumsum(eps)]), np.concatenate([[0.0], np.cumsum(ret)])
+    idx = np.arange(len(lines))
+    start = np.maximum(idx - window + 1, 0)
+    n = cum_eps[idx + 1] - cum_eps[start]
+    score = np.where(n > 0, (cum_ret[idx + 1] - cum_ret[start]) / np.maximum(n, 1), -np.inf)
+    seconds = np.cumsum([update_seconds(m) for m in lines])
+    out = []
+    for name, percent in SCOREBOARD:
+        reached = np.nonzero(score >= percent / 100 * top)[0]
+        i = int(reached[0]) if len(reached) else None
+        out.append(dict(name=name, percent=percent, update=None if i is None else lines[i]["update"],
+                        env_steps=None if i is None else int(lines[i]["env_steps"]),
+                        training_seconds=None if i is None else float(seconds[i])))
+    return out
+
+
 def summarize(lines: list[dict], final_fraction: float = 0.01) -> dict:
     if not lines:
         raise ValueError("no metrics lines")
@@ -120,7 +155,7 @@ def summarize(lines: list[dict], final_fraction: float = 0.01) -> dict:
     tail = [m["achievements"] for m in lines[-50:] if m.get("achievements")]
     names = list(tail[-1]) if tail else []
     rates = {n: float(np.mean([a[n] for a in tail])) for n in names}
-    wall = float(sum(m.get("iteration_s") or (m.get("rollout_s") or 0) + (m.get("learn_s") or 0) for m in lines))
+    wall = float(sum(update_seconds(m) for m in lines))
     return dict(updates=len(lines), first_update=first_update, last_update=last_update, env_steps=int(steps[-1]),
                 final_updates=k, final_episodes=episodes,
                 final_return=final, final_percent_of_max=100 * final / top, max_return=top,
@@ -128,7 +163,7 @@ def summarize(lines: list[dict], final_fraction: float = 0.01) -> dict:
                 median_update_steps_per_s=float(np.median([m["sps"] for m in lines])),
                 curve=curve, achievement_success_rates=dict(sorted(rates.items(), key=lambda x: -x[1])),
                 achievements=len(names_by_index(lines[-1].get("env_id", CRAFTAX_ENV_ID))),
-                skill_ladder=skill_ladder.ladder_from_lines(lines))
+                skill_ladder=skill_ladder.ladder_from_lines(lines), time_to_scoreboard=time_to_scores(lines, k))
 
 
 def report(s: dict) -> str:
@@ -147,6 +182,11 @@ def report(s: dict) -> str:
     if s["training_seconds"]:
         lines.append(f"training time {format_duration(s['training_seconds'])} ({s['mean_steps_per_s']:,.0f} steps/s"
                      + (")" if s["first_update"] == 1 else " in these updates)"))
+    reached = [t for t in s.get("time_to_scoreboard") or [] if t["update"] is not None]
+    if reached:
+        lines.append("the scoreboard's 1e9 scores reached (score over the same window of updates): " + "; ".join(
+            f"{t['name']} {t['percent']:g}% at {format_count(t['env_steps'])} steps, "
+            f"{format_duration(t['training_seconds'])} of training" for t in reached))
     rates = [(n, r) for n, r in s["achievement_success_rates"].items() if r > 0]
     if rates:
         lines.append("achievement success rates (last 50 updates' 64-episode windows):")
