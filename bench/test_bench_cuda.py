@@ -2,7 +2,8 @@
 num_envs up to the largest batch whose buffers fit, for auto-reset and optimistic resets and
 float and compact observations; world generation (a full reset) in worlds/s, from one env
 (latency) up; and the parts of a step through the public API: the observation render alone
-(env.observe) and the game logic without resets (env.step_with_keys, keys copied each call).
+(env.observe) and the game logic without resets (env.step_with_keys, keys copied each call);
+and the auto-reset step by step_async, ACTION_BLOCK steps to a wait.
 
 A step round is one env.step of every env with uniformly random actions (drawn ahead on the
 device with PyTorch where it has CUDA, else on the host and copied each step). The first
@@ -31,6 +32,7 @@ SIZES = {
     "num_envs": ([4096, 65536, 262144, "max"], [4096]),
     "reset_envs": ([1, 132, 4096, 65536, 262144], [1, 4096]),
     "part_envs": ([16384, 262144], [4096]),
+    "async_envs": ([1024, 4096, 16384, 65536], [4096]),
 }
 
 
@@ -76,6 +78,32 @@ def test_step(throughput, resets, obs, num_envs):
                           max_rounds=TIMED_STEPS, warmup_rounds=STEADY_AFTER, setup_seconds=reset_s, backend="cuda",
                           mode=resets, obs=obs, num_envs=n, largest=num_envs == "max", actions_from=source,
                           device=cuda_env.load().device_name, device_bytes_per_env=env.device_bytes // n)
+    finally:
+        env.close()
+    assert rate > 0
+
+
+def test_step_async(throughput, async_envs):
+    """The auto-reset step by step_async: a round is ACTION_BLOCK steps enqueued back to back and
+    one step_wait, so the GPU does not idle for the host between steps (compact obs, device
+    actions where PyTorch has CUDA); test_step's rows at the same size are the synchronous rate."""
+    env = pycraftax.make("Craftax-Symbolic-v1", num_envs=async_envs, backend="cuda", seed=0, obs="compact")
+    try:
+        t0 = time.perf_counter()
+        env.reset(seed=0)
+        reset_s = time.perf_counter() - t0
+        actions, source = _action_block(async_envs)
+
+        def block() -> None:
+            for a in actions:
+                env.step_async(a)
+            env.step_wait()
+
+        rate = throughput(block, items=async_envs * ACTION_BLOCK, unit="env steps/s", seconds=0.0,
+                          min_rounds=TIMED_STEPS // ACTION_BLOCK, max_rounds=TIMED_STEPS // ACTION_BLOCK,
+                          warmup_rounds=STEADY_AFTER // ACTION_BLOCK, setup_seconds=reset_s, backend="cuda",
+                          mode="auto", obs="compact", num_envs=async_envs, calls="step_async", actions_from=source,
+                          device=cuda_env.load().device_name)
     finally:
         env.close()
     assert rate > 0
