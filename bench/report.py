@@ -201,6 +201,12 @@ def gpu_sections(cuda: Result, up: Result | None) -> list[str]:
         out += table(["env", "mode", "envs", "steps/s", "compile s"],
                      [[r.get("env", SYMBOLIC), r.get("mode"), r.get("num_envs"), r["throughput"],
                        r.get("setup_seconds")] for r in up.rows if r["test"].startswith("test_step")])
+    async_rows = [[r["num_envs"], cuda.rate("test_step", num_envs=r["num_envs"], mode="auto", obs="compact"),
+                   r["throughput"]] for r in cuda.rows if r["test"] == "test_step_async"]
+    if async_rows:
+        out += ["", "The auto-reset step (compact obs) by `step_async`, 16 steps to a wait, beside `step` at the "
+                "same size (blank where that size was not in the sweep):", ""]
+        out += table(["envs", "step, steps/s", "step_async, steps/s"], async_rows)
     worlds = [[r["num_envs"], r["throughput"]] for r in cuda.rows if r["test"] == "test_worldgen"]
     if worlds:
         out += ["", "World generation (env.reset: level 0 now, each other level at the first descent to it), worlds/s:", ""] + table(["envs", "worlds/s"], worlds)
@@ -276,7 +282,8 @@ def plots(newest: dict, runs: list[tuple[Path, dict]], out_dir: Path) -> list[st
                 if not row["test"].startswith("test_step") or "num_envs" not in row:
                     continue
                 label = " ".join(str(x) for x in (r.kind, row.get("backend"), row.get("mode", ""),
-                                                  row.get("obs", ""), "classic" if "Classic" in row.get("env", "")
+                                                  row.get("obs", ""), row.get("calls", ""),
+                                                  "classic" if "Classic" in row.get("env", "")
                                                   else "", f"{row['threads']} thr" if "threads" in row else "") if x)
                 lines.setdefault(label, []).append((row["num_envs"], row["throughput"]))
             for label, points in sorted(lines.items()):

@@ -109,6 +109,21 @@ def test_gpu_ratio_against_upstream_on_the_same_gpu_only(tmp_path):
     assert "| 4,096 | - | 2.0 M | - | - | 4.0x |" in text and "| 64 | 1.0 M |" not in text.split("## CUDA")[1]
 
 
+def test_step_async_rows_beside_the_synchronous_step(tmp_path):
+    report = _report_module()
+    gpu = {"gpu": "GPU Y", "cpu": "CPU Z", "cores": 16}
+    _write(tmp_path / "2026-01-01-gpu-y-cuda.json",
+           _result("2026-01-01T10:00:00", gpu,
+                   dict(test="test_step", num_envs=4096, mode="auto", obs="compact", throughput=2.0e6),
+                   dict(test="test_step_async", num_envs=4096, mode="auto", obs="compact", calls="step_async",
+                        throughput=3.0e6),
+                   dict(test="test_step_async", num_envs=1024, mode="auto", obs="compact", calls="step_async",
+                        throughput=1.0e6)))
+    text = report.build_report(tmp_path)
+    assert "| 4,096 | 2.0 M | 3.0 M |" in text and "| 1,024 | - | 1.0 M |" in text
+    assert "| 4,096 | - | 2.0 M | - | - |" in text  # the sweep's table keeps step() only
+
+
 def test_plots_are_written(tmp_path):
     pytest.importorskip("matplotlib")
     report = _report_module()
