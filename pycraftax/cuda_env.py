@@ -705,6 +705,7 @@ class CudaCraftaxEnv(CraftaxVecEnv):
         device = _device_actions(actions, n)
         if device is None:
             actions = check_actions(actions, n, self.num_actions)
+            self._settle_async()  # a step_async in flight may still read the actions buffer
             lib.check(lib.lib.craftax_cuda_memcpy_htod(self._p("actions"), lib.ffi.from_buffer(actions),
                                                        actions.nbytes), "copy actions")
             return self._p("actions", "int32_t *")
@@ -740,13 +741,6 @@ class CudaCraftaxEnv(CraftaxVecEnv):
         return v["obs"], v["reward"], v["terminated"], v["truncated"], info
 
     # -- step_async ---------------------------------------------------------------------------
-    def _prepare_actions_async(self, actions):
-        """Device actions in place; host actions are copied into the env's actions buffer, which
-        a step in flight may still read, so those wait for it first."""
-        if _device_actions(actions, self.num_envs) is None:
-            self._settle_async()
-        return self._prepare_actions(actions)
-
     def _async_work(self) -> int:
         """The device address of the step_async work buffer (its action flag first), allocated
         zeroed on first use."""

@@ -382,7 +382,7 @@ class CraftaxVecEnv:
             handle = stream_handle(stream)
             if handle and self.backend != "cuda":
                 raise ValueError(f"stream: only backend='cuda' steps on a stream, this env is backend={self.backend!r}")
-            prepared = self._prepare_actions_async(actions)
+            prepared = self._prepare_actions(actions)
             new_key, sub = jax_random.split(self._key, 2)
             out = self._native_step_async(prepared, sub, handle)
             self._key = new_key
@@ -498,9 +498,6 @@ class CraftaxVecEnv:
 
     def _native_step_with_keys(self, actions, keys: np.ndarray):
         raise NotImplementedError
-
-    def _prepare_actions_async(self, actions):
-        return self._prepare_actions(actions)
 
     def _native_step_async(self, actions, sub_key: np.ndarray, stream: int):
         """The CPU backends step at once: there is nothing to wait for later."""

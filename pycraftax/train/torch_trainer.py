@@ -146,8 +146,7 @@ class TorchTrainer(RunLoop):
         for t in range(T + 1):
             if first:
                 self.rollout_graphs.append(self._captured(lambda: self._rollout_work(t), self._rollout_pool))
-                self.rollout_graphs[t].replay()
-            elif self.graphs:
+            if self.graphs:
                 self.rollout_graphs[t].replay()
             else:
                 self._rollout_work(t)
