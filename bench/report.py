@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SUITES = ("c", "upstream", "envpool", "trainer", "fast_trainer", "cuda")
+SUITES = ("c", "upstream", "envpool", "trainer", "fast_trainer", "cuda", "cuda_async")
 TRAINER_SUITES = ("trainer", "fast_trainer")  # the CUDA/NumPy trainers' file and the fast recipe's sweep
 RESULT_NAME = re.compile(r"^(?P<date>\d{4}-\d{2}-\d{2})-(?P<kind>[a-z0-9-]+)-(?P<suite>[a-z_]+)\.json$")
 SYMBOLIC, CLASSIC = "Craftax-Symbolic-v1", "Craftax-Classic-Symbolic-v1"
@@ -184,7 +184,9 @@ def cpu_sections(c: Result, up: Result | None, pool: Result | None) -> list[str]
 CUDA_COLUMNS = (("auto", "float"), ("auto", "compact"), ("optimistic", "float"), ("optimistic", "compact"))
 
 
-def gpu_sections(cuda: Result, up: Result | None) -> list[str]:
+def gpu_sections(cuda: Result, up: Result | None, async_run: Result | None = None) -> list[str]:
+    """async_run: a run of the step_async benchmark and step() at some of its sizes (suite
+    cuda_async), newer than the sweep; its table then comes from that one run."""
     out = [f"## CUDA env on the GPU ({cuda.kind})", "", f"- pycraftax: {cuda.caption()}"]
     out += [f"- upstream: {up.caption()}"] if up else ["- upstream: not measured on this GPU"]
     best_up = max((r["throughput"] for r in up.rows if r["test"] == "test_step"), default=None) if up else None
@@ -201,11 +203,13 @@ def gpu_sections(cuda: Result, up: Result | None) -> list[str]:
         out += table(["env", "mode", "envs", "steps/s", "compile s"],
                      [[r.get("env", SYMBOLIC), r.get("mode"), r.get("num_envs"), r["throughput"],
                        r.get("setup_seconds")] for r in up.rows if r["test"].startswith("test_step")])
-    async_rows = [[r["num_envs"], cuda.rate("test_step", num_envs=r["num_envs"], mode="auto", obs="compact"),
-                   r["throughput"]] for r in cuda.rows if r["test"] == "test_step_async"]
+    src = async_run or cuda
+    async_rows = [[r["num_envs"], src.rate("test_step", num_envs=r["num_envs"], mode="auto", obs="compact"),
+                   r["throughput"]] for r in src.rows if r["test"] == "test_step_async"]
     if async_rows:
-        out += ["", "The auto-reset step (compact obs) by `step_async`, 16 steps to a wait, beside `step` at the "
-                "same size (blank where that size was not in the sweep):", ""]
+        out += [""] + ([f"- step_async: {async_run.caption()}"] if async_run else [])
+        out += ["", "The auto-reset step (compact obs) by `step_async`, 16 steps to a wait, beside `step` in the same run at the "
+                "same size (blank where that run did not time `step`):", ""]
         out += table(["envs", "step, steps/s", "step_async, steps/s"], async_rows)
     worlds = [[r["num_envs"], r["throughput"]] for r in cuda.rows if r["test"] == "test_worldgen"]
     if worlds:
@@ -273,7 +277,7 @@ def plots(newest: dict, runs: list[tuple[Path, dict]], out_dir: Path) -> list[st
 
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    step_results = [r for (s, _), r in sorted(newest.items()) if s in ("c", "upstream", "envpool", "cuda")]
+    step_results = [r for (s, _), r in sorted(newest.items()) if s in ("c", "upstream", "envpool", "cuda", "cuda_async")]
     if step_results:
         fig, ax = plt.subplots(figsize=(8, 5))
         for r in step_results:
@@ -281,6 +285,8 @@ def plots(newest: dict, runs: list[tuple[Path, dict]], out_dir: Path) -> list[st
             for row in r.rows:
                 if not row["test"].startswith("test_step") or "num_envs" not in row:
                     continue
+                if r.suite == "cuda_async" and row.get("calls") != "step_async":
+                    continue  # its step() rows repeat the sweep's line
                 label = " ".join(str(x) for x in (r.kind, row.get("backend"), row.get("mode", ""),
                                                   row.get("obs", ""), row.get("calls", ""),
                                                   "classic" if "Classic" in row.get("env", "")
@@ -340,7 +346,8 @@ def build_report(results: Path, plot_dir: Path | None = None) -> str:
     for (suite, kind), cuda in sorted(newest.items()):
         if suite == "cuda":
             up = newest.get(("upstream", kind))
-            lines += gpu_sections(cuda, up.on_device(gpu=True) if up and up.on_device(gpu=True).rows else None)
+            lines += gpu_sections(cuda, up.on_device(gpu=True) if up and up.on_device(gpu=True).rows else None,
+                                  newest.get(("cuda_async", kind)))
     trainers = [r for (s, _), r in sorted(newest.items()) if s in TRAINER_SUITES]
     if trainers:
         lines += trainer_section(trainers)

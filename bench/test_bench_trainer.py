@@ -12,6 +12,7 @@ import pytest
 
 import pycraftax
 from pycraftax import cuda_env
+from pycraftax.train.config import RECIPES
 from pycraftax.train.trainer import TrainConfig, Trainer, set_blas_threads
 
 # The CPU trainer's default config, and a small one for --bench-quick.
@@ -22,8 +23,10 @@ CUDA_RECIPES = {
     "paper": dict(num_envs=1024, num_steps=64, update_epochs=4, num_minibatches=8, width=512, hidden=512),
     "gru-256": dict(num_envs=8192, num_steps=32, update_epochs=2, num_minibatches=4, width=256, hidden=256),
 }
-# The fast recipe's env counts (its other sizes as the recipe has them; minibatches of 1,024 envs).
+# The fast recipe's env counts (its other sizes as the recipe has them, minibatches of the recipe's
+# envs per minibatch).
 FAST_ENVS = (4096, 16384, 65536, 131072)
+FAST_MINIBATCH_ENVS = RECIPES["fast"]["num_envs"] // RECIPES["fast"]["num_minibatches"]
 SIZES = {"recipe": (list(CUDA_RECIPES), ["paper"]), "fast_envs": (list(FAST_ENVS), [16384])}
 
 
@@ -70,7 +73,7 @@ def test_fast_recipe(throughput, fast_envs):
     from pycraftax.train.torch_trainer import TorchTrainer
 
     config = TrainConfig.from_recipe("fast", total_timesteps=10**12, num_envs=fast_envs,
-                                     num_minibatches=max(1, fast_envs // 1024))
+                                     num_minibatches=max(1, fast_envs // FAST_MINIBATCH_ENVS))
     trainer = TorchTrainer(config, device="cuda")
     try:
         assert _iterations(throughput, trainer, "fast", "torch-cuda", precision="bf16", encoder="cells") > 0

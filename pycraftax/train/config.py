@@ -24,9 +24,9 @@ RECIPES: dict[str, dict] = {
     "paper": dict(total_timesteps=1_000_000_000, num_envs=1024, num_steps=64, update_epochs=4, num_minibatches=8,
                   width=512, hidden=512),
     # The GPU recipe of the PyTorch trainer (torch_trainer.py): the paper's network behind a
-    # per-cell code of the map (fast_model.py), 256 wide, bf16 GEMMs; 16x the envs and 8x the
+    # per-cell code of the map (fast_model.py), 256 wide, bf16 GEMMs; 16x the envs and 4x the
     # minibatch of the paper recipe, half its epochs, four times its learning rate, auto resets.
-    "fast": dict(total_timesteps=1_000_000_000, num_envs=16384, num_steps=64, update_epochs=2, num_minibatches=16,
+    "fast": dict(total_timesteps=1_000_000_000, num_envs=16384, num_steps=64, update_epochs=2, num_minibatches=32,
                  width=256, hidden=256, model="cell-gru", cell_dim=16, resets="auto", lr=8e-4,
                  checkpoint_every=100),
 }
