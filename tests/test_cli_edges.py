@@ -239,3 +239,23 @@ def test_numbers_for_people():
                   iteration_s=100.0) for u in range(1, 4)]
     text = summary.report(summary.summarize(lines))
     assert "curve: 3.0M steps 2.00" in text and "training time 5.0 min (10,004 steps/s)" in text
+
+
+def test_a_run_too_large_for_the_memory_is_refused_before_it_starts(tmp_path, monkeypatch, capsys):
+    """The rollout buffers are checked against the free memory once the env exists, before the
+    first update would fail to allocate them (or draw the OOM killer) with a run half-written."""
+    from pycraftax.train import trainer as trainer_module
+
+    monkeypatch.setattr(trainer_module, "available_host_memory", lambda: 1 << 20)
+    cfg = TrainConfig(num_envs=4, num_steps=8, total_timesteps=96, num_minibatches=2, update_epochs=1, width=16,
+                      hidden=8)
+    # 4 envs x 8 steps x 8268 float32 obs, and a minibatch's half of them: 1.59 MB
+    with pytest.raises(MemoryError, match=r"PPO-RNN \(NumPy\) on the CPU: num_envs 4 x num_steps 8 need about "
+                                          r"0\.00 GiB .* only 0\.00 GiB are free; use at most about 2 envs"):
+        Trainer(cfg)
+    out = tmp_path / "run"
+    assert cli.main(["train", *TINY_FLAGS, "--quiet", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pycraftax train: error: PPO-RNN (NumPy) on the CPU: num_envs 4") and "Traceback" not in err
+    assert not (out / "metrics.jsonl").exists()
+

@@ -187,6 +187,26 @@ def test_fast_trainer_refuses_what_it_cannot_run():
             TorchTrainer(TrainConfig.from_recipe("fast", num_envs=16, num_minibatches=2), device="cuda")
 
 
+def test_fast_trainer_refuses_a_run_too_large_for_the_memory(monkeypatch, capsys):
+    """The fast recipe as it is (16,384 envs) on a CPU would ask for ~35 GB of float obs: a run
+    that does not fit is refused with the sizes to change, before any buffer is allocated."""
+    from pycraftax import cli
+    from pycraftax.train import torch_trainer
+    from pycraftax.train.config import TrainConfig
+
+    monkeypatch.setattr(torch_trainer, "available_host_memory", lambda: 1 << 20)
+    c = TrainConfig.from_recipe("fast", num_envs=8, num_steps=8, num_minibatches=2, update_epochs=1,
+                                total_timesteps=8 * 8 * 4, width=32, hidden=32, cell_dim=8)
+    with pytest.raises(MemoryError, match=r"fast recipe \(PyTorch\) on the CPU: num_envs 8 x num_steps 8 need "
+                                          r"about .* use at most about 2 envs \(--num-envs\)"):
+        torch_trainer.TorchTrainer(c, device="cpu")
+    assert cli.main(["train", "--recipe", "fast", "--backend", "c", "--num-envs", "32", "--num-minibatches", "2",
+                     "--quiet", "--out", "unused"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pycraftax train: error: PPO-RNN, fast recipe (PyTorch) on the CPU: num_envs 32 x "
+                          "num_steps 64 need about") and "Traceback" not in err
+
+
 def test_train_command_runs_the_fast_recipe_on_the_cpu(tmp_path, capsys):
     from pycraftax import cli
 

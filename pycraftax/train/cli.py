@@ -358,9 +358,24 @@ def _launch(gpus: int, argv: list[str]) -> int:
 
 def _train(args, out: str, backend: str) -> int:
     """One process: the CPU or the CUDA trainer."""
-    from pycraftax.train.trainer import Trainer, set_blas_threads
+    from pycraftax.train.trainer import set_blas_threads
 
     set_blas_threads(args.blas_threads)
+    try:
+        trainer = _make_trainer(args, out, backend)
+    except (ValueError, MemoryError) as e:  # ReshardError included; a run too large for the memory
+        print(f"pycraftax train: error: {e}", file=sys.stderr)
+        return 2
+    if trainer is None:
+        return 2
+    _run_and_report(args, trainer, 1)
+    return 0
+
+
+def _make_trainer(args, out: str, backend: str):
+    """The trainer of a new or resumed run (None, having said why, where it cannot run)."""
+    from pycraftax.train.trainer import Trainer
+
     if backend == "torch" or (not args.resume and config_from_args(args).model == "cell-gru"):
         from pycraftax.train.torch_trainer import TorchTrainer, unavailable_reason
 
@@ -372,7 +387,7 @@ def _train(args, out: str, backend: str) -> int:
             reason = unavailable_reason(device)
             if reason:
                 print(f"pycraftax train: error: {reason}", file=sys.stderr)
-                return 2
+                return None
             print(describe_recipe(args))
             trainer = TorchTrainer(config_from_args(args), out, device=device)
     elif backend == "cuda":
@@ -380,11 +395,7 @@ def _train(args, out: str, backend: str) -> int:
 
         options = dict(tf32=not args.no_tf32)
         if args.resume:
-            try:
-                trainer, note = cuda_trainer.resume_rank(args.resume, out, **options)
-            except ValueError as e:  # ReshardError included
-                print(f"pycraftax train: error: {e}", file=sys.stderr)
-                return 2
+            trainer, note = cuda_trainer.resume_rank(args.resume, out, **options)
             _print_resumed(args.resume, trainer, note)
         else:
             print(describe_recipe(args))
@@ -395,8 +406,7 @@ def _train(args, out: str, backend: str) -> int:
     else:
         print(describe_recipe(args))
         trainer = Trainer(config_from_args(args), out)
-    _run_and_report(args, trainer, 1)
-    return 0
+    return trainer
 
 
 def _train_rank(args, rdv, out: str, backend: str) -> int:

@@ -173,6 +173,20 @@ class RunLoop:
             raise ValueError(f"rank {rank} writes no run files (out_dir None), only its shard (shard_file)")
         self.rank, self.world_size, self.group, self.shard_file = rank, world_size, group, shard_file
 
+    def check_memory(self, where: str, buffer_bytes: int, free: int | None) -> None:
+        """MemoryError before a run whose rollout and minibatch buffers (`buffer_bytes`, all
+        proportional to num_envs) cannot fit in the `free` bytes of `where` (None: unknown, not
+        checked): the alternative is an allocation failure, or the OOM killer, mid-update."""
+        if free is None or buffer_bytes <= free:
+            return
+        c = self.config
+        fits = int(free * c.num_envs // buffer_bytes)
+        self.env.close()  # the trainer will not exist; its env's memory goes back now
+        raise MemoryError(
+            f"{self.TITLE} on {where}: num_envs {c.num_envs} x num_steps {c.num_steps} need about "
+            f"{buffer_bytes / 2**30:.2f} GiB of rollout and minibatch buffers but only {free / 2**30:.2f} GiB "
+            f"are free; use at most about {fits} envs (--num-envs) or fewer steps (--num-steps)")
+
     # -- what a trainer supplies --------------------------------------------------------
     def iterate(self) -> Iteration:
         raise NotImplementedError

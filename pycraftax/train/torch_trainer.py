@@ -25,6 +25,7 @@ from pycraftax.train import numpy_ppo
 from pycraftax.train.config import TrainConfig
 from pycraftax.train.fast_model import FastModelConfig, TorchActorCritic, init_params, param_shapes, ppo_loss_torch
 from pycraftax.train.loop import Iteration, RunLoop, now
+from pycraftax.vec_env import available_host_memory
 
 LOSS_STATS = ("total_loss", "value_loss", "actor_loss", "entropy", "approx_kl", "clip_frac", "grad_norm")
 
@@ -97,6 +98,10 @@ class TorchTrainer(RunLoop):
         obs, _ = env.reset(seed=c.seed)
         obs = self._tensor(obs)
         dev = self.device
+        # the rollout's obs (the current one too), and a minibatch's gathered copy of its share
+        obs_bytes = (T + 1) * N * obs[0].numel() * obs.element_size()
+        self.check_memory("the GPU" if on_gpu else "the CPU", obs_bytes + obs_bytes // c.num_minibatches,
+                          torch.cuda.mem_get_info(dev)[0] if on_gpu else available_host_memory())
         self.buf = dict(obs=torch.empty((T + 1, N, *obs.shape[1:]), dtype=obs.dtype, device=dev),
                         dones=torch.zeros((T + 1, N), dtype=torch.bool, device=dev),
                         actions=torch.empty((T, N), dtype=torch.int32, device=dev),
