@@ -210,18 +210,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# The range of each numeric option, whichever subcommands have it (train checks its own
+# through TrainConfig).
+OPTION_RANGES = (
+    *((name, lambda v: v >= 1, ">= 1") for name in ("num_envs", "batch", "threads", "max_steps", "episodes",
+                                                    "blas_threads")),
+    ("seed", lambda v: v >= 0, ">= 0"),
+    ("tile", lambda v: v >= 4, ">= 4"),
+    ("fps", lambda v: v > 0, "> 0"),
+    ("seconds", lambda v: v > 0, "> 0"),
+    ("final_fraction", lambda v: 0 < v <= 1, "in (0, 1]"),
+)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    for name in ("num_envs", "batch", "threads", "max_steps"):
-        if getattr(args, name, 1) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be >= 1")
-    if not 0 < getattr(args, "final_fraction", 0.5) <= 1:
-        parser.error("--final-fraction must be in (0, 1]")
-    if getattr(args, "seconds", 1.0) <= 0:
-        parser.error("--seconds must be > 0")
-    if getattr(args, "fps", 1.0) <= 0 or getattr(args, "tile", 16) < 4 or getattr(args, "seed", 0) < 0:
-        parser.error("--fps must be > 0, --tile >= 4 and --seed >= 0")
+    for name, ok, allowed in OPTION_RANGES:
+        value = getattr(args, name, None)
+        if value is not None and not ok(value):
+            parser.error(f"--{name.replace('_', '-')} must be {allowed}, got {value}")
     return args.func(args)
 
 

@@ -259,3 +259,19 @@ def test_a_run_too_large_for_the_memory_is_refused_before_it_starts(tmp_path, mo
     assert err.startswith("pycraftax train: error: PPO-RNN (NumPy) on the CPU: num_envs 4") and "Traceback" not in err
     assert not (out / "metrics.jsonl").exists()
 
+
+@pytest.mark.parametrize("argv, message", [
+    (["eval", "--pretrained", "fast-1e9", "--seed", "-1"], "--seed must be >= 0, got -1"),
+    (["eval", "--pretrained", "fast-1e9", "--episodes", "0"], "--episodes must be >= 1, got 0"),
+    (["render", "--tile", "3"], "--tile must be >= 4, got 3"),
+    (["render", "--fps", "0"], "--fps must be > 0, got 0.0"),
+    (["train", "--blas-threads", "0"], "--blas-threads must be >= 1, got 0"),
+    (["summary", "x", "--final-fraction", "1.5"], "--final-fraction must be in (0, 1], got 1.5"),
+])
+def test_an_option_out_of_range_is_named_alone_with_its_value(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.endswith(f"error: {message}")
+

@@ -292,8 +292,6 @@ def cmd_train(args) -> int:
                              "scheduler set it): drop --gpus, the launcher already chose the GPUs")
         if rdv.world_size > 1:
             distributed.bind_local_device(rdv)  # before anything touches CUDA: this rank's GPU is its device 0
-        if args.blas_threads < 1:
-            raise ValueError(f"--blas-threads must be >= 1, got {args.blas_threads}")
         if args.time_limit is not None and not (math.isfinite(args.time_limit) and args.time_limit > 0):
             raise ValueError(f"--time-limit must be a positive number of minutes, got {args.time_limit}")
         launching = rdv.world_size == 1 and (args.gpus or 1) > 1
@@ -521,10 +519,6 @@ def cmd_eval(args) -> int:
     from pycraftax.train.evaluation import evaluate
     from pycraftax.train.trainer import set_blas_threads
 
-    if args.episodes < 1 or args.num_envs < 1 or args.seed < 0 or args.max_steps < 1 or args.blas_threads < 1:
-        print("pycraftax eval: error: --episodes, --num-envs, --max-steps and --blas-threads must be >= 1, "
-              "--seed >= 0", file=sys.stderr)
-        return 2
     try:
         params, _ = policy_from_args(args)
     except ValueError as e:  # interop.NotACheckpointError included
