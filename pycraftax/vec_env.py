@@ -26,13 +26,18 @@ DEFAULT_RESET_RATIO = 16
 
 
 # -- argument checks shared by make() and both backends ----------------------------------------
+def check_int(name: str, value, minimum: int) -> int:
+    """value as a Python int: any integer (numpy integers included, bools not) >= minimum;
+    TypeError or ValueError naming the argument otherwise."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int >= {minimum}, got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
 def check_num_envs(num_envs) -> int:
-    """num_envs as a Python int: any integer (numpy integers included) >= 1."""
-    if isinstance(num_envs, (bool, np.bool_)) or not isinstance(num_envs, (int, np.integer)):
-        raise TypeError(f"num_envs must be an int >= 1, got {type(num_envs).__name__} {num_envs!r}")
-    if num_envs < 1:
-        raise ValueError(f"num_envs must be >= 1, got {num_envs}")
-    return int(num_envs)
+    return check_int("num_envs", num_envs, 1)
 
 
 def check_obs_mode(obs: str) -> str:

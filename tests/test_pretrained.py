@@ -54,3 +54,16 @@ def test_eval_needs_exactly_one_policy_source(capsys):
     with pytest.raises(SystemExit):
         cli.main(["eval", "--pretrained", "nope"])
     assert "invalid choice: 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kwargs, exc, message", [
+    (dict(num_episodes=0), ValueError, "num_episodes must be >= 1, got 0"),
+    (dict(num_episodes=2.5), TypeError, "num_episodes must be an int >= 1, got float 2.5"),
+    (dict(num_envs=0), ValueError, "num_envs must be >= 1, got 0"),
+    (dict(max_steps=0), ValueError, "max_steps must be >= 1, got 0"),
+    (dict(seed=-1), ValueError, "seed must be >= 0, got -1"),
+    (dict(greedy="yes"), TypeError, "greedy must be a bool, got str 'yes'"),
+])
+def test_evaluate_names_a_bad_argument(kwargs, exc, message):
+    with pytest.raises(exc, match=message.replace("(", r"\(").replace(")", r"\)")):
+        evaluate(pretrained.load("fast-1e9"), **kwargs)

@@ -12,6 +12,7 @@ import numpy as np
 from pycraftax.achievements import names_by_index
 from pycraftax.progress import Progress
 from pycraftax.train import interop
+from pycraftax.vec_env import check_int
 
 
 def load_policy(path: str, dtype=np.float32) -> dict[str, np.ndarray]:
@@ -30,8 +31,10 @@ def evaluate(params: dict, num_episodes: int = 32, num_envs: int = 16, seed: int
     import pycraftax
     from pycraftax.train.policy import Policy
 
-    if num_episodes < 1 or num_envs < 1:
-        raise ValueError("num_episodes and num_envs must be >= 1")
+    num_episodes, num_envs = check_int("num_episodes", num_episodes, 1), check_int("num_envs", num_envs, 1)
+    seed, max_steps = check_int("seed", seed, 0), check_int("max_steps", max_steps, 1)
+    if not isinstance(greedy, (bool, np.bool_)):
+        raise TypeError(f"greedy must be a bool, got {type(greedy).__name__} {greedy!r}")
     policy = Policy(params)
     env_id = policy.env_id
     names = names_by_index(env_id)
