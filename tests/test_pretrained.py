@@ -67,3 +67,21 @@ def test_eval_needs_exactly_one_policy_source(capsys):
 def test_evaluate_names_a_bad_argument(kwargs, exc, message):
     with pytest.raises(exc, match=message.replace("(", r"\(").replace(")", r"\)")):
         evaluate(pretrained.load("fast-1e9"), **kwargs)
+
+
+def test_policy_step_names_a_bad_input():
+    policy = Policy(pretrained.load("fast-1e9"))
+    obs, done, h = np.zeros((2, 8268), np.float32), np.zeros(2, bool), policy.initial_state(2)
+    with pytest.raises(ValueError, match=r"obs must have shape \(N, 8268\) \(Craftax-Symbolic-v1's float obs\), "
+                                         r"got \(2, 100\)"):
+        policy.step(np.zeros((2, 100), np.float32), done, h)
+    with pytest.raises(ValueError, match=r"done must be a bool array of shape \(2,\), got bool \(3,\)"):
+        policy.step(obs, np.zeros(3, bool), h)
+    with pytest.raises(ValueError, match=r"h must have shape \(2, 256\)"):
+        policy.step(obs, done, np.zeros((2, 5), np.float32))
+    with pytest.raises(ValueError, match=r"num_envs must be >= 1, got 0"):
+        policy.initial_state(0)
+    h, logits = policy.step(obs, done, h)
+    with pytest.raises(ValueError, match=r"logits must have shape \(N, 43\), got \(2, 5\)"):
+        policy.act(np.random.default_rng(0), logits[:, :5], greedy=False)
+    assert policy.act(np.random.default_rng(0), logits, greedy=True).shape == (2,)

@@ -15,6 +15,7 @@ import numpy as np
 
 from pycraftax.train import fast_model
 from pycraftax.train import numpy_ppo as npp
+from pycraftax.vec_env import check_int
 
 
 class Policy:
@@ -27,24 +28,38 @@ class Policy:
             cfg = fast_model.config_of(params)
             fast_model.check_params(params, cfg)
             self.model, self.env_id = "cell-gru", "Craftax-Symbolic-v1"
+            self.obs_size = fast_model.MAP_FLOATS + fast_model.SCALARS
             self.hidden, self.num_actions = cfg.hidden, cfg.num_actions
         else:
             cfg = interop.infer_model_config(params)
             self.model, self.env_id = "gru", env_id_for_policy(cfg.obs_size)
+            self.obs_size = cfg.obs_size
             self.hidden, self.num_actions = cfg.hidden, cfg.num_actions
 
     def initial_state(self, num_envs: int) -> np.ndarray:
-        return np.zeros((num_envs, self.hidden), self.dtype)
+        return np.zeros((check_int("num_envs", num_envs, 1), self.hidden), self.dtype)
 
     def step(self, obs: np.ndarray, done: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """One step of N envs: (new state [N, hidden], logits [N, num_actions]); done[i] resets
         env i's state first (its previous step ended an episode)."""
+        obs, done, h = np.asarray(obs), np.asarray(done), np.asarray(h)
+        if obs.ndim != 2 or obs.shape[1] != self.obs_size:
+            raise ValueError(f"obs must have shape (N, {self.obs_size}) ({self.env_id}'s float obs), got {obs.shape}")
+        n = obs.shape[0]
+        if done.shape != (n,) or done.dtype != np.bool_:
+            raise ValueError(f"done must be a bool array of shape ({n},), got {done.dtype} {done.shape}")
+        if h.shape != (n, self.hidden):
+            raise ValueError(f"h must have shape ({n}, {self.hidden}) (initial_state or the last step's), "
+                             f"got {h.shape}")
         forward = fast_model.forward if self.model == "cell-gru" else _paper_forward
-        h, logits, _ = forward(self.params, np.asarray(obs)[None], np.asarray(done)[None], h)
+        h, logits, _ = forward(self.params, obs[None], done[None], h)
         return h, logits[0]
 
     def act(self, rng: np.random.Generator, logits: np.ndarray, greedy: bool) -> np.ndarray:
         """int32 actions [N]: the argmax, or sampled (numpy_ppo.sample_actions)."""
+        logits = np.asarray(logits)
+        if logits.ndim != 2 or logits.shape[1] != self.num_actions:
+            raise ValueError(f"logits must have shape (N, {self.num_actions}), got {logits.shape}")
         return logits.argmax(-1).astype(np.int32) if greedy else npp.sample_actions(rng, logits)[0]
 
 
