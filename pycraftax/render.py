@@ -171,6 +171,12 @@ def save_gif(path: str, frames: list[np.ndarray], fps: float = 8.0) -> None:
         raise ValueError("frames is empty: nothing to save")
     if fps <= 0:
         raise ValueError(f"fps must be > 0, got {fps}")
+    frames = [np.asarray(f) for f in frames]
+    first = frames[0].shape
+    for i, f in enumerate(frames):
+        if f.dtype != np.uint8 or f.ndim != 3 or f.shape[2] != 3 or f.shape != first:
+            raise ValueError(f"frames[{i}] must be uint8 [H, W, 3] of the first frame's size {first}, got "
+                             f"{f.dtype} {f.shape}")
     images = [Image.fromarray(f) for f in frames]
     images[0].save(path, save_all=True, append_images=images[1:], duration=int(round(1000 / fps)), loop=0)
 

@@ -53,6 +53,12 @@ def test_bad_arguments(state):
         render_frame(state, 0, "local", 2)
     with pytest.raises(ValueError, match="frames"):
         save_gif("x.gif", [])
+    frame = np.zeros((8, 8, 3), np.uint8)
+    with pytest.raises(ValueError, match=r"frames\[1\] must be uint8 \[H, W, 3\] of the first frame's size \(8, 8, 3\), "
+                                         r"got float32 \(8, 8\)"):
+        save_gif("x.gif", [frame, np.zeros((8, 8), np.float32)])
+    with pytest.raises(ValueError, match=r"frames\[1\] .* got uint8 \(8, 9, 3\)"):
+        save_gif("x.gif", [frame, np.zeros((8, 9, 3), np.uint8)])
     with pytest.raises(ValueError, match="max_steps"):
         record_episode(max_steps=0)
 
