@@ -73,13 +73,10 @@ def run_all(commands: dict[str, list[str]], logs: dict[str, Path], parallel: int
 
 
 def score(run_dir: Path) -> dict | None:
-    metrics = run_dir / "metrics.jsonl"
-    if not metrics.is_file():
+    try:
+        s = summarize(load(run_dir / "metrics.jsonl"))
+    except (OSError, ValueError):  # no run, or no update finished
         return None
-    lines = load(metrics)
-    if not lines:
-        return None
-    s = summarize(lines)
     return {k: s[k] for k in ("env_steps", "final_return", "final_percent_of_max", "final_episodes",
                               "training_seconds")}
 

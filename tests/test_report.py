@@ -243,3 +243,21 @@ def test_time_to_the_scoreboards_scores():
     assert "PPO-RNN 15.3% at 510 steps" in summary.report(summary.summarize(lines))
     classic = [dict(m, env_id="Craftax-Classic-Symbolic-v1") for m in lines]
     assert summary.summarize(classic)["time_to_scoreboard"] == []
+
+
+def test_summary_names_the_file_and_line_it_cannot_read(tmp_path):
+    from pycraftax.train import summary
+
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    with pytest.raises(ValueError, match=r"empty.jsonl: no metrics lines yet"):
+        summary.load(empty)
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"update": 1}\n')
+    with pytest.raises(ValueError, match=r"other.jsonl, line 1: not a metrics line of pycraftax train \(no \['env_steps'"):
+        summary.load(other)
+    broken = tmp_path / "broken.jsonl"
+    good = dict(update=1, env_steps=8, episodes=0, episode_return=None, sps=1.0)
+    broken.write_text(json.dumps(good) + "\n{not json\n")
+    with pytest.raises(ValueError, match=r"broken.jsonl, line 2: not JSON"):
+        summary.load(broken)

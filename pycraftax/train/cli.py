@@ -463,7 +463,7 @@ def _run_and_report(args, trainer, world_size: int, quiet: bool = False) -> None
         return
     print(closing_summary(trainer, start_update, now() - t0, world_size))
     metrics_path = os.path.join(trainer.out_dir, "metrics.jsonl")
-    if os.path.exists(metrics_path):
+    if trainer.update > 0 and os.path.exists(metrics_path):  # not a run stopped before its first update
         from pathlib import Path
 
         from pycraftax.train import summary

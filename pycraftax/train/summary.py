@@ -45,10 +45,30 @@ def max_return(lines: list[dict]) -> float:
     return CLASSIC_MAX_RETURN if lines[-1].get("env_id") == CLASSIC_ENV_ID else MAX_RETURN
 
 
+# What every metrics line of `pycraftax train` carries and a summary reads
+LINE_KEYS = ("update", "env_steps", "episodes", "episode_return", "sps")
+
+
 def load(path: Path) -> list[dict]:
+    """The metrics lines of one file; ValueError naming the file (and line) where it is empty or
+    holds something else."""
     opener = gzip.open if path.suffix == ".gz" else open
+    lines = []
     with opener(path, "rt") as f:
-        return [json.loads(line) for line in f if line.strip()]
+        for number, text in enumerate(f, 1):
+            if not text.strip():
+                continue
+            try:
+                line = json.loads(text)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path}, line {number}: not JSON ({e.msg})") from None
+            missing = [k for k in LINE_KEYS if not isinstance(line, dict) or k not in line]
+            if missing:
+                raise ValueError(f"{path}, line {number}: not a metrics line of pycraftax train (no {missing})")
+            lines.append(line)
+    if not lines:
+        raise ValueError(f"{path}: no metrics lines yet (a run writes one per update)")
+    return lines
 
 
 def load_parts(paths: list[Path]) -> list[dict]:
