@@ -215,7 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
 OPTION_RANGES = (
     *((name, lambda v: v >= 1, ">= 1") for name in ("num_envs", "batch", "threads", "max_steps", "episodes",
                                                     "blas_threads")),
-    ("seed", lambda v: v >= 0, ">= 0"),
+    ("seed", lambda v: 0 <= v < 2**32, "in [0, 2**32)"),  # the envs' seed range
     ("tile", lambda v: v >= 4, ">= 4"),
     ("fps", lambda v: v > 0, "> 0"),
     ("seconds", lambda v: v > 0, "> 0"),

@@ -261,7 +261,8 @@ def test_a_run_too_large_for_the_memory_is_refused_before_it_starts(tmp_path, mo
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["eval", "--pretrained", "fast-1e9", "--seed", "-1"], "--seed must be >= 0, got -1"),
+    (["eval", "--pretrained", "fast-1e9", "--seed", "-1"], "--seed must be in [0, 2**32), got -1"),
+    (["worlds", "--seed", str(2**32)], f"--seed must be in [0, 2**32), got {2**32}"),
     (["eval", "--pretrained", "fast-1e9", "--episodes", "0"], "--episodes must be >= 1, got 0"),
     (["render", "--tile", "3"], "--tile must be >= 4, got 3"),
     (["render", "--fps", "0"], "--fps must be > 0, got 0.0"),
