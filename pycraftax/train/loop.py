@@ -173,10 +173,11 @@ class RunLoop:
             raise ValueError(f"rank {rank} writes no run files (out_dir None), only its shard (shard_file)")
         self.rank, self.world_size, self.group, self.shard_file = rank, world_size, group, shard_file
 
-    def check_memory(self, where: str, buffer_bytes: int, free: int | None) -> None:
-        """MemoryError before a run whose rollout and minibatch buffers (`buffer_bytes`, all
-        proportional to num_envs) cannot fit in the `free` bytes of `where` (None: unknown, not
-        checked): the alternative is an allocation failure, or the OOM killer, mid-update."""
+    def check_memory(self, where: str, rollout_obs_bytes: int, free: int | None) -> None:
+        """MemoryError before a run whose rollout obs and a minibatch's gathered copy of its share
+        (all proportional to num_envs) cannot fit in the `free` bytes of `where` (None: unknown,
+        not checked): the alternative is an allocation failure, or the OOM killer, mid-update."""
+        buffer_bytes = rollout_obs_bytes + rollout_obs_bytes // self.config.num_minibatches
         if free is None or buffer_bytes <= free:
             return
         c = self.config

@@ -98,9 +98,8 @@ class TorchTrainer(RunLoop):
         obs, _ = env.reset(seed=c.seed)
         obs = self._tensor(obs)
         dev = self.device
-        # the rollout's obs (the current one too), and a minibatch's gathered copy of its share
-        obs_bytes = (T + 1) * N * obs[0].numel() * obs.element_size()
-        self.check_memory("the GPU" if on_gpu else "the CPU", obs_bytes + obs_bytes // c.num_minibatches,
+        self.check_memory("the GPU" if on_gpu else "the CPU",
+                          (T + 1) * N * obs[0].numel() * obs.element_size(),  # the current obs in slot T
                           torch.cuda.mem_get_info(dev)[0] if on_gpu else available_host_memory())
         self.buf = dict(obs=torch.empty((T + 1, N, *obs.shape[1:]), dtype=obs.dtype, device=dev),
                         dones=torch.zeros((T + 1, N), dtype=torch.bool, device=dev),

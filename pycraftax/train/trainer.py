@@ -69,9 +69,8 @@ class Trainer(RunLoop):
         self.model_config = npp.ModelConfig(obs_size=self.env.obs_size, num_actions=self.env.num_actions,
                                             width=c.width, hidden=c.hidden)
         self.loss_config = npp.LossConfig(clip_eps=c.clip_eps, vf_coef=c.vf_coef, ent_coef=c.ent_coef)
-        # the rollout's float32 obs, and a minibatch's copy of its share
-        obs_bytes = c.num_steps * c.num_envs * self.env.obs_size * 4
-        self.check_memory("the CPU", obs_bytes + obs_bytes // c.num_minibatches, available_host_memory())
+        self.check_memory("the CPU", c.num_steps * c.num_envs * self.env.obs_size * 4,  # float32 obs
+                          available_host_memory())
         if _restore is None:
             self.params = npp.init_params(self.model_config, seed=c.seed, dtype=self.dtype)
             self.opt_state = npp.adam_init(self.params)
