@@ -158,6 +158,8 @@ def test_fast_trainer_runs_checkpoints_and_resumes(tmp_path):
     lines = t.run(max_updates=2, progress=False)
     assert [m["update"] for m in lines] == [1, 2]
     assert all(np.isfinite(m["total_loss"]) and m["grad_norm"] > 0 for m in lines)
+    # the running loss sums hold numbers, not the minibatches' autograd graphs
+    assert not t.stats.requires_grad and t.stats.grad_fn is None
     before = t.params
     r = TorchTrainer.resume(str(tmp_path / "checkpoint.npz"), device="cpu")
     assert r.update == 2 and r.opt_steps == t.opt_steps == 4

@@ -307,7 +307,10 @@ def ppo_loss_torch(logits, values, batch: dict, lcfg: LossConfig):
     actor_loss = -torch.minimum(ratio * gae, ratio.clamp(1 - eps, 1 + eps) * gae).mean()
     entropy = -(logp_all.exp() * logp_all).sum(-1).mean()
     total = actor_loss + lcfg.vf_coef * value_loss - lcfg.ent_coef * entropy
+    # detached: a statistic that kept its graph would keep every minibatch's autograd nodes alive
+    # through the trainer's running sums, and with them the parameters' AccumulateGrad nodes of
+    # the warm-up stream into the CUDA graph's capture
     with torch.no_grad():
-        stats = dict(value_loss=value_loss, actor_loss=actor_loss, entropy=entropy,
+        stats = dict(value_loss=value_loss.detach(), actor_loss=actor_loss.detach(), entropy=entropy.detach(),
                      approx_kl=((ratio - 1) - torch.log(ratio)).mean(), clip_frac=((ratio - 1).abs() > eps).float().mean())
     return total, stats
