@@ -96,7 +96,8 @@ __global__ void ppo_loss_kernel(const float *logits, const float *value, const i
     const float vc = ov + fminf(fmaxf(dv, -eps), eps);
     const float vl = (v - tg) * (v - tg);
     const float vlc = (vc - tg) * (vc - tg);
-    const float ratio = expf(lp - old_logp[r]);
+    const float log_ratio = lp - old_logp[r];
+    const float ratio = expf(log_ratio);
     const float gae = (adv[r] - sc->adv_mean) / (sc->adv_std + 1e-8f);
     const float ratio_c = fminf(fmaxf(ratio, 1.0f - eps), 1.0f + eps);
     const float l1 = ratio * gae, l2 = ratio_c * gae;
@@ -104,7 +105,7 @@ __global__ void ppo_loss_kernel(const float *logits, const float *value, const i
     tr[0] = -(double)fminf(l1, l2);
     tr[1] = (double)fmaxf(vl, vlc);
     tr[2] = (double)ent;
-    tr[3] = (double)((ratio - 1.0f) - logf(ratio));
+    tr[3] = (double)((ratio - 1.0f) - log_ratio);  /* not logf(ratio): -inf once expf underflows */
     tr[4] = fabsf(ratio - 1.0f) > eps ? 1.0 : 0.0;
     const float Nf = (float)R;
     const float inside_v = fabsf(dv) < eps ? 1.0f : 0.0f;

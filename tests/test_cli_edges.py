@@ -166,7 +166,7 @@ def test_recipe_is_explicit_and_not_switched_by_backend():
 
 def test_train_prints_the_recipe_and_a_formatted_summary(tmp_path, capsys):
     out = str(tmp_path / "run")
-    assert cli.main(["train", *TINY_FLAGS, "--quiet", "--out", out]) == 0
+    assert cli.main(["train", *TINY_FLAGS, "--backend", "c", "--quiet", "--out", out]) == 0
     text = capsys.readouterr().out.splitlines()
     assert text[0].startswith("recipe small (the default; --recipe paper or --recipe fast for another")
     assert text[0].endswith(": 64 envs x 32 steps, 4 epochs x 8 minibatches, model gru, width 128, hidden 128, "
@@ -254,7 +254,7 @@ def test_a_run_too_large_for_the_memory_is_refused_before_it_starts(tmp_path, mo
                                           r"0\.00 GiB .* only 0\.00 GiB are free; use at most about 2 envs"):
         Trainer(cfg)
     out = tmp_path / "run"
-    assert cli.main(["train", *TINY_FLAGS, "--quiet", "--out", str(out)]) == 2
+    assert cli.main(["train", *TINY_FLAGS, "--backend", "c", "--quiet", "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("pycraftax train: error: PPO-RNN (NumPy) on the CPU: num_envs 4") and "Traceback" not in err
     assert not (out / "metrics.jsonl").exists()

@@ -126,6 +126,20 @@ def test_torch_model_equals_reference_in_float64():
         np.testing.assert_allclose(t_grads[k], grads[k], rtol=1e-9, atol=1e-12, err_msg=k)
 
 
+def test_approx_kl_stays_finite_when_a_ratio_underflows():
+    """An action the updated policy has all but ruled out (log ratio -1000: exp underflows to 0
+    in float64 and float32) counts as its log ratio in the KL estimate, as in both losses."""
+    rng = np.random.default_rng(6)
+    p = params64(seed=7)
+    batch = random_batch(rng, T=4, B=3, cfg=SMALL)
+    batch["log_probs"][1, 2] = 1000.0
+    total, aux, _ = fm.ppo_loss(p, batch)
+    t_total, t_aux, _ = torch_loss_and_grads(p, batch)
+    assert np.isfinite(float(aux["approx_kl"])) and float(aux["approx_kl"]) > 1000 / batch["log_probs"].size
+    assert t_aux["approx_kl"] == pytest.approx(float(aux["approx_kl"]), rel=1e-10)
+    assert np.isfinite(total) and t_total == pytest.approx(float(total), rel=1e-12)
+
+
 def test_torch_forward_equals_reference_forward():
     rng = np.random.default_rng(6)
     p = params64(seed=7)

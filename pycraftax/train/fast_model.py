@@ -301,7 +301,8 @@ def ppo_loss_torch(logits, values, batch: dict, lcfg: LossConfig):
     old_v = batch["values"]
     v_clipped = old_v + (values - old_v).clamp(-eps, eps)
     value_loss = 0.5 * torch.maximum((values - batch["targets"]) ** 2, (v_clipped - batch["targets"]) ** 2).mean()
-    ratio = torch.exp(log_prob - batch["log_probs"])
+    log_ratio = log_prob - batch["log_probs"]
+    ratio = torch.exp(log_ratio)
     gae = batch["advantages"]
     gae = (gae - gae.mean()) / (gae.std(unbiased=False) + 1e-8)
     actor_loss = -torch.minimum(ratio * gae, ratio.clamp(1 - eps, 1 + eps) * gae).mean()
@@ -312,5 +313,5 @@ def ppo_loss_torch(logits, values, batch: dict, lcfg: LossConfig):
     # the warm-up stream into the CUDA graph's capture
     with torch.no_grad():
         stats = dict(value_loss=value_loss.detach(), actor_loss=actor_loss.detach(), entropy=entropy.detach(),
-                     approx_kl=((ratio - 1) - torch.log(ratio)).mean(), clip_frac=((ratio - 1).abs() > eps).float().mean())
+                     approx_kl=((ratio - 1) - log_ratio).mean(), clip_frac=((ratio - 1).abs() > eps).float().mean())
     return total, stats

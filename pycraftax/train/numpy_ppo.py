@@ -301,7 +301,10 @@ def ppo_loss(params, batch, lcfg: LossConfig = LossConfig(), with_grad: bool = T
     vl_c = np.square(v_clipped - targets)
     value_loss = dt.type(0.5) * np.maximum(vl, vl_c).mean()
     # actor loss
-    ratio = np.exp(log_prob - np.asarray(batch["log_probs"], dt))
+    # the k3 estimator of the KL from the log ratio itself: log(exp(x)) is -inf once exp(x)
+    # underflows, for an action the updated policy has all but ruled out
+    log_ratio = log_prob - np.asarray(batch["log_probs"], dt)
+    ratio = np.exp(log_ratio)
     gae = np.asarray(batch["advantages"], dt)
     gae = (gae - gae.mean()) / (gae.std() + dt.type(1e-8))
     ratio_c = np.clip(ratio, 1 - eps, 1 + eps)
@@ -313,7 +316,7 @@ def ppo_loss(params, batch, lcfg: LossConfig = LossConfig(), with_grad: bool = T
     entropy = ent.mean()
     total = loss_actor + dt.type(lcfg.vf_coef) * value_loss - dt.type(lcfg.ent_coef) * entropy
     aux = dict(value_loss=value_loss, actor_loss=loss_actor, entropy=entropy,
-               approx_kl=((ratio - 1) - np.log(ratio)).mean(),
+               approx_kl=((ratio - 1) - log_ratio).mean(),
                clip_frac=(np.abs(ratio - 1) > eps).mean())
     if not with_grad:
         return total, aux, None
