@@ -351,7 +351,9 @@ def test_gru_sequence_under_cuda_graph_capture():
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        captured = step()
+        # detached: outputs holding the captured autograd graph would keep its AccumulateGrad
+        # nodes (of the capture stream) alive into the eager step below
+        captured = tuple(x.detach() for x in step())
     graph.replay()
     first = [c.clone() for c in captured]
     new, new_up = _gru_problem(T, B, H, seed=5)
