@@ -128,7 +128,8 @@ def test_torch_model_equals_reference_in_float64():
 
 def test_approx_kl_stays_finite_when_a_ratio_underflows():
     """An action the updated policy has all but ruled out (log ratio -1000: exp underflows to 0
-    in float64 and float32) counts as its log ratio in the KL estimate, as in both losses."""
+    in float64 and float32) adds its log ratio to the KL estimate, in the NumPy and the PyTorch
+    loss alike, instead of making it infinite."""
     rng = np.random.default_rng(6)
     p = params64(seed=7)
     batch = random_batch(rng, T=4, B=3, cfg=SMALL)
