@@ -159,7 +159,7 @@ class PaperActorCritic:
             raise ValueError("fused_cell needs a CUDA device (PyTorch's fused GRU cell has no CPU kernel)")
         self.fused_cell = self.device.type == "cuda" if fused_cell is None else bool(fused_cell)
         self.names = list(numpy_ppo.param_shapes(self.cfg))
-        self.weights = {k: torch.nn.Parameter(torch.as_tensor(np.asarray(params[k]), dtype=self.dtype,
+        self.weights = {k: torch.nn.Parameter(torch.as_tensor(np.ascontiguousarray(params[k]), dtype=self.dtype,
                                                               device=self.device)) for k in self.names}
 
     def parameters(self) -> list:
