@@ -177,8 +177,6 @@ class Group:
         import torch
         import torch.distributed as dist
 
-        if world.world_size < 2:
-            raise ValueError(f"a Group needs a world of 2 or more ranks, got world_size {world.world_size}")
         self.rank, self.world_size = world.rank, world.world_size
         self.device = torch.device(device)
         self.backend = "nccl" if self.device.type == "cuda" else "gloo"
