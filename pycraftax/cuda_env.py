@@ -912,7 +912,7 @@ class CudaCraftaxEnv(CraftaxVecEnv):
         except Exception:  # interpreter shutdown
             pass
 
-    # -- for native code that drives the buffers itself (the CUDA trainer) -------------------------
+    # -- for native code of the caller's that drives the buffers itself ----------------------------
     def native_handles(self) -> NativeHandles:
         """The device addresses of the states and scratch buffers and the host address of the
         env's CraftaxParams (all valid while the env is open), and sizeof(CraftaxParams)."""

@@ -171,16 +171,20 @@ def resolve_backend(args) -> str:
 
 class stop_on_signals:
     """While training: the first SIGTERM (batch schedulers send it before the kill) or Ctrl-C
-    asks the trainer to finish its update and checkpoint; a second Ctrl-C interrupts at once."""
+    asks the trainer to finish its update and checkpoint; a second Ctrl-C interrupts at once,
+    unless `interrupt` is False (a rank of several: torchrun passes on the Ctrl-C the ranks already
+    had from the terminal, and they must all reach the same update's end)."""
 
-    def __init__(self, trainer):
-        self.trainer, self.saved = trainer, {}
+    def __init__(self, trainer, interrupt: bool = True):
+        self.trainer, self.saved, self.interrupt = trainer, {}, interrupt
 
     def _handle(self, signum, frame):
         import signal
 
-        if self.trainer.stop_reason is not None and signum == signal.SIGINT:
-            raise KeyboardInterrupt
+        if self.trainer.stop_reason is not None:
+            if signum == signal.SIGINT and self.interrupt:
+                raise KeyboardInterrupt
+            return
         self.trainer.request_stop(signal.Signals(signum).name)
         sys.stderr.write(f"\n{signal.Signals(signum).name}: stopping after this update with a checkpoint\n")
 
@@ -334,16 +338,28 @@ def cmd_train(args) -> int:
 
 
 def _launch(gpus: int, argv: list[str]) -> int:
-    """Becomes torchrun (distributed.torchrun_command) running this command's run on `gpus`
-    GPUs: signals, the ranks' output and the exit status are torchrun's (a rank that fails
-    ends the others)."""
+    """torchrun's own entry point (torch.distributed.run.main) in this process, as
+    `torchrun --standalone --nproc-per-node N -m pycraftax <argv>` (distributed.torchrun_command).
+    A rank that fails ends the others (torchrun prints which); a Ctrl-C or SIGTERM stops every rank
+    after the same update with a checkpoint. Returns 0, 1 (a rank failed) or 128 + the signal."""
+    import signal
+
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.run import main as torchrun
+
     from pycraftax.train import distributed
 
-    command = distributed.torchrun_command(gpus, argv)
     sys.stdout.flush()
-    sys.stderr.flush()
-    os.execv(command[0], command)
-    return 0  # not reached: execv returns only by raising
+    try:
+        torchrun(distributed.torchrun_command(gpus, argv)[3:])
+    except SignalException as e:
+        name = signal.Signals(int(e.sigval)).name
+        print(f"pycraftax train: {name}: the ranks stopped after an update with a checkpoint", file=sys.stderr)
+        return 128 + int(e.sigval)
+    except ChildFailedError:
+        return 1  # torchrun has printed the failed rank and its error
+    return 0
 
 
 def _train(args, out: str, backend: str) -> int:
@@ -435,14 +451,14 @@ def _run_and_report(args, trainer, quiet: bool = False) -> None:
               f"{describe_sizes(config)}{ranks}, {config.num_updates:,} updates -> {trainer.out_dir}")
     t0 = now()
     start_update = trainer.update
-    with stop_on_signals(trainer):
+    with stop_on_signals(trainer, interrupt=trainer.world_size == 1):
         trainer.run(progress=not (args.quiet or quiet),
                     time_limit_s=None if args.time_limit is None else 60.0 * args.time_limit)
     if quiet:
         return
     print(closing_summary(trainer, start_update, now() - t0))
     metrics_path = os.path.join(trainer.out_dir, "metrics.jsonl")
-    if trainer.update > 0 and os.path.exists(metrics_path):  # not a run stopped before its first update
+    if trainer.update > 0 and os.path.exists(metrics_path) and os.path.getsize(metrics_path):  # a line to sum up
         from pathlib import Path
 
         from pycraftax.train import summary
