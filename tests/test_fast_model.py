@@ -272,7 +272,7 @@ def test_train_command_runs_the_fast_recipe_on_the_cpu(tmp_path, capsys):
              "--hidden", "32", "--cell-dim", "8", "--total-timesteps", "128", "--quiet", "--out", out]
     assert cli.main(["train", "--backend", "c", *flags]) == 0
     text = capsys.readouterr().out
-    assert "model cell-gru (cell_dim 8)" in text and "PPO-RNN, fast recipe (PyTorch)" in text
+    assert "model cell-mingru (cell_dim 8)" in text and "PPO-RNN, fast recipe (PyTorch)" in text
     assert np.load(tmp_path / "run" / "params.npz")[f"{fm.CELL}/kernel"].shape == (83, 8)
     if not torch.cuda.is_available():
         assert cli.main(["train", "--backend", "cuda", *flags, "--force"]) == 2

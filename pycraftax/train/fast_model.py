@@ -21,6 +21,7 @@ This module holds the float64-checkable NumPy reference (`init_params`, `encode`
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -312,12 +313,11 @@ class TorchActorCritic:
 
     def _linear(self, x, w, b=None, out_dtype=None):
         """x @ w (+ b): with bf16, bfloat16 operands and fp32 accumulation (the bias in the GEMM's
-        epilogue) and a bfloat16 result unless out_dtype; else in self.dtype."""
+        epilogue) and a bfloat16 result unless out_dtype (bf16_linear); else in self.dtype."""
         torch = _torch()
         if not self.bf16:
             return x @ w if b is None else torch.addmm(b, x, w)
-        x, w = x.to(torch.bfloat16), w.to(torch.bfloat16)
-        y = torch.mm(x, w) if b is None else torch.addmm(b.to(torch.bfloat16), x, w)
+        y = _bf16_linear_function().apply(x, w, b)
         return y if out_dtype is None else y.to(out_dtype)
 
     def features(self, obs):
@@ -425,6 +425,41 @@ class TorchActorCritic:
         """obs [T, B, ...] (float or records), dones bool [T, B], h0 [B, H] -> (h_T, logits, values)."""
         T, B = dones.shape
         return self.core(self.features(obs.reshape(T * B, *obs.shape[2:])), dones, h0)
+
+
+@functools.lru_cache(maxsize=1)
+def _bf16_linear_function():
+    """x @ w + b as one autograd op: bfloat16 operands, fp32 accumulation, a bfloat16 result. Its
+    backward writes dx in x's dtype and dw, db in fp32 straight from cuBLAS (w and b are the fp32
+    master weights); db is ones @ dy, a GEMM, because PyTorch's column sum of a [rows, n] bfloat16
+    gradient is a slow strided reduction. Made on first use: importing this module needs no torch."""
+    torch = _torch()
+    bf16, f32 = torch.bfloat16, torch.float32
+
+    class Bf16Linear(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w, b):
+            xb, wb = x.to(bf16), w.to(bf16)
+            y = torch.mm(xb, wb) if b is None else torch.addmm(b.to(bf16), xb, wb)
+            ctx.save_for_backward(xb, wb)
+            ctx.dtypes = (x.dtype, w.dtype, None if b is None else b.dtype)
+            return y
+
+        @staticmethod
+        @torch.autograd.function.once_differentiable
+        def backward(ctx, dy):
+            xb, wb = ctx.saved_tensors
+            x_dtype, w_dtype, b_dtype = ctx.dtypes
+            need_x, need_w, need_b = ctx.needs_input_grad
+            dy = dy.to(bf16)
+            dx = torch.mm(dy, wb.t()).to(x_dtype) if need_x else None
+            dw = torch.mm(xb.t(), dy, out_dtype=f32).to(w_dtype) if need_w else None
+            db = None
+            if need_b and b_dtype is not None:
+                db = torch.mm(dy.new_ones((1, dy.shape[0])), dy, out_dtype=f32)[0].to(b_dtype)
+            return dx, dw, db
+
+    return Bf16Linear
 
 
 def ppo_loss_torch(logits, values, batch: dict, lcfg: LossConfig):
