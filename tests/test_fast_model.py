@@ -233,9 +233,9 @@ def test_fast_trainer_refuses_what_it_cannot_run():
     from pycraftax.train.config import TrainConfig
     from pycraftax.train.torch_trainer import TorchTrainer
 
-    with pytest.raises(ValueError, match="TorchTrainer trains model 'cell-gru'"):
+    with pytest.raises(ValueError, match=r"TorchTrainer trains the models \['cell-gru', 'cell-mingru'\], got 'gru'"):
         TorchTrainer(TrainConfig(), device="cpu")
-    with pytest.raises(ValueError, match="model 'cell-gru' reads Craftax-Symbolic-v1"):
+    with pytest.raises(ValueError, match="model 'cell-mingru' reads Craftax-Symbolic-v1"):
         TrainConfig.from_recipe("fast", env_id="Craftax-Classic-Symbolic-v1")
     with pytest.raises(ValueError, match=r"cell_dim must be one of \[8, 16, 24, 32\]"):
         TrainConfig.from_recipe("fast", cell_dim=12)
