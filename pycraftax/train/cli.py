@@ -27,7 +27,7 @@ import sys
 
 from pycraftax.progress import format_duration
 from pycraftax.registry import list_envs
-from pycraftax.train.config import DEFAULT_RECIPE, DTYPES, MODELS, RECIPES, RESETS, TrainConfig
+from pycraftax.train.config import CELL_MODELS, DEFAULT_RECIPE, DTYPES, MODELS, RECIPES, RESETS, TrainConfig
 
 # TrainConfig fields with a flag of their own (anneal_lr has --no-anneal-lr)
 CONFIG_FLAGS = ("total_timesteps", "num_envs", "num_steps", "update_epochs", "num_minibatches", "width", "hidden",
@@ -73,7 +73,7 @@ def _recipe_help() -> str:
 
 
 def describe_sizes(c: TrainConfig) -> str:
-    model = f"model {c.model}" + (f" (cell_dim {c.cell_dim})" if c.model == "cell-gru" else "")
+    model = f"model {c.model}" + (f" (cell_dim {c.cell_dim})" if c.model in CELL_MODELS else "")
     return (f"{c.num_envs} envs x {c.num_steps} steps, {c.update_epochs} epochs x {c.num_minibatches} minibatches, "
             f"{model}, width {c.width}, hidden {c.hidden}, {c.total_timesteps:,} env steps")
 
@@ -95,6 +95,9 @@ def add_train_args(p) -> None:
             metavar = "{" + ",".join(FLAG_CHOICES[name]) + "}"
         p.add_argument(_flag(name), dest="cfg_" + name, metavar=metavar, type=kind, default=None, help=default)
     p.add_argument("--no-anneal-lr", action="store_true", help="constant learning rate (default: annealed linearly)")
+    p.add_argument("--deterministic", action="store_true",
+                   help="PyTorch trainer: a bitwise-repeatable run for the seed on the same GPU model (deterministic "
+                        "kernels; costs some speed, see docs/TRAINING.md) (default: off)")
     p.add_argument("--backend", choices=BACKENDS, default="auto",
                    help="where to train, never what (the recipe does not depend on it): cuda: PyTorch on the GPU "
                         "with the CUDA env; c: the CPU with the C env (NumPy for model gru in one process, else "
@@ -127,6 +130,8 @@ def given_fields(args) -> dict:
     given = {n: getattr(args, "cfg_" + n) for n in CONFIG_FLAGS if getattr(args, "cfg_" + n) is not None}
     if args.no_anneal_lr:
         given["anneal_lr"] = False
+    if getattr(args, "deterministic", False):
+        given["deterministic"] = True
     return given
 
 
@@ -245,7 +250,7 @@ def rank_argv(args, out: str) -> list[str]:
         value = getattr(args, "cfg_" + name)
         if value is not None:
             argv += [_flag(name), repr(value) if isinstance(value, float) else str(value)]
-    for switch in ("no_anneal_lr", "no_tf32", "force", "quiet"):
+    for switch in ("no_anneal_lr", "deterministic", "no_tf32", "force", "quiet"):
         if getattr(args, switch):
             argv.append(_flag(switch))
     if args.resume:

@@ -27,19 +27,20 @@ states: a resumed run continues the learning exactly and starts new episodes.
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import numpy as np
 
 from pycraftax.train import numpy_ppo
-from pycraftax.train.config import TrainConfig
+from pycraftax.train.config import CELL_MODELS, TrainConfig
 from pycraftax.train.fast_model import FastModelConfig, TorchActorCritic, ppo_loss_torch
 from pycraftax.train.fast_model import init_params as fast_init_params
 from pycraftax.train.loop import Iteration, RunLoop, now, read_checkpoint
 from pycraftax.vec_env import available_host_memory
 
 LOSS_STATS = ("total_loss", "value_loss", "actor_loss", "entropy", "approx_kl", "clip_frac", "grad_norm")
-TITLES = {"gru": "PPO-RNN (PyTorch)", "cell-gru": "PPO-RNN, fast recipe (PyTorch)"}
+TITLES = {"gru": "PPO-RNN (PyTorch)", "cell-gru": "PPO-RNN, fast recipe (PyTorch)", "cell-mingru": "PPO-RNN, fast recipe (PyTorch)"}
 # the trainers whose checkpoints TorchTrainer resumes: its own, and the learner of the CUDA
 # trainer's (model "gru", the same flax names; its Adam count in counters[1])
 RESUMABLE_BACKENDS = ("torch", "cuda")
@@ -94,13 +95,16 @@ class TorchTrainer(RunLoop):
         if reason:
             raise RuntimeError(f"PyTorch trainer on {device}: {reason}")
         on_gpu = device == "cuda"
+        if c.deterministic and on_gpu:
+            # cuBLAS reads it when a handle is made: before this process's first GEMM
+            os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         rank, world = (group.rank, group.world_size) if group is not None else (0, 1)
         if rank > 0 and out_dir is not None:
             raise ValueError(f"rank {rank} writes no run files: out_dir must be None")
         local_envs = (distributed.envs_per_rank(c.num_envs, world, c.num_minibatches, c.reset_ratio)
                       if group is not None else c.num_envs)
         env = pycraftax.make(c.env_id, num_envs=local_envs, backend="cuda" if on_gpu else "c", seed=c.seed,
-                             obs="compact" if on_gpu and c.model == "cell-gru" else "float", resets=c.resets,
+                             obs="compact" if on_gpu and c.model in CELL_MODELS else "float", resets=c.resets,
                              reset_ratio=c.reset_ratio)
         super().__init__(config, out_dir, env)
         self.TITLE = TITLES[c.model]
@@ -158,9 +162,9 @@ class TorchTrainer(RunLoop):
 
     def _build_model(self, c: TrainConfig, env, on_gpu: bool):
         """The model of c.model, initialised from c.seed, sized from the env (self.model_config)."""
-        if c.model == "cell-gru":
+        if c.model in CELL_MODELS:
             self.model_config = FastModelConfig(cell_dim=c.cell_dim, width=c.width, hidden=c.hidden,
-                                                num_actions=env.num_actions)
+                                                num_actions=env.num_actions, recurrence=CELL_MODELS[c.model])
             return TorchActorCritic(fast_init_params(self.model_config, seed=c.seed), self.device, bf16=on_gpu,
                                     dtype=None if on_gpu else self.dtype)
         from pycraftax.train.paper_model import PaperActorCritic
@@ -412,13 +416,27 @@ class TorchTrainer(RunLoop):
         the run's minibatch m is the union of the ranks' m-th slices)."""
         return _torch().randperm(self.local_envs, generator=self.gen, device=self.device)
 
+    @contextlib.contextmanager
+    def _determinism(self):
+        """PyTorch's deterministic algorithms for this trainer's work where the config asks
+        (graphs captured inside keep the kernels chosen then), restored after: the flag is
+        process-wide."""
+        torch = _torch()
+        before = torch.are_deterministic_algorithms_enabled()
+        torch.use_deterministic_algorithms(before or self.config.deterministic)
+        try:
+            yield
+        finally:
+            torch.use_deterministic_algorithms(before)
+
     def iterate(self) -> Iteration:
-        t0 = now()
-        self.rollout()
-        episodes, steps = self._episodes()
-        t1 = now()
-        losses = self.learn()
-        t2 = now()
+        with self._determinism():
+            t0 = now()
+            self.rollout()
+            episodes, steps = self._episodes()
+            t1 = now()
+            losses = self.learn()
+            t2 = now()
         return Iteration(episodes, losses, t2 - t0, dict(rollout_s=t1 - t0, learn_s=t2 - t1), steps)
 
     # -- checkpoint state ------------------------------------------------------------------
