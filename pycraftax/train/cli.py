@@ -5,13 +5,13 @@ The recipe is always explicit: `--recipe` (default "small", the CPU job) picks t
 flags override single fields, and the recipe in effect is printed with its values at the
 start. The backend (`--backend`) chooses where to train, never what.
 
-The engines: the NumPy trainer (trainer.py) for model gru in one process on the CPU (`--backend
-c`), the PyTorch engine (torch_trainer.py) for everything else: the GPU (`--backend cuda`),
-model cell-gru, and runs of several processes. Several processes: `--gpus N` runs torchrun on
-this host (`torchrun --standalone --nproc-per-node N -m pycraftax train ...`); a process started
-with torchrun's variables (by `--gpus`, torchrun or a scheduler) is one rank of the run
-(distributed.py): the recipe's envs and env steps are split over the ranks, rank 0 prints, logs
-and checkpoints.
+The engines: the NumPy trainer (trainer.py) for model gru in one process on the CPU
+(`--backend c`), the PyTorch engine (torch_trainer.py) for everything else: the GPU (`--backend
+cuda`), the cell models (cell-gru, cell-mingru), and runs of several processes. Several
+processes: `--gpus N` runs torchrun on this host (`torchrun --standalone --nproc-per-node N -m
+pycraftax train ...`); a process started with torchrun's variables (by `--gpus`, torchrun or a
+scheduler) is one rank of the run (distributed.py): the recipe's envs and env steps are split
+over the ranks, rank 0 prints, logs and checkpoints.
 
 A new run never writes over another: an --out that holds a run's files is refused (the
 message says how to resume it) unless --force, which deletes those files first. Outputs and

@@ -5,13 +5,13 @@ one process or several (distributed.py).
     trainer.run()
 
 The models (config.model): "gru", the paper's ActorCriticRNN on the float obs
-(paper_model.PaperActorCritic: the paper recipe, Classic), and "cell-gru", the fast recipe's
-network (fast_model.TorchActorCritic). A model gives `forward(obs [T, B, ...], dones [T, B],
+(paper_model.PaperActorCritic: the paper recipe, Classic), and the cell models "cell-gru" and
+"cell-mingru", the fast and strong recipes' networks (fast_model.TorchActorCritic). A model gives `forward(obs [T, B, ...], dones [T, B],
 h0 [B, H]) -> (h_T, logits [T, B, A], values [T, B])`, `parameters()` and `names` (flax names, in
 the same order), `numpy_params()` and `load(params)`.
 
 On the GPU the envs are the CUDA env: compact obs records (1,008 bytes an env step, which the
-cell encoder reads: cuda/fast_cuda.cu) for "cell-gru", float obs for "gru". Everything stays on
+cell encoder reads: cuda/fast_cuda.cu) for the cell models, float obs for "gru". Everything stays on
 the GPU: the env's outputs are read in place, the weights, the Adam moments and the rollout
 never leave it; the work between two env steps is a CUDA graph per step boundary, and one
 minibatch's update (gather, forward, BPTT, gradient average over the ranks, clip, Adam) is
@@ -19,7 +19,7 @@ captured once as a CUDA graph and replayed. Only the metrics of the episodes tha
 back, once an update. On the CPU the same loop runs eagerly on the C env's float obs.
 
 The loss, GAE, advantage normalisation, global-norm clip, Adam and learning-rate schedule are
-numpy_ppo's. Precision: "cell-gru" runs its GEMMs in bfloat16 with fp32 accumulation on the GPU;
+numpy_ppo's. Precision: the cell models run their GEMMs in bfloat16 with fp32 accumulation on the GPU;
 "gru" runs in the config's dtype, with TF32 GEMMs on the GPU unless tf32=False. Checkpoints hold
 the learner (weights, moments, the env key, the sampling generator, counters) but not the env
 states: a resumed run continues the learning exactly and starts new episodes.
@@ -40,7 +40,8 @@ from pycraftax.train.loop import Iteration, RunLoop, now, read_checkpoint
 from pycraftax.vec_env import available_host_memory
 
 LOSS_STATS = ("total_loss", "value_loss", "actor_loss", "entropy", "approx_kl", "clip_frac", "grad_norm")
-TITLES = {"gru": "PPO-RNN (PyTorch)", "cell-gru": "PPO-RNN, fast recipe (PyTorch)", "cell-mingru": "PPO-RNN, fast recipe (PyTorch)"}
+TITLES = {"gru": "PPO-RNN (PyTorch)", "cell-gru": "PPO-RNN, fast recipe (PyTorch)",
+          "cell-mingru": "PPO-RNN, fast recipe (PyTorch)"}
 # the trainers whose checkpoints TorchTrainer resumes: its own, and the learner of the CUDA
 # trainer's (model "gru", the same flax names; its Adam count in counters[1])
 RESUMABLE_BACKENDS = ("torch", "cuda")
@@ -112,7 +113,7 @@ class TorchTrainer(RunLoop):
         self.device = torch.device(device)
         self.graphs = graphs and on_gpu
         self.tf32 = bool(tf32)
-        if on_gpu:  # the float32 GEMMs of model "gru" (the bf16 ones of "cell-gru" do not depend on it)
+        if on_gpu:  # the float32 GEMMs of model "gru" (the cell models' bf16 ones do not depend on it)
             torch.backends.cuda.matmul.fp32_precision = "tf32" if self.tf32 else "ieee"
         self.dtype = torch.float64 if c.dtype == "float64" else torch.float32
         self.model = self._build_model(c, env, on_gpu)
