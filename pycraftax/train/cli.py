@@ -163,7 +163,15 @@ def resolve_backend(args) -> str:
     env_id = config_from_args(args).env_id
     cuda_ids = list_envs(backend="cuda")  # the ids with a CUDA env
     if args.backend == "auto":
-        return "cuda" if env_id in cuda_ids and torch_trainer.default_device() == "cuda" else "c"
+        if env_id in cuda_ids and torch_trainer.default_device() == "cuda":
+            return "cuda"
+        reason = torch_trainer.unavailable_reason("cuda")
+        if reason and "pip install torch" in reason:
+            from pycraftax import cuda_env
+
+            if cuda_env.available():  # a GPU this run could use, but for PyTorch
+                print(f"pycraftax train: training on the CPU: {reason} to train on the GPU", file=sys.stderr)
+        return "c"
     if args.backend == "cuda":
         reason = torch_trainer.unavailable_reason("cuda")
         if reason:

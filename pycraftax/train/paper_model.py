@@ -131,7 +131,7 @@ def _gru_sequence_function():
                     dh = workspaces.new_zeros((B, H)) if dh_next is None else dh_next
                 else:
                     dh = grad_hs[t] if dh_next is None else grad_hs[t] + dh_next
-                d_inputs[t], d_hiddens[t], d_hp = _cell_backward(dh, workspaces[t], ctx.fused)
+                d_inputs[t], d_hiddens[t], d_hp = _cell_backward(dh.contiguous(), workspaces[t], ctx.fused)
                 dh_next = torch.addmm(d_hp, d_hiddens[t], wh_t) * keeps[t]
             d_input = torch.stack(d_inputs)
             d_hidden = torch.stack(d_hiddens).reshape(T * B, 3 * H)
