@@ -165,6 +165,34 @@ def test_weights_equal_across_ranks_after_updates(two_ranks):
     assert any(not np.array_equal(first[k], ranks[0][k]) for k in first.files)  # the updates moved the weights
 
 
+def test_a_cell_model_trains_in_a_group(monkeypatch):
+    """The fast recipe's network (some of its kernels transposed in memory) in a one-rank gloo
+    group in this process: its gradients live in the flat buffer laid out as the parameters, and
+    an update equals the one without a group (the moments summed in another order)."""
+    from pycraftax.train.config import TrainConfig
+    from pycraftax.train.torch_trainer import TorchTrainer
+
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(_free_port()))
+    c = TrainConfig.from_recipe("fast", num_envs=8, num_steps=4, num_minibatches=2, update_epochs=1,
+                                total_timesteps=8 * 4 * 2, width=16, hidden=16, cell_dim=8)
+    group = dist.Group(World(0, 1, 0), "cpu", timeout_s=60)
+    try:
+        grouped = TorchTrainer(c, device="cpu", group=group)
+        assert any(not p.is_contiguous() for p in grouped.model.parameters())
+        alone = TorchTrainer(c, device="cpu")
+        for t in (grouped, alone):
+            t.step()
+        for p in grouped.model.parameters():
+            assert p.grad.data_ptr() >= grouped.flat_grad.data_ptr() and p.grad.stride() == p.stride()
+        for k, w in alone.params.items():
+            np.testing.assert_allclose(grouped.params[k], w, rtol=1e-5, atol=1e-6, err_msg=k)
+        for t in (grouped, alone):
+            t.env.close()
+    finally:
+        group.close()
+
+
 def _equivalence_batch(global_envs: int, T: int, obs_size: int, hidden: int, num_actions: int) -> dict:
     rng = np.random.default_rng(11)
     N = global_envs

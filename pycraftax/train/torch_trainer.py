@@ -183,8 +183,11 @@ class TorchTrainer(RunLoop):
         group.check_same("the training configuration", dict(self.config.to_dict(), model_dtype=str(self.dtype),
                                                               parameters=sum(p.numel() for p in params)))
         with torch.no_grad():
-            group.broadcast_([p.data for p in params], "sending rank 0's weights")
-        self.flat_grad = torch.zeros(sum(p.numel() for p in params), dtype=self.dtype, device=self.device)
+            weights = [p.detach().contiguous() for p in params]  # NCCL sends contiguous tensors only
+            group.broadcast_(weights, "sending rank 0's weights")
+            for p, w in zip(params, weights):
+                p.copy_(w)
+        self.flat_grad = torch.zeros(sum(p.numel() for p in params), dtype=params[0].dtype, device=self.device)
         offset = 0
         for p in params:  # each gradient laid out as its parameter (a transposed kernel included)
             p.grad = self.flat_grad.as_strided(p.shape, p.stride(), offset)
@@ -472,7 +475,7 @@ class TorchTrainer(RunLoop):
             for name, p in zip(self.model.names, self.model.parameters()):
                 step = torch.tensor(float(self.opt_steps), device=self.device if self.opt.defaults["capturable"]
                                     else "cpu")
-                moments = [torch.as_tensor(np.asarray(data[f"opt/{m}/{name}"]), dtype=self.dtype,
+                moments = [torch.as_tensor(np.asarray(data[f"opt/{m}/{name}"]), dtype=p.dtype,
                                            device=self.device).clone() for m in ("mu", "nu")]
                 self.opt.state[p] = dict(step=step, exp_avg=moments[0], exp_avg_sq=moments[1])
         if self.rank == 0 and "generator" in data:
