@@ -15,7 +15,13 @@
 #define ENCODE_THREADS 256
 #define BACKWARD_CELLS 16    /* cells a backward block holds at once, C threads each */
 #define BACKWARD_BLOCKS 2048 /* blocks of the backward's grid-stride loop: the partials it reduces */
-#define DETERMINISTIC_CELLS 3 /* cells a block of the deterministic backward holds (3 private sums: 42 KB of shared memory at C = 32, under the 48 KB a block gets without opting in) */
+/* Cells a block of the deterministic backward holds: as many private sums ([84, C] floats each)
+ * as fit beside the weights in the 48 KB a block gets without opting in (16, 8, 5, 3 for C = 8,
+ * 16, 24, 32). */
+template <int C>
+__host__ __device__ constexpr int deterministic_cells() {
+    return (48 * 1024 / 4 / C - 83) / 84 > 16 ? 16 : (48 * 1024 / 4 / C - 83) / 84;
+}
 #define GRU_THREADS 256
 
 static_assert(MOB_CHANNEL0 + 40 == VISIBLE_CHANNEL, "obs.h's cell channels: 37 block, 5 item, 40 mob, 1 visible");
@@ -115,14 +121,14 @@ __device__ __forceinline__ float grad_value<__nv_bfloat16>(const __nv_bfloat16 *
  * collide only between its cells), the bias and visible rows in the thread's registers. The
  * column's pre-activation is summed in cell_preactivation's order, so the ReLU mask is the forward's.
  * partials[block] = the block's sums. */
-/* EXACT: the deterministic variant (DETERMINISTIC_CELLS slots a block, each slot its own shared
+/* EXACT: the deterministic variant (deterministic_cells<C>() slots a block, each slot its own shared
  * sums, written by its C threads alone, so no atomics; the slots' sums are added in slot order):
  * the same additions in the same order on every run. */
 template <int C, typename G, bool EXACT>
-__global__ void __launch_bounds__((EXACT ? DETERMINISTIC_CELLS : BACKWARD_CELLS) * C) fast_encode_cells_backward_kernel(
+__global__ void __launch_bounds__((EXACT ? deterministic_cells<C>() : BACKWARD_CELLS) * C) fast_encode_cells_backward_kernel(
     const uint8_t *records, int64_t rows, int32_t record_bytes, const float *weight, const float *bias,
     const G *grad, int32_t row_width, float *partials) {
-    constexpr int SLOTS = EXACT ? DETERMINISTIC_CELLS : BACKWARD_CELLS;
+    constexpr int SLOTS = EXACT ? deterministic_cells<C>() : BACKWARD_CELLS;
     constexpr int SUMS = (CHANNELS + 1) * C; /* row CHANNELS: the bias */
     __shared__ float w[CHANNELS * C], sums[EXACT ? SLOTS * SUMS : SUMS];
     for (int i = threadIdx.x; i < CHANNELS * C; i += blockDim.x) w[i] = weight[i];
@@ -581,8 +587,7 @@ template <typename G, bool EXACT>
 static void launch_encode_backward(int32_t cell_dim, int blocks, cudaStream_t s, const uint8_t *records, int64_t rows,
                                    int32_t record_bytes, const float *weight, const float *bias, const void *grad,
                                    int32_t row_width, float *part) {
-    const int slots = EXACT ? DETERMINISTIC_CELLS : BACKWARD_CELLS;
-    DISPATCH_CELL_DIM(cell_dim, (fast_encode_cells_backward_kernel<C, G, EXACT><<<blocks, slots * C, 0, s>>>(
+    DISPATCH_CELL_DIM(cell_dim, (fast_encode_cells_backward_kernel<C, G, EXACT><<<blocks, (EXACT ? deterministic_cells<C>() : BACKWARD_CELLS) * C, 0, s>>>(
                                     records, rows, record_bytes, weight, bias, (const G *)grad, row_width, part)));
 }
 

@@ -233,7 +233,7 @@ def test_fast_trainer_refuses_what_it_cannot_run():
     from pycraftax.train.config import TrainConfig
     from pycraftax.train.torch_trainer import TorchTrainer
 
-    with pytest.raises(ValueError, match="model 'cell-mingru' reads Craftax-Symbolic-v1"):
+    with pytest.raises(ValueError, match="model 'cell-gru' reads Craftax-Symbolic-v1"):
         TrainConfig.from_recipe("fast", env_id="Craftax-Classic-Symbolic-v1")
     with pytest.raises(ValueError, match=r"cell_dim must be one of \[8, 16, 24, 32\]"):
         TrainConfig.from_recipe("fast", cell_dim=12)
@@ -270,7 +270,7 @@ def test_train_command_runs_the_fast_recipe_on_the_cpu(tmp_path, capsys):
              "--hidden", "32", "--cell-dim", "8", "--total-timesteps", "128", "--quiet", "--out", out]
     assert cli.main(["train", "--backend", "c", *flags]) == 0
     text = capsys.readouterr().out
-    assert "model cell-mingru (cell_dim 8)" in text and "PPO-RNN, fast recipe (PyTorch)" in text
+    assert "model cell-gru (cell_dim 8)" in text and "PPO-RNN, fast recipe (PyTorch)" in text
     assert np.load(tmp_path / "run" / "params.npz")[f"{fm.CELL}/kernel"].shape == (83, 8)
     if not torch.cuda.is_available():
         assert cli.main(["train", "--backend", "cuda", *flags, "--force"]) == 2

@@ -23,17 +23,15 @@ RECIPES: dict[str, dict] = {
     # The Craftax paper's PPO-RNN (Craftax_Baselines ppo_rnn.py).
     "paper": dict(total_timesteps=1_000_000_000, num_envs=1024, num_steps=64, update_epochs=4, num_minibatches=8,
                   width=512, hidden=512),
-    # The GPU recipe of the PyTorch trainer (torch_trainer.py): a per-cell code of the map, Dense
-    # 256, a MinGRU 256 and heads reading [h, embedding] (fast_model.py), bf16 GEMMs; 16x the
-    # envs and 4x the minibatch of the paper recipe, half its epochs, four times its learning
-    # rate, auto resets.
+    # The GPU recipe of the PyTorch trainer (torch_trainer.py): the paper's network behind a
+    # per-cell code of the map (fast_model.py), 256 wide, bf16 GEMMs; 16x the envs and 4x the
+    # minibatch of the paper recipe, half its epochs, four times its learning rate, auto resets.
     "fast": dict(total_timesteps=1_000_000_000, num_envs=16384, num_steps=64, update_epochs=2, num_minibatches=32,
-                 width=256, hidden=256, model="cell-mingru", cell_dim=16, resets="auto", lr=8e-4,
+                 width=256, hidden=256, model="cell-gru", cell_dim=16, resets="auto", lr=8e-4,
                  checkpoint_every=100),
-    # The strongest agent at 1e9 steps the PyTorch trainer makes affordable: the fast recipe
-    # twice as wide (512) with a third epoch.
-    "strong": dict(total_timesteps=1_000_000_000, num_envs=16384, num_steps=64, update_epochs=3, num_minibatches=32,
-                   width=512, hidden=512, model="cell-mingru", cell_dim=16, resets="auto", lr=8e-4,
+    # The strongest agent at 1e9 steps measured so far (docs/TRAINING.md): the fast recipe 512 wide.
+    "strong": dict(total_timesteps=1_000_000_000, num_envs=16384, num_steps=64, update_epochs=2, num_minibatches=32,
+                   width=512, hidden=512, model="cell-gru", cell_dim=16, resets="auto", lr=8e-4,
                    checkpoint_every=100),
 }
 DEFAULT_RECIPE = "small"
