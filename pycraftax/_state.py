@@ -214,14 +214,14 @@ class LeafTable:
 def _domain_message(leaf: Leaf, index: tuple, value) -> str:
     what = f"state[{leaf.name!r}]"
     if leaf.dtype == np.float32 and not np.isfinite(value):
-        return f"{what} has a non-finite value {value} at index {index}: it must hold {leaf.domain()}"
+        return f"{what} has a non-finite value {value!s} at index {index}: it must hold {leaf.domain()}"
     low, high = (_float_text(leaf.min_value), _float_text(leaf.max_value)) if leaf.dtype == np.float32 else (
         leaf.min_value, leaf.max_value)
-    return f"{what} value {value} at index {index} is outside [{low}, {high}]"
+    return f"{what} value {value!s} at index {index} is outside [{low}, {high}]"
 
 
 def _living_mob_message(cls: str, index: tuple, health) -> str:
-    return (f"state[{cls + '.health'!r}] is {health} at index {index} where {cls + '.mask'!r} is set: "
+    return (f"state[{cls + '.health'!r}] is {health!s} at index {index} where {cls + '.mask'!r} is set: "
             "a masked mob must have health > 0, as in every state reachable from reset (clear the mask or give it "
             "health > 0)")
 

@@ -81,7 +81,8 @@ class CBackendEnv(CraftaxVecEnv):
                 raise ValueError(f"episode_progress[{name!r}] must have shape ({n},), got {arr.shape}")
         if ret.dtype.kind != "f":
             raise ValueError(f"episode_progress['episode_return'] must be finite floats, got dtype {ret.dtype}")
-        ret = ret.astype(np.float32)  # stored as float32: checked as such (1e300 would become inf)
+        with np.errstate(over="ignore"):  # stored as float32: checked as such (1e300 becomes inf)
+            ret = ret.astype(np.float32)
         if not np.all(np.isfinite(ret)):
             raise ValueError("episode_progress['episode_return'] must be finite floats (as float32), got "
                              f"{ret[~np.isfinite(ret)][0]}")
@@ -215,7 +216,7 @@ class CraftaxEnv(CBackendEnv):
         (pycraftax.obs_compact; what backend="cuda" returns with obs="compact"):
         obs_compact.expand(records) is observe() bit for bit, in 1/33 of the bytes."""
         with self._lock:
-            self._check_open()
+            self._check_has_states("observe_compact")
             records = np.empty((self.num_envs, int(lib.craftax_obs_compact_size())), dtype=np.uint8)
             self._check(lib.craftax_observe_compact(ptr(self._states, "void *"), self.num_envs,
                                                     ptr(records, "uint8_t *")), "observe_compact")

@@ -103,17 +103,21 @@ def split_params(kwargs: dict, classic: bool = False):
         else:
             raise TypeError(
                 f"unknown parameter {name!r}; EnvParams fields are {list(env_names)}, "
-                f"StaticEnvParams fields are {list(static_names)}"
+                f"StaticEnvParams fields are {list(static_names)}: a parameter must be one of them"
             )
     env_kwargs = {name: _check_env_param(name, value, shapes) for name, value in env_kwargs.items()}
     static = static_cls(**static_kwargs)
     default = static_cls()
     for name in static_kwargs:
         given, expected = getattr(static, name), getattr(default, name)
-        if tuple(np.atleast_1d(given).tolist()) != tuple(np.atleast_1d(expected).tolist()):
+        try:
+            same = tuple(np.atleast_1d(given).tolist()) == tuple(np.atleast_1d(expected).tolist())
+        except Exception:  # not even array-like: not the default either
+            same = False
+        if not same:
             raise ValueError(
                 f"StaticEnvParams.{name}={given!r} is not supported: the C and CUDA builds fix the "
-                f"state layout at upstream's defaults ({name}={expected!r})"
+                f"state layout at upstream's defaults, so it must be {name}={expected!r}"
             )
     return env_cls(**env_kwargs), static
 

@@ -504,14 +504,14 @@ class CraftaxVecEnv:
     def observe(self):
         """render_craftax_symbolic of the current states (the compact records with obs="compact")."""
         with self._lock:
-            self._check_open()
+            self._check_has_states("observe")
             return self._native_observe()
 
     # -- states -----------------------------------------------------------------------------
     def get_state(self) -> dict[str, np.ndarray]:
         """Every EnvState leaf, [num_envs, *upstream shape], upstream dtype (a host copy)."""
         with self._lock:
-            self._check_open()
+            self._check_has_states("get_state")
             return self._state_table().get_state(self._native_host_states())
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
@@ -562,6 +562,13 @@ class CraftaxVecEnv:
             raise RuntimeError(f"this env is closed ({self!r})")
         if settle:
             self._settle_async()
+
+    def _check_has_states(self, what: str) -> None:
+        """Raise if closed, or before the first reset: until then the env holds no game state
+        (zeroed buffers, which no reset or step produces and set_state would refuse)."""
+        self._check_open()
+        if self._needs_reset:
+            raise RuntimeError(f"{what}() before the first reset: call env.reset() (or reset_with_keys / set_state)")
 
     def _check_stepping(self, what: str, settle: bool = True) -> None:
         self._check_open(settle)

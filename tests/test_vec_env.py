@@ -134,13 +134,16 @@ def test_reset_seed_restarts_the_key_stream_at_prng_key():
 
 def test_step_before_reset_raises_and_changes_nothing():
     env = make(2)
-    before = env.get_state()
+    before = env._states.copy()
     with pytest.raises(RuntimeError, match="reset"):
         env.step(np.zeros(2, np.int32))
     with pytest.raises(RuntimeError, match="reset"):
         env.step_with_keys(np.zeros(2, np.int32), np.zeros((2, 2), np.uint32))
-    for name, value in env.get_state().items():
-        np.testing.assert_array_equal(value, before[name])
+    # there is no game state before a reset to read either (set_state would refuse the zeros)
+    for call in (env.get_state, env.observe):
+        with pytest.raises(RuntimeError, match=r"before the first reset: call env.reset\(\)"):
+            call()
+    np.testing.assert_array_equal(env._states, before)
     env.reset_with_keys(jax_random.split(jax_random.prng_key(0), 2))
     env.step(np.zeros(2, np.int32))  # any reset (or set_state) allows stepping
 

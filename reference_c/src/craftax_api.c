@@ -57,8 +57,9 @@ int craftax_obs_size(void) { return CRAFTAX_OBS_SIZE; }
  *  - counters that upstream lets run freely and wrap in int32 as XLA's do (cooldowns, the
  *    boss timer and progress, monsters killed, xp, plant ages, the timestep, projectiles'
  *    positions): any int32;
- *  - the player's position: POSITION_MIN..POSITION_MAX (god mode walks off the map; beyond
- *    these, upstream's squared int32 distances wrap, see PlayerPosition in pycraftax);
+ *  - the player's position: POSITION_MIN..POSITION_MAX on each axis (god mode walks off the
+ *    map; there every map cell is within 32767 cells of the player on each axis, so upstream's
+ *    squared int32 distances (get_distance_map) do not wrap, and pycraftax steps no further);
  *  - floats finite; health 0..8 + 99, light level 0..1 (the obs shows both), the mana
  *    recovery counter >= 0 (the step multiplies it by up to 25.5 each step).
  */
