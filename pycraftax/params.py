@@ -173,7 +173,8 @@ def _check_noise_angles(value, shapes) -> tuple:
             raise ValueError(f"fractal_noise_angles[{i}] must be None or a float array of shape {shape}, "
                              f"got {array.dtype} {array.shape}")
         # used as float32 (upstream multiplies the override by 2*pi in float32): checked as such
-        array = array.astype(np.float32)
+        with np.errstate(over="ignore"):  # an overflow becomes inf, refused below
+            array = array.astype(np.float32)
         if not np.all(np.abs(array) <= MAX_NOISE_ANGLE):  # NaN fails too
             raise ValueError(f"fractal_noise_angles[{i}] must hold finite values in [-{MAX_NOISE_ANGLE:g}, "
                              f"{MAX_NOISE_ANGLE:g}] (as float32), got min {array.min()} max {array.max()}")
