@@ -50,3 +50,21 @@ def test_the_judge_can_fail():
         cases.judge_refusal(ValueError("actions[0] = 43 is outside [0, 43): actions must be integers in it"),
                             ("actions",))
     assert cases.same_state({"a": [1.0, 2.0]}, {"a": [1.0, 3.0]}) == "a at [1]"
+
+
+def test_the_runner_records_a_crash_and_a_hang_and_goes_on(tmp_path):
+    """fuzz/run.py's child processes: a worker that aborts during an input is a crash at that
+    seed, one that stalls past --timeout a hang, and the batch goes on from the next seed."""
+    import json
+
+    from fuzz import run
+
+    report = tmp_path / "report.json"
+    code = run.main(["--inputs", "6", "--workers", "1", "--categories", "key_setter", "--batch", "10",
+                     "--timeout", "2", "--selftest-crash-at", "1", "--selftest-hang-at", "3", "--report", str(report)])
+    data = json.loads(report.read_text())
+    row = data["table"]["key_setter"]
+    assert code == 1 and row["inputs"] == 6 and row["crashes"] == 1 and row["hangs"] == 1
+    assert row["ok"] + row["refused"] == 4 and row["unhelpful"] == row["corrupted"] == 0
+    assert [(f["outcome"], f["seed"]) for f in data["findings"]] == [("crash", 1), ("hang", 3)]
+    assert "--reproduce key_setter:1" in data["findings"][0]["reproduce"]
