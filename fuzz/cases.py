@@ -202,10 +202,25 @@ def case_steps(rng, backend):
         check_reaccepted(env, f"after step {t}")
 
 
-def hostile_actions(rng, n: int, num_actions: int):
+def hostile_actions(rng, n: int, num_actions: int, backend: str = "c"):
     """(actions object, whether it must be accepted, the int values it holds when it must)."""
     values = rng.integers(0, num_actions, n)
-    kind = inputs_choice(rng, ("numpy", "numpy", "numpy_bad_values", "disguise", "torch", "duck", "scalar"))
+    kinds = ("numpy", "numpy", "numpy_bad_values", "disguise", "torch", "duck", "scalar")
+    kind = inputs_choice(rng, kinds + (("device",) * 2 if backend == "cuda" else ()))
+    if kind == "device":  # GPU tensors, read in place through __cuda_array_interface__
+        import torch
+
+        base = torch.tensor(values.tolist(), device="cuda")
+        flavour = inputs_choice(rng, ("int32", "int64", "uint8", "float32", "noncontiguous", "bad_values"))
+        if flavour in ("int32", "int64", "uint8"):
+            return base.to(getattr(torch, flavour)), True, values
+        if flavour == "float32":
+            return base.float(), False, None
+        if flavour == "noncontiguous":
+            return torch.stack([base.int(), base.int()], dim=1)[:, 0], False, None  # int32, stride 2
+        bad = base.int().clone()
+        bad[int(rng.integers(n))] = inputs_choice(rng, (-1, num_actions, 2**31 - 1))
+        return bad, False, None
     if kind == "numpy":
         dtype = inputs_choice(rng, (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
                                     np.float32, np.float64, np.float16, np.bool_, np.complex64, object,
@@ -258,7 +273,7 @@ def hostile_actions(rng, n: int, num_actions: int):
 
 def case_actions(rng, backend):
     env = make_env(rng, backend)
-    actions, must_accept, values = hostile_actions(rng, env.num_envs, env.num_actions)
+    actions, must_accept, values = hostile_actions(rng, env.num_envs, env.num_actions, backend)
     call = inputs_choice(rng, ("step", "step_with_keys", "step_async"))
     keys = rng.integers(0, 2**32, (env.num_envs, 2), dtype=np.uint32)
     before, key_before = env.get_state(), env.key

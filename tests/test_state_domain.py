@@ -376,3 +376,25 @@ def test_god_mode_step_from_the_edge_is_refused():
     plain = make(num_envs=2)  # without god mode a player off the map cannot walk: nothing to refuse
     plain.set_state(before)
     plain.step(np.zeros(2, np.int32))
+
+
+def test_the_docs_state_the_leaf_tables():
+    """docs/STATE_DOMAIN.md's tables are the C extension's leaf tables, leaf for leaf."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "STATE_DOMAIN.md").read_text()
+    for env_id in inputs.ENV_IDS:
+        table = inputs.table(env_id)
+        section = text.split(f"#### {table.label}\n", 1)[1].split("####", 1)[0]
+        rows = [line.split(" | ") for line in section.splitlines() if line.startswith("| `")]
+        assert [r[0].strip("| `") for r in rows] == [leaf.name for leaf in table.leaves]
+        for row, leaf in zip(rows, table.leaves):
+            assert row[1] == f"{leaf.dtype} {list(leaf.shape)}", leaf.name
+            accepted = row[2].rstrip(" |")
+            if leaf.dtype == np.bool_:
+                assert accepted == "False, True"
+            elif leaf.dtype == np.uint32:
+                assert accepted == "any"
+            else:
+                low, high = accepted.removeprefix("finite, ").strip("[]").split(", ")
+                assert accepted.startswith("finite, ") == (leaf.dtype == np.float32), leaf.name
+                parse = (lambda s: np.float32(float(s))) if leaf.dtype == np.float32 else int
+                assert (parse(low), parse(high)) == (leaf.min_value, leaf.max_value), leaf.name
