@@ -58,50 +58,78 @@ def tests(session: nox.Session) -> None:
         _check_no_parity_skips(junit)
 
 
-@nox.session
-def sanitize(session: nox.Session) -> None:
-    """C reference built with AddressSanitizer + UBSan: API, robustness, reset and anchor tests run clean."""
+def _install_sanitized(session: nox.Session) -> dict:
+    """The C reference built with AddressSanitizer + UBSan and installed, in a copy of the tree
+    (an in-place sanitizer build would replace the extension that the other sessions' editable
+    installs load); the session then runs in that copy. Returns the environment its Python
+    processes need (the sanitizer runtimes preloaded, their options)."""
     session.install("cffi", "numpy", "gymnasium>=1.0", "pytest", "hypothesis", "jax==0.10.2", "jaxlib==0.10.2", "craftax==1.6.1", "scipy>=1.12",
                     "setuptools", "wheel")
-    # Build in a copy of the tree: an in-place sanitizer build would replace the extension
-    # that the other sessions' editable installs load.
     build = Path(session.create_tmp()).resolve()
     tree = build / "tree"
     shutil.rmtree(tree, ignore_errors=True)
     shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns(".git", ".nox", ".venv", "build", "*.so", "*.egg-info",
                                                               "__pycache__", ".hypothesis", ".whl", ".device"))
     session.chdir(tree)
-    env = {"PYCRAFTAX_SANITIZE": "1"}
     session.run("pip", "install", "--no-build-isolation", "--force-reinstall", "--no-deps", "-e", ".",
-                env={**env, **C_ONLY, "PYCRAFTAX_TEST_HOOKS": "1"})
+                env={"PYCRAFTAX_SANITIZE": "1", **C_ONLY, "PYCRAFTAX_TEST_HOOKS": "1"})
+    libasan = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
+    libubsan = subprocess.run(["gcc", "-print-file-name=libubsan.so"], capture_output=True, text=True).stdout.strip()
+    return {
+        "LD_PRELOAD": f"{libasan} {libubsan}",
+        # CPython and jaxlib keep allocations alive at exit by design; leaks are not checked.
+        "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",
+        "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1",
+    }
+
+
+@nox.session
+def sanitize(session: nox.Session) -> None:
+    """C reference built with AddressSanitizer + UBSan: API, robustness, reset and anchor tests run clean."""
+    sanitizer_env = _install_sanitized(session)
+    build = Path(session.create_tmp()).resolve()
     tool = build / "craftax_tool_asan"
     tool_sources = ["reference_c/tools/craftax_tool.c"] + sorted(str(p) for p in Path("reference_c/src").glob("*.c"))
-    flags = ["-std=c11", "-O1", "-g", "-ffp-contract=off", "-fopenmp", "-fsanitize=address,undefined",
+    flags = ["-std=c11", "-O1", "-g", "-ffp-contract=off", "-fwrapv", "-fopenmp", "-fsanitize=address,undefined",
              "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer", "-Ireference_c/include"]
     session.run("gcc", *flags, *tool_sources, "-lm",
                 "-o", str(tool), external=True)
     plain = build / "craftax_tool"
-    session.run("gcc", "-std=c11", "-O3", "-ffp-contract=off", "-fopenmp", "-Ireference_c/include",
+    session.run("gcc", "-std=c11", "-O3", "-ffp-contract=off", "-fwrapv", "-fopenmp", "-Ireference_c/include",
                 *tool_sources, "-lm", "-o", str(plain),
                 external=True)
     for command in (["hash-reset", "32", "7"], ["hash-steps", "16", "400", "3"]):
         hashes = [session.run(str(exe), *command, external=True, silent=True) for exe in (tool, plain)]
         if hashes[0] != hashes[1]:
             session.error(f"sanitizer build differs from the plain build on {command}: {hashes}")
-    libasan = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
-    libubsan = subprocess.run(["gcc", "-print-file-name=libubsan.so"], capture_output=True, text=True).stdout.strip()
-    test_env = {
-        "LD_PRELOAD": f"{libasan} {libubsan}",
-        # CPython and jaxlib keep allocations alive at exit by design; leaks are not checked.
-        "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",
-        "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1",
-        "HYPOTHESIS_PROFILE": "ci",
-        "PYCRAFTAX_WORLD_KEYS": "32",
-    }
+    test_env = {**sanitizer_env, "HYPOTHESIS_PROFILE": "ci", "PYCRAFTAX_WORLD_KEYS": "32"}
     # API, step contract and arbitrary-state robustness, reset parity, and the pinned
     # trajectories (tens of thousands of steps with auto-resets) under the sanitizers.
     session.run("pytest", "-x", "-q", "tests", "conformance/test_worldgen.py", "conformance/test_anchors.py",
                 "-k", "not upstream", *session.posargs, env=test_env)
+
+
+@nox.session(default=False)
+def fuzz(session: nox.Session) -> None:
+    """pycraftax's own fuzz suite (fuzz/run.py): 10^5 inputs over every public entry point in child
+    processes, a crash or hang a finding with its reproducer; prints the outcome table and fails on
+    anything but accepted-and-right or refused-clearly. Arguments go to fuzz/run.py (`-- --inputs
+    2000 --workers 2`, `--report fuzz.json`), plus:
+      --asan            the C reference built with AddressSanitizer + UBSan (the sanitize session's build)
+      --backend cuda    the CUDA build on this machine's GPU; add
+                        --wrap "compute-sanitizer --tool memcheck --error-exitcode 86" to run every
+                        worker under compute-sanitizer (see docs/STATE_DOMAIN.md)"""
+    args = list(session.posargs)
+    env = {}
+    if "--asan" in args:
+        args.remove("--asan")
+        env = _install_sanitized(session)
+    else:
+        cuda = "--backend=cuda" in args or any(a == "--backend" and b == "cuda" for a, b in zip(args, args[1:]))
+        session.install("-e", ".[test]", env={"PYCRAFTAX_CUDA": "1" if cuda else "0"})
+    # torch's CPU build: the torch special-tensor inputs (sparse, meta, bfloat16, ...) run rather than fall back
+    session.install("torch==2.13.0")
+    session.run("python", "-m", "fuzz.run", *args, env=env)
 
 
 @nox.session(default=False)

@@ -243,7 +243,7 @@ def mutate(state: dict[str, np.ndarray], rng: np.random.Generator) -> dict[str, 
                 s["map"][e, level, p[0], p[1]] = rng.choice([11, 12, 3, 4, 14, 2, 7, 33])
         s["is_sleeping"][e] = rng.random() < 0.3
         s["is_resting"][e] = rng.random() < 0.2
-        s["player_health"][e] = np.float32(rng.choice([0.0, 0.3, 1.0, 4.6, 9.0, 13.0, -0.5]))
+        s["player_health"][e] = np.float32(rng.choice([0.0, 0.3, 1.0, 4.6, 9.0, 13.0, 0.1]))
         for k in ("player_food", "player_drink", "player_energy", "player_mana"):
             s[k][e] = rng.integers(0, 12)
         for k, hi in (("player_recover", 26), ("player_hunger", 26), ("player_thirst", 21),

@@ -42,7 +42,10 @@ TEST_SOURCES = sorted(str(p.relative_to(ROOT)) for p in TESTING_DIR.glob("*.c"))
 #   change float bits of the noise, light maps and observations.
 # -fno-math-errno lets sqrtf inline to one instruction; it changes no result.
 # -fopenmp: batched calls run envs on all cores.
-COMPILE_ARGS = ["-std=c11", "-O3", "-ffp-contract=off", "-fno-fast-math", "-fno-math-errno", "-fopenmp"]
+# -fwrapv: int32 sums wrap as XLA's do; states set_state accepts reach them (the timestep and
+#   other counters at INT32_MAX, god mode's far positions), and C leaves signed overflow
+#   undefined otherwise (CPython's own CFLAGS usually carry -fwrapv too; this does not rely on it).
+COMPILE_ARGS = ["-std=c11", "-O3", "-ffp-contract=off", "-fno-fast-math", "-fno-math-errno", "-fwrapv", "-fopenmp"]
 LINK_ARGS = ["-fopenmp", "-lm"]
 
 if os.environ.get("PYCRAFTAX_PORTABLE") != "1":

@@ -38,7 +38,7 @@ from pycraftax import _state, obs_compact
 from pycraftax._cdef import cdef_declarations
 from pycraftax.achievements import ACHIEVEMENTS, NUM_ACHIEVEMENTS
 from pycraftax.params import EnvParams, StaticEnvParams, to_c
-from pycraftax.vec_env import NUM_ACTIONS, OBS_SIZE, CraftaxVecEnv, check_actions
+from pycraftax.vec_env import OBS_SIZE, CraftaxVecEnv, check_actions
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _ROOT = _PACKAGE_DIR.parent
@@ -432,8 +432,8 @@ def _contiguous_strides(shape, itemsize: int) -> tuple[int, ...]:
 def _int32_on_device(actions, dtype: np.dtype):
     """Integer device actions of another width converted on their own device (torch's .int(),
     CuPy's and JAX's .astype): a policy's int64 samples need no host round trip."""
-    if not np.issubdtype(dtype, np.integer):
-        raise TypeError(f"actions must have an integer dtype, got {dtype}")
+    if dtype.kind not in "iu":  # timedelta64 is an integer subtype to numpy, not an action
+        raise TypeError(f"actions must have an integer dtype (int8..int64 or uint8..uint64), got {dtype}")
     if callable(getattr(actions, "int", None)):
         return actions.int()
     if callable(getattr(actions, "astype", None)):
@@ -448,7 +448,7 @@ def _device_actions(actions, num_envs: int):
     cai = getattr(actions, "__cuda_array_interface__", None)
     if cai is None:
         return None
-    dtype = np.dtype(cai["typestr"])
+    dtype = _cai_dtype(cai)
     if dtype != np.int32:
         if tuple(cai["shape"]) != (num_envs,):
             raise ValueError(f"actions must have shape ({num_envs},), got {tuple(cai['shape'])}")
@@ -456,10 +456,24 @@ def _device_actions(actions, num_envs: int):
         cai = actions.__cuda_array_interface__
     if tuple(cai["shape"]) != (num_envs,):
         raise ValueError(f"actions must have shape ({num_envs},), got {tuple(cai['shape'])}")
+    _cai_dtype(cai)
     strides = cai.get("strides")
     if strides is not None and tuple(strides) != (4,):
         raise ValueError("actions on the GPU must be contiguous")
     return actions, cai
+
+
+def _cai_dtype(cai) -> np.dtype:
+    """The dtype of a __cuda_array_interface__, checked to be a readable one (version 2/3 dict
+    with typestr, shape and a (pointer, read-only) data pair); TypeError naming actions else."""
+    try:
+        dtype = np.dtype(cai["typestr"])
+        tuple(cai["shape"])
+        int(cai["data"][0])
+    except Exception as exc:  # a malformed interface: its own error would not name the argument
+        raise TypeError(f"actions: the __cuda_array_interface__ given is malformed ({type(exc).__name__}: {exc}); "
+                        "actions must be an int32 device array of shape (num_envs,) (torch, CuPy, JAX)") from exc
+    return dtype
 
 
 @dataclass(frozen=True)
@@ -731,7 +745,7 @@ class CudaCraftaxEnv(CraftaxVecEnv):
                 self._p("states"), actions_p, lib.ffi.from_buffer("uint32_t[]", sub), self._p("keys", "uint32_t *"),
                 n, self._params, *outputs, *self._episode_ptrs(), self._p("scratch"))
         if code == ERR_ARGUMENT:
-            raise ValueError(f"step failed: actions must be integers in [0, {NUM_ACTIONS}) "
+            raise ValueError(f"step failed: actions must be integers in [0, {self.num_actions}) "
                              f"({lib.last_error()}); no env changed")
         lib.check(code, "step")
         v = self._views
@@ -816,7 +830,7 @@ class CudaCraftaxEnv(CraftaxVecEnv):
             self._p("states"), actions_p, self._p("keys", "uint32_t *"), n, self._params,
             *self._obs_ptrs(), self._p("reward", "float *"), self._p("done", "uint8_t *"), self._p("scratch"))
         if code == ERR_ARGUMENT:
-            raise ValueError(f"step_with_keys failed: actions must be integers in [0, {NUM_ACTIONS}) "
+            raise ValueError(f"step_with_keys failed: actions must be integers in [0, {self.num_actions}) "
                              f"({lib.last_error()}); no env changed")
         lib.check(code, "step_with_keys")
         return self._views["obs"], self._views["reward"], self._views["done"], self._done_info()
@@ -889,6 +903,9 @@ class CudaCraftaxEnv(CraftaxVecEnv):
 
     def _native_host_states(self) -> np.ndarray:
         return self._host_states()
+
+    def _native_read_leaf(self, name: str) -> np.ndarray:
+        return self._read_leaf(name)
 
     def _native_write_states(self, converted: dict[str, np.ndarray]) -> None:
         host = self._host_states()

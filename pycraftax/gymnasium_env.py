@@ -102,6 +102,10 @@ class CraftaxGymEnv(gymnasium.Env):
         if render_mode is not None:
             raise ValueError(f"render_mode must be None (pycraftax envs render with `pycraftax render`), "
                              f"got {render_mode!r}")
+        if "num_envs" in params:
+            raise TypeError(f"num_envs does not apply to the single env (gymnasium.make gives one env); for "
+                            f"{params['num_envs']!r} envs use gymnasium.make_vec({gym_id(env_id)!r}, "
+                            f"num_envs=..., vectorization_mode='vector_entry_point')")
         for name in ("seed", "resets", "reset_ratio"):
             if name in params:
                 raise TypeError(f"{name!r} does not apply to the single env, which resets only on reset() "
