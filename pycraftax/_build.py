@@ -15,6 +15,11 @@ Environment knobs (for developers, not users):
                          CPUs). -march=native changes no result (no fast-math, no FMA
                          contraction: only vector width and hardware fmaf), and doubles
                          world-generation speed on AVX-512 machines.
+
+Both extensions carry the rules fingerprint of the headers they compile (pycraftax/_rules_hash.py)
+as CRAFTAX_RULES_FINGERPRINT; pycraftax.rules reads it back. `builders(defines=...)` makes the
+pair with extra rules-changing -D switches into the fingerprint too: only the perturbed test
+build of conformance/test_porting.py uses them, never setup.py.
 """
 
 from __future__ import annotations
@@ -53,40 +58,57 @@ if os.environ.get("PYCRAFTAX_SANITIZE") == "1":
     LINK_ARGS += SANITIZE
 
 
-def _load_cdef_module():
+def _load_sibling(name: str):
     # By path: the package itself cannot be imported before its extension is built.
-    spec = importlib.util.spec_from_file_location("_pycraftax_cdef", Path(__file__).with_name("_cdef.py"))
+    spec = importlib.util.spec_from_file_location(f"_pycraftax{name}", Path(__file__).with_name(f"{name}.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
 def cdef_text(header: Path) -> str:
-    return _load_cdef_module().cdef_declarations(header.read_text())
+    return _load_sibling("_cdef").cdef_declarations(header.read_text())
 
 
-ffibuilder = FFI()
-ffibuilder.cdef("\n".join(cdef_text(h) for h in [PARAMS_HEADER] + API_HEADERS))
-ffibuilder.set_source(
-    "pycraftax._craftax_c",
-    "\n".join(f'#include "{h.name}"' for h in API_HEADERS),
-    sources=SOURCES,
-    include_dirs=[str(INCLUDE_DIR)],
-    extra_compile_args=COMPILE_ARGS,
-    extra_link_args=LINK_ARGS,
-)
+def rules_fingerprint(defines: tuple[str, ...] = ()) -> str:
+    """The fingerprint of this tree's rules headers built with the -D switches `defines`."""
+    return _load_sibling("_rules_hash").fingerprint(ROOT, defines)
 
-test_ffibuilder = FFI()
-test_ffibuilder.include(ffibuilder)
-test_ffibuilder.cdef("\n".join(cdef_text(h) for h in TEST_HEADERS))
-test_ffibuilder.set_source(
-    "pycraftax._craftax_test",
-    "\n".join(f'#include "{h.name}"' for h in API_HEADERS + TEST_HEADERS),
-    sources=TEST_SOURCES,
-    include_dirs=[str(INCLUDE_DIR), str(TESTING_DIR)],
-    extra_compile_args=COMPILE_ARGS,
-    extra_link_args=LINK_ARGS,
-)
+
+def compile_args(defines: tuple[str, ...] = ()) -> list[str]:
+    """COMPILE_ARGS, the rules-changing -D switches `defines` and the fingerprint they make."""
+    return COMPILE_ARGS + [f"-D{d}" for d in defines] + [f'-DCRAFTAX_RULES_FINGERPRINT="{rules_fingerprint(defines)}"']
+
+
+def builders(defines: tuple[str, ...] = ()) -> tuple[FFI, FFI]:
+    """(the C extension's builder, the test extension's builder), compiled with the extra -D
+    switches `defines`."""
+    args = compile_args(defines)
+    main = FFI()
+    main.cdef("\n".join(cdef_text(h) for h in [PARAMS_HEADER] + API_HEADERS))
+    main.set_source(
+        "pycraftax._craftax_c",
+        "\n".join(f'#include "{h.name}"' for h in API_HEADERS),
+        sources=SOURCES,
+        include_dirs=[str(INCLUDE_DIR)],
+        extra_compile_args=args,
+        extra_link_args=LINK_ARGS,
+    )
+    test = FFI()
+    test.include(main)
+    test.cdef("\n".join(cdef_text(h) for h in TEST_HEADERS))
+    test.set_source(
+        "pycraftax._craftax_test",
+        "\n".join(f'#include "{h.name}"' for h in API_HEADERS + TEST_HEADERS),
+        sources=TEST_SOURCES,
+        include_dirs=[str(INCLUDE_DIR), str(TESTING_DIR)],
+        extra_compile_args=args,
+        extra_link_args=LINK_ARGS,
+    )
+    return main, test
+
+
+ffibuilder, test_ffibuilder = builders()
 
 if __name__ == "__main__":
     ffibuilder.compile(tmpdir=str(ROOT / "build" / "cffi"), verbose=True)
