@@ -39,6 +39,10 @@ API_HEADERS = [INCLUDE_DIR / "craftax_api.h"] + sorted(INCLUDE_DIR.glob("craftax
 SOURCES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "reference_c" / "src").glob("*.c"))
 TEST_HEADERS = sorted(TESTING_DIR.glob("craftax_test_*.h"))
 TEST_SOURCES = sorted(str(p.relative_to(ROOT)) for p in TESTING_DIR.glob("*.c"))
+# Every header the sources include: setuptools rebuilds an extension only when one of its
+# sources or `depends` is newer than it, and a rules edit touches headers only.
+DEPENDS = sorted(str(p.relative_to(ROOT)) for d in (INCLUDE_DIR, ROOT / "reference_c" / "src", TESTING_DIR)
+                 for p in d.rglob("*.h"))
 
 # Float flags are part of the conformance contract (docs/ARCHITECTURE.md, "The rules headers"):
 # -ffp-contract=off: gcc would otherwise fuse a*b+c into FMAs wherever it likes, and the
@@ -80,16 +84,22 @@ def compile_args(defines: tuple[str, ...] = ()) -> list[str]:
     return COMPILE_ARGS + [f"-D{d}" for d in defines] + [f'-DCRAFTAX_RULES_FINGERPRINT="{rules_fingerprint(defines)}"']
 
 
-def builders(defines: tuple[str, ...] = ()) -> tuple[FFI, FFI]:
+def builders(defines: tuple[str, ...] = (), absolute_paths: bool = False) -> tuple[FFI, FFI]:
     """(the C extension's builder, the test extension's builder), compiled with the extra -D
-    switches `defines`."""
+    switches `defines`. Sources are named relative to the repository root, as setuptools wants
+    them; absolute_paths for FFI.compile, which builds from its own directory."""
     args = compile_args(defines)
+
+    def sources(paths):
+        return [str(ROOT / p) for p in paths] if absolute_paths else paths
+
     main = FFI()
     main.cdef("\n".join(cdef_text(h) for h in [PARAMS_HEADER] + API_HEADERS))
     main.set_source(
         "pycraftax._craftax_c",
         "\n".join(f'#include "{h.name}"' for h in API_HEADERS),
-        sources=SOURCES,
+        sources=sources(SOURCES),
+        depends=sources(DEPENDS),
         include_dirs=[str(INCLUDE_DIR)],
         extra_compile_args=args,
         extra_link_args=LINK_ARGS,
@@ -100,7 +110,8 @@ def builders(defines: tuple[str, ...] = ()) -> tuple[FFI, FFI]:
     test.set_source(
         "pycraftax._craftax_test",
         "\n".join(f'#include "{h.name}"' for h in API_HEADERS + TEST_HEADERS),
-        sources=TEST_SOURCES,
+        sources=sources(TEST_SOURCES),
+        depends=sources(DEPENDS),
         include_dirs=[str(INCLUDE_DIR), str(TESTING_DIR)],
         extra_compile_args=args,
         extra_link_args=LINK_ARGS,
@@ -111,6 +122,7 @@ def builders(defines: tuple[str, ...] = ()) -> tuple[FFI, FFI]:
 ffibuilder, test_ffibuilder = builders()
 
 if __name__ == "__main__":
-    ffibuilder.compile(tmpdir=str(ROOT / "build" / "cffi"), verbose=True)
+    main_builder, test_builder = builders(absolute_paths=True)
+    main_builder.compile(tmpdir=str(ROOT / "build" / "cffi"), verbose=True)
     if os.environ.get("PYCRAFTAX_TEST_HOOKS") == "1":
-        test_ffibuilder.compile(tmpdir=str(ROOT / "build" / "cffi"), verbose=True)
+        test_builder.compile(tmpdir=str(ROOT / "build" / "cffi"), verbose=True)

@@ -82,6 +82,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     info = machine_info()
     print(f"CPU: {info['cpu']} ({info['cores']} cores), commit {info['commit'][:12]}")
+    from pycraftax import rules
+
+    if rules.modified_note():
+        print(rules.modified_note())
     progress = _timed_progress(args.seconds)
     if args.what == "reset":
         result = bench_worldgen(num_envs=args.num_envs, threads=args.threads, min_seconds=args.seconds,

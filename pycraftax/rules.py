@@ -24,7 +24,7 @@ import functools
 from pathlib import Path
 
 # release name -> fingerprint of the headers verified against it (CONFORMANCE.md)
-RELEASED_RULES = {"craftax-1.6.1": "c4ae9b54f4c0"}
+RELEASED_RULES = {"craftax-1.6.1": "fcc8a7a321f6"}
 VARIANT_MARK = "-rules-"
 
 _ROOT = Path(__file__).resolve().parent.parent
@@ -62,6 +62,12 @@ def describe(fingerprint: str | None = None) -> str:
     fingerprint = rules_fingerprint() if fingerprint is None else fingerprint
     name = released_name(fingerprint)
     return f"{name} rules" if name else f"modified rules {fingerprint}"
+
+
+def modified_note(fingerprint: str | None = None) -> str | None:
+    """'modified rules <fingerprint>' for modified rules, None for released ones: what train,
+    eval, bench and summary print."""
+    return describe(fingerprint) if is_modified(fingerprint) else None
 
 
 def variant_id(env_id: str, fingerprint: str | None = None) -> str:

@@ -95,6 +95,7 @@ class Attribution:
     position: int = 0  # its place in craftax_step's order (1-based)
     leaves: list = dataclasses.field(default_factory=list)
     note: str = ""  # why no subsystem is named, or what else is known
+    seconds: float = 0.0  # how long the replay took
 
 
 def attribute(game, rules, pre: dict[str, np.ndarray], key: np.ndarray, action: int,
@@ -367,7 +368,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--phases", default=",".join(PHASES),
                         help=f"comma-separated phases to run, of {','.join(PHASES)}")
     parser.add_argument("--replay", default=None, metavar="FILE",
-                        help="step a saved divergence (the reproducer a failing run prints) again, and name its cause")
+                        help="step a saved divergence (the reproducer a failing run prints) again and name its cause "
+                             "(default: none, run the phases)")
     parser.add_argument("--case-dir", default=str(Path(tempfile.gettempdir()) / "pycraftax-conformance"),
                         help="where a divergence's replay file is written")
     parser.add_argument("--jax-cache", default=str(DEFAULT_JAX_CACHE),
@@ -403,8 +405,6 @@ def run(args: argparse.Namespace) -> int:
     for name, low in (("num_envs", 2), ("steps", 1), ("inject_steps", 1)):
         if getattr(args, name) < low:
             return _problem(f"--{name.replace('_', '-')} must be >= {low}, got {getattr(args, name)}")
-    if not 0 <= args.seed < 2**32:
-        return _problem(f"--seed must be in [0, 2**32), got {args.seed}")
     try:
         import craftax  # noqa: F401
         import jax  # noqa: F401
@@ -471,7 +471,9 @@ def _report(check: GameCheck, d: Divergence, args, built: str, t0: float) -> int
     from pycraftax.porting import c_rules, upstream
 
     if d.step >= 0:
+        t = time.perf_counter()
         d.attribution = check.attribute(d)
+        d.attribution.seconds = time.perf_counter() - t
         case_dir = Path(args.case_dir)
         case_dir.mkdir(parents=True, exist_ok=True)
         path = case_dir / f"{d.env_id}-{d.phase}-seed{d.seed}-n{d.num_envs}-step{d.step}-env{d.env}.npz"
@@ -495,8 +497,10 @@ def _diverged_line(d: Divergence, built: str, where: str, t0: float) -> str:
     cause = f"{a.subsystem} " if a is not None and a.subsystem else ""
     at = "reset" if d.step < 0 else f"step {d.step}"
     repro = f"; reproduce: {d.reproduce}" if d.reproduce else ""
+    replay = f" (the subsystem replay {a.seconds:.0f} s)" if a is not None and a.seconds else ""
     return (f"pycraftax conformance: DIVERGED: {d.env_id}, {PHASE_TITLES[d.phase]}, {at}, env {d.env}: {cause}"
-            f"(leaf {d.leaves[0].name}); built rules {built} vs {where}; {time.perf_counter() - t0:.0f} s{repro}")
+            f"(leaf {d.leaves[0].name}); built rules {built} vs {where}; {time.perf_counter() - t0:.0f} s{replay}"
+            f"{repro}")
 
 
 def _replay(path: Path, built: str, t0: float) -> int:
@@ -509,7 +513,9 @@ def _replay(path: Path, built: str, t0: float) -> int:
         print(f"pycraftax conformance: no divergence: the case {path.name} steps the same on both sides now; built "
               f"rules {built} vs {upstream.craftax_location()}; {time.perf_counter() - t0:.0f} s")
         return 0
+    t = time.perf_counter()
     d.attribution = check.attribute(d)
+    d.attribution.seconds = time.perf_counter() - t
     d.reproduce = f"pycraftax conformance --replay {path}"
     rules_source = None
     if c_rules.unavailable_reason() is None:
@@ -524,11 +530,12 @@ def _replay(path: Path, built: str, t0: float) -> int:
 def _pin(built: str) -> int:
     from pycraftax import anchors
     from pycraftax import rules as prules
+    from pycraftax.porting import upstream
 
     if not prules.is_modified():
         print(f"--pin-anchors: the built rules are {prules.describe()}, whose anchors are fixed in "
-              "pycraftax/anchors.py; nothing to pin")
+              "pycraftax/anchors.py (RELEASED_ANCHORS); nothing to pin")
         return 0
-    path = anchors.pin_variant(built)
-    print(f"pinned the anchors of modified rules {built} in {path}")
+    path = anchors.pin_variant(built, upstream.craftax_location())
+    print(f"pinned the trajectory anchors of modified rules {built} (both games) in {path}; commit it with the rules")
     return 0
