@@ -157,3 +157,23 @@ def test_finder_names_a_craftax_step_it_does_not_replay(monkeypatch):
     monkeypatch.setattr(game, "subsystems", game.subsystems[:4] + game.subsystems[5:])
     problem = game.step_order_problem()
     assert "it calls ['update_mobs'], which the finder does not replay" in problem, problem
+
+
+def test_porting_guides_patches_still_apply():
+    """docs/PORTING.md's worked example: its patches apply to the installed craftax and to this
+    tree's headers (a dry run each), so the guide does not drift from the code it edits."""
+    import shutil
+    from pathlib import Path
+
+    import craftax
+
+    if shutil.which("patch") is None:
+        pytest.fail("the `patch` tool is missing: the guide's first step uses it")
+    docs = Path(__file__).resolve().parent.parent / "docs" / "porting"
+    site = Path(craftax.__file__).resolve().parent.parent
+    checks = [("zombie-damage-craftax.patch", site), ("zombie-damage-c.patch", docs.parent.parent),
+              ("zombie-damage-c-wrong.patch", docs.parent.parent)]
+    for name, where in checks:
+        run = subprocess.run(["patch", "--dry-run", "--force", "-p1", "-d", str(where), "-i", str(docs / name)],
+                             capture_output=True, text=True)
+        assert run.returncode == 0 and "FAILED" not in run.stdout and "fuzz" not in run.stdout, (name, run.stdout)
