@@ -132,11 +132,22 @@ def cuda_build(session: nox.Session) -> None:
 
 
 CHECK_INSTALLED_CUDA = """
-from pycraftax import cuda_env
+import pycraftax
+from pycraftax import cuda_env, rules
 path = cuda_env.library_path()
 assert path is not None and path.parent.name == "pycraftax", f"not the installed library: {path}"
 ffi, lib = cuda_env.bind(path)
 print("installed CUDA library:", path, "API version", lib.craftax_cuda_api_version())
+# the library carries the C extension's rules fingerprint, and one of other rules is refused at load
+cuda_rules = ffi.string(lib.craftax_cuda_rules_fingerprint()).decode()
+assert cuda_rules == pycraftax.rules_fingerprint(), (cuda_rules, pycraftax.rules_fingerprint())
+rules.rules_fingerprint = lambda: "000000000000"
+try:
+    cuda_env._Lib(path)
+    raise AssertionError("a CUDA library of other rules than the C extension's was loaded")
+except RuntimeError as e:
+    assert "other rules" in str(e), e
+print("CUDA library rules:", cuda_rules, "(the C extension's; other rules refused)")
 import pycraftax.jax, pathlib
 handlers = pathlib.Path(pycraftax.jax.__file__).with_name("_craftax_xla_cuda.so")
 assert handlers.exists(), f"the CUDA FFI handlers were not built: {handlers}"

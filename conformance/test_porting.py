@@ -177,3 +177,14 @@ def test_porting_guides_patches_still_apply():
         run = subprocess.run(["patch", "--dry-run", "--force", "-p1", "-d", str(where), "-i", str(docs / name)],
                              capture_output=True, text=True)
         assert run.returncode == 0 and "FAILED" not in run.stdout and "fuzz" not in run.stdout, (name, run.stdout)
+
+
+def test_finder_names_what_differs_before_any_step():
+    """EnvParams defaults, static sizes, leaves and action counts must agree before the two
+    builds can be stepped side by side: a fork changing one is named."""
+    from pycraftax.porting import finder
+
+    check = finder.GameCheck("Craftax-Classic-Symbolic-v1", 2, 0)
+    assert check.layout_problems() == []
+    check.game.params = check.game.params.replace(max_timesteps=5)
+    assert check.layout_problems() == ["EnvParams default max_timesteps: upstream 5, C 10000"]

@@ -179,14 +179,18 @@ class GameCheck:
             problems.append(f"EnvState leaves differ: upstream only {missing}, C only {extra}")
         if self.env.num_actions != self.game.env.num_actions:
             problems.append(f"action count differs: upstream {self.game.env.num_actions}, C {self.env.num_actions}")
-        c_defaults = (pparams.ClassicEnvParams() if self.env_id == pparams.CLASSIC_ENV_ID else pparams.EnvParams())
-        for field in dataclasses.fields(c_defaults):
-            if field.name == "fractal_noise_angles":
-                continue
-            theirs = getattr(self.game.params, field.name, "(absent)")
-            ours_value = getattr(c_defaults, field.name)
-            if theirs == "(absent)" or not np.array_equal(np.asarray(theirs), np.asarray(ours_value)):
-                problems.append(f"EnvParams default {field.name}: upstream {theirs}, C {ours_value}")
+        classic = self.env_id == pparams.CLASSIC_ENV_ID
+        pairs = (("EnvParams", pparams.ClassicEnvParams() if classic else pparams.EnvParams(), self.game.params),
+                 ("StaticEnvParams", pparams.ClassicStaticEnvParams() if classic else pparams.StaticEnvParams(),
+                  self.game.static_params))
+        for label, c_defaults, theirs_all in pairs:
+            for field in dataclasses.fields(c_defaults):
+                if field.name == "fractal_noise_angles":
+                    continue
+                theirs = getattr(theirs_all, field.name, "(absent)")
+                ours_value = getattr(c_defaults, field.name)
+                if theirs == "(absent)" or not np.array_equal(np.asarray(theirs), np.asarray(ours_value)):
+                    problems.append(f"{label} default {field.name}: upstream {theirs}, C {ours_value}")
         return problems
 
     # -- phases ---------------------------------------------------------------------------------
@@ -230,18 +234,13 @@ class GameCheck:
             return state
         return inject.perturb(state, rng) if self.env_id == CLASSIC_ENV_ID else inject.mutate(state, rng)
 
-    def lockstep(self, phase: str, worlds: dict, steps: int, stop_at: int | None = None):
-        """Step both sides from the phase's start state; the first Divergence or None. With
-        stop_at, only C runs, to the state before step `stop_at` (a replay's)."""
+    def lockstep(self, phase: str, worlds: dict, steps: int):
+        """Step both sides from the phase's start state; the first Divergence or None."""
         keys, actions, rng = self.streams(phase, steps)
         start = self.start_state(phase, worlds, rng)
         self.env.set_state(start)
-        if stop_at is not None:
-            for t in range(stop_at):
-                self.env.step_with_keys(actions[t], keys[t])
-            return self.env.get_state(), keys[stop_at], actions[stop_at]
-        state = self.game.unflatten(start)
-        pre = start
+        pre = self.env.get_state()
+        state = self.game.unflatten(pre)
         for t in range(steps):
             obs, reward, done, _ = self.env.step_with_keys(actions[t], keys[t])
             ours = self.env.get_state()
