@@ -99,17 +99,18 @@ STEP_OWN_CALLS = {"calculate_light_level"}
 
 
 def craftax_location() -> str:
-    """'craftax <version> at <directory>' of the package `import craftax` finds."""
+    """'craftax <version> at <directory>' of the package `import craftax` finds; a copy
+    imported ahead of the installed distribution (a fork on PYTHONPATH) is named as such."""
     import craftax
 
     where = Path(craftax.__file__).resolve().parent
     try:
         dist = importlib.metadata.distribution("craftax")
-        installed = Path(dist.locate_file("craftax")).resolve()
-        version = dist.version if installed == where else f"{dist.version} installed, but a copy"
     except importlib.metadata.PackageNotFoundError:
-        version = "(no installed distribution)"
-    return f"craftax {version} at {where}"
+        return f"craftax at {where} (no installed distribution)"
+    if Path(dist.locate_file("craftax")).resolve() == where:
+        return f"craftax {dist.version} at {where}"
+    return f"the craftax at {where} (not the installed craftax {dist.version})"
 
 
 def _leaf_names(tree) -> list[str]:
