@@ -12,7 +12,8 @@ Checks (each passed, failed, or skipped with the reason it does not apply here):
                       recipe's kernels against them
 It also measures whether training is deterministic: each trainer usable here trains 2 updates
 twice from the same seed and the two learners' arrays are compared bitwise (recorded, not gated:
-a trainer may be fast and non-deterministic by design, and the result says which it is).
+the PyTorch trainer on a GPU is repeatable only with its `deterministic` switch, and the result
+says which is which).
 
     python bench/gate.py --out gate.json      # exit 0 when every check that applies passed
 
@@ -40,9 +41,9 @@ PYTEST_CHECKS = {
                 "conformance/test_classic_anchors.py::test_pinned_classic_anchor"],
     "cuda": ["conformance/test_cuda.py", "conformance/test_cuda_classic.py", "-k",
              "pinned_anchor or pinned_classic_anchor or lockstep_step_with_keys"],
-    "gradients": ["conformance/test_gradcheck.py", "tests/test_fast_model.py", "conformance/test_cuda_trainer.py",
-                  "conformance/test_fast_cuda.py", "-k",
-                  "gradcheck or bptt or gae or finite_differences or float64 or grads or gradients or backward"],
+    "gradients": ["conformance/test_gradcheck.py", "tests/test_fast_model.py", "tests/test_paper_model.py",
+                  "conformance/test_paper_cuda.py", "conformance/test_fast_cuda.py", "-k",
+                  "gradcheck or bptt or gae or finite_differences or float64 or gradients or backward"],
 }
 
 
@@ -110,7 +111,9 @@ def _learner_twice(make) -> bool:
 
 
 def deterministic() -> dict:
-    """{trainer: True/False, or why it was not run here}."""
+    """{trainer: True/False, or why it was not run here}: the NumPy trainer, and the PyTorch trainer
+    of each model (the paper recipe's gru, the fast recipe's cell-gru) on the GPU as benchmarked and
+    with its `deterministic` switch, or on the CPU where no GPU is."""
     import pycraftax
     from pycraftax.train.config import TrainConfig
     from pycraftax.train.trainer import Trainer
@@ -118,19 +121,19 @@ def deterministic() -> dict:
     small = dict(num_envs=8, num_steps=8, total_timesteps=8 * 8 * 4, num_minibatches=2, update_epochs=1, width=32,
                  hidden=32)
     out = {"numpy": _learner_twice(lambda: Trainer(TrainConfig(**small)))}
-    if pycraftax.cuda_available():
-        from pycraftax.train.cuda_trainer import CudaTrainer
-
-        out["cuda"] = _learner_twice(lambda: CudaTrainer(TrainConfig(**small)))
-        try:
-            from pycraftax.train.torch_trainer import TorchTrainer
-
-            fast = TrainConfig.from_recipe("fast", **{**small, "cell_dim": 8})
-            out["fast"] = _learner_twice(lambda: TorchTrainer(fast, device="cuda"))
-        except ImportError as e:
-            out["fast"] = f"not run: {e}"
-    else:
-        out["cuda"] = out["fast"] = "not run: no GPU"
+    try:
+        from pycraftax.train.torch_trainer import TorchTrainer
+    except ImportError as e:
+        return out | {"torch": f"not run: {e}"}
+    device = "cuda" if pycraftax.cuda_available() else "cpu"
+    for name, model in (("paper", {}), ("fast", {"model": "cell-gru", "cell_dim": 8})):
+        for switch in ((False, True) if device == "cuda" else (False,)):
+            config = TrainConfig(**small, **model, deterministic=switch)
+            label = f"torch {name} ({device}{', deterministic=True' if switch else ''})"
+            try:
+                out[label] = _learner_twice(lambda: TorchTrainer(config, device=device))
+            except (ImportError, RuntimeError, ValueError) as e:
+                out[label] = f"not run: {e}"
     return out
 
 
