@@ -157,7 +157,8 @@ def cuda_build(session: nox.Session) -> None:
 
 
 CHECK_INSTALLED_CUDA = """
-from pycraftax import cuda_env
+import pycraftax
+from pycraftax import cuda_env, rules
 path = cuda_env.library_path()
 assert path is not None and path.parent.name == "pycraftax", f"not the installed library: {path}"
 ffi, lib = cuda_env.bind(path)
@@ -165,6 +166,16 @@ print("installed CUDA library:", path, "API version", lib.craftax_cuda_api_versi
 from pycraftax.train import cuda_ops
 fast_ffi, fast_lib = cuda_ops._bind()  # the fast recipe's kernels, bound from the installed header
 print("fast kernels: API version", fast_lib.craftax_fast_api_version())
+# the library carries the C extension's rules fingerprint, and one of other rules is refused at load
+cuda_rules = ffi.string(lib.craftax_cuda_rules_fingerprint()).decode()
+assert cuda_rules == pycraftax.rules_fingerprint(), (cuda_rules, pycraftax.rules_fingerprint())
+rules.rules_fingerprint = lambda: "000000000000"
+try:
+    cuda_env._Lib(path)
+    raise AssertionError("a CUDA library of other rules than the C extension's was loaded")
+except RuntimeError as e:
+    assert "other rules" in str(e), e
+print("CUDA library rules:", cuda_rules, "(the C extension's; other rules refused)")
 import pycraftax.jax, pathlib
 handlers = pathlib.Path(pycraftax.jax.__file__).with_name("_craftax_xla_cuda.so")
 assert handlers.exists(), f"the CUDA FFI handlers were not built: {handlers}"
@@ -205,12 +216,16 @@ def _last_committed_result(session: nox.Session, kind: str, suite: str) -> Path 
 def bench(session: nox.Session) -> None:
     """The pytest-benchmark suites bench/test_bench_*.py, one pytest run each, on this machine:
     the C reference, the trainers and the peers (upstream craftax, EnvPool) on the CPU; the CUDA
-    env and trainer where a GPU is usable (else skipped, saying why). Each suite's JSON lands in
-    bench/results/<date>-<machine kind>-<suite>.json, replacing that kind's older one; then
+    env and trainer where a GPU is usable (else skipped, saying why). First the verification gate
+    (bench/gate.py: the pinned anchors, a short lockstep against upstream craftax, C vs CUDA where a
+    GPU is, the trainers' gradient checks): when it fails, no result is written. Each suite's JSON,
+    with the gate's record (checks, rules fingerprint, whether training is deterministic), lands in
+    bench/results/<date>-<machine kind>-<suite>.json, replacing that kind's older one (modified
+    rules: bench/results/variants/<fingerprint>/, apart from the released game's); then
     bench/REPORT.md. Extra arguments go to every pytest run (`-- --bench-quick`: small sizes);
     `-- --benchmark-compare` compares each suite with its last committed result of this machine kind."""
     if session.venv_backend != "none":  # with --no-venv the calling environment must have these
-        session.install("pytest", "pytest-benchmark")
+        session.install("pytest", "pytest-benchmark", "hypothesis", "torch==2.13.0")  # the gate's tests need the last two
         _install_with_jax_ffi(session, ".[jax]", {})
     kind = session.run("python", "-c", MACHINE_KIND, silent=True).strip().splitlines()[-1]
     date = time.strftime("%Y-%m-%d", time.gmtime())
@@ -219,6 +234,19 @@ def bench(session: nox.Session) -> None:
     if compare:
         args.remove("--benchmark-compare")
     tmp = Path(session.create_tmp())
+    gate_file = tmp / "gate.json"
+    gate_file.unlink(missing_ok=True)
+    session.run("python", "bench/gate.py", "--out", str(gate_file), success_codes=[0, 1])
+    gate = json.loads(gate_file.read_text())
+    if not gate["passed"]:
+        failed = [name for name, c in gate["checks"].items() if c["status"] != "passed" and c["status"] != "skipped"]
+        session.error(f"the verification gate failed ({', '.join(failed) or 'anchors not run'}; bench/gate.py): "
+                      "no benchmark result is written from an unverified build")
+    results_dir = BENCH_RESULTS
+    if gate["released"] is None:
+        results_dir = BENCH_RESULTS / "variants" / gate["rules_fingerprint"]
+        results_dir.mkdir(parents=True, exist_ok=True)
+        session.log(f"{gate['rules']}: results go to {results_dir.relative_to(ROOT)}, not among the released game's")
     for test_file in sorted((ROOT / "bench").glob("test_bench_*.py")):
         suite = test_file.stem.removeprefix("test_bench_")
         out = tmp / f"{suite}.json"
@@ -237,15 +265,28 @@ def bench(session: nox.Session) -> None:
         if not out.exists():
             session.log(f"{suite}: no benchmark ran here (the skip reasons are above), no result written")
             continue
-        for older in BENCH_RESULTS.glob(f"*-{kind}-{suite}.json"):
+        for older in results_dir.glob(f"*-{kind}-{suite}.json"):
             older.unlink()
         result = json.loads(out.read_text())
         for b in result["benchmarks"]:
             b["stats"].pop("data", None)  # every round's time: the statistics stay, the files stay small
-        target = BENCH_RESULTS / f"{date}-{kind}-{suite}.json"
+        result["pycraftax_gate"] = gate
+        target = results_dir / f"{date}-{kind}-{suite}.json"
         target.write_text(json.dumps(result, indent=1) + "\n")
         session.log(f"wrote {target.relative_to(ROOT)}")
     session.run("python", "bench/report.py")
+
+
+@nox.session(default=False)
+def conformance(session: nox.Session) -> None:
+    """The divergence finder against the installed craftax (docs/PORTING.md): `nox -s conformance --
+    [pycraftax conformance options]`, e.g. `-- --env Craftax-Symbolic-v1 --num-envs 64 --steps 500`.
+    Installs the package with the parity-test extension (the subsystem replay needs it) and craftax
+    1.6.1; to check against a fork, put it first with `-- ...` run from a venv where it is installed
+    (nox --no-venv), or use `pycraftax conformance` directly."""
+    if session.venv_backend != "none":
+        session.install("-e", ".[test,jax]", env={**C_ONLY, "PYCRAFTAX_TEST_HOOKS": "1"})
+    session.run("pycraftax", "conformance", *session.posargs)
 
 
 @nox.session(default=False)

@@ -47,7 +47,7 @@ class BuildExtWithCuda(build_ext):
             return
         built = ROOT / "cuda" / "build" / CUDA_LIBRARY
         try:
-            subprocess.run(["make", "-C", str(ROOT / "cuda"), f"NVCC={nvcc}"], check=True)
+            subprocess.run(["make", "-C", str(ROOT / "cuda"), f"NVCC={nvcc}", f"PYTHON={sys.executable}"], check=True)
         except (OSError, subprocess.CalledProcessError) as exc:
             if mode == "1":
                 raise SystemExit(f"pycraftax: the CUDA build failed: {exc}")
@@ -129,17 +129,18 @@ class BuildExtWithJaxFfi(BuildExtWithCuda):
         cffi_build = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(cffi_build)
         include = ["-I", str(cffi_build.INCLUDE_DIR)]
+        compile_args = cffi_build.compile_args()  # with the rules fingerprint, as the C extension's
         work = ROOT / "build" / "xla_ffi"
         work.mkdir(parents=True, exist_ok=True)
         objects = []
         for source in cffi_build.SOURCES:
             obj = work / (Path(source).stem + ".o")
-            subprocess.run(["cc", "-fPIC", *cffi_build.COMPILE_ARGS, *include, "-c", str(ROOT / source), "-o", str(obj)],
+            subprocess.run(["cc", "-fPIC", *compile_args, *include, "-c", str(ROOT / source), "-o", str(obj)],
                            check=True)
             objects.append(str(obj))
         handler = ROOT / "reference_c" / "xla" / "craftax_xla_ffi.cc"
         obj = work / "craftax_xla_ffi.o"
-        cxx_args = [a for a in cffi_build.COMPILE_ARGS if not a.startswith("-std=")]
+        cxx_args = [a for a in compile_args if not a.startswith("-std=")]
         subprocess.run(["c++", "-std=c++17", "-fPIC", *cxx_args, *include, "-isystem", str(ffi_include), "-c",
                         str(handler), "-o", str(obj)], check=True)
         objects.append(str(obj))

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pycraftax import _state, obs_compact
+from pycraftax import _state, obs_compact, rules
 from pycraftax._cdef import cdef_declarations
 from pycraftax.achievements import ACHIEVEMENTS, NUM_ACHIEVEMENTS
 from pycraftax.params import EnvParams, StaticEnvParams, to_c
@@ -141,6 +141,7 @@ class _Lib:
         if int(self.lib.craftax_cuda_api_version()) != expected:
             raise RuntimeError(f"{path}: API version {int(self.lib.craftax_cuda_api_version())}, but its header "
                                f"{find_header(API_HEADER, path)} says {expected}; rebuild it (make -C cuda)")
+        rules.check_cuda_agrees(self.ffi.string(self.lib.craftax_cuda_rules_fingerprint()).decode(), path)
         if int(self.lib.craftax_cuda_params_size()) != self.ffi.sizeof("CraftaxParams"):
             raise RuntimeError(f"{path}: CraftaxParams of the library and of craftax/params.h differ; rebuild it")
         if int(self.lib.craftax_cuda_obs_size()) != OBS_SIZE:

@@ -349,6 +349,14 @@ class CraftaxVecEnv:
         return self._batched_spaces
 
     @property
+    def spec_id(self) -> str:
+        """The id this env's results are reported under: env_id on the released rules, the
+        variant id "<env_id>-rules-<fingerprint>" on modified ones (pycraftax.rules)."""
+        from pycraftax import rules
+
+        return rules.variant_id(self.env_id)
+
+    @property
     def observation_space(self):
         """The batched observation space (gymnasium Box [num_envs, ...]), built on first use."""
         return self._batched()[0]
@@ -604,7 +612,7 @@ class CraftaxVecEnv:
         resets = "" if self.resets == "auto" else f", resets='optimistic', reset_ratio={self.reset_ratio}"
         obs = "" if self.obs_mode == "float" else f", obs={self.obs_mode!r}"
         closed = ", closed" if self._closed else ""
-        return (f"{type(self).__name__}({self.env_id!r}, num_envs={self.num_envs}, backend={self.backend!r}"
+        return (f"{type(self).__name__}({self.spec_id!r}, num_envs={self.num_envs}, backend={self.backend!r}"
                 f"{self._repr_details()}{obs}{resets}{closed})")
 
     # -- what a backend implements ------------------------------------------------------------

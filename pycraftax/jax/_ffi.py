@@ -30,7 +30,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
-from pycraftax import _state
+from pycraftax import _state, rules
 from pycraftax._native import lib
 from pycraftax.jax.params import PARAMS_WORDS, pack_on_host, pack_params
 
@@ -61,6 +61,10 @@ def _load() -> ctypes.CDLL:
         )
     library = ctypes.CDLL(str(LIBRARY))
     _check_abi(library.pycraftax_xla_abi, LIBRARY.name)
+    built = _rules_of(library, "craftax_rules_fingerprint", LIBRARY.name)
+    if built != rules.rules_fingerprint():
+        raise ImportError(f"{LIBRARY.name} was built from other rules ({rules.describe(built)}) than the C extension "
+                          f"({rules.describe()}); rebuild pycraftax")
     for target, symbol in _HANDLERS.items():
         jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(getattr(library, symbol + "Cpu")), platform="cpu")
     return library
@@ -80,12 +84,24 @@ def _check_abi(abi, name: str) -> None:
         )
 
 
+def _rules_of(library: ctypes.CDLL, symbol: str, name: str) -> str:
+    """The rules fingerprint a library (or the CUDA library it links) was built with."""
+    try:
+        fingerprint = getattr(library, symbol)
+    except AttributeError:
+        raise ImportError(f"{name} predates rules fingerprints (no {symbol}); rebuild pycraftax") from None
+    fingerprint.restype = ctypes.c_char_p
+    return fingerprint().decode()
+
+
 def _load_cuda() -> ctypes.CDLL | None:
     """Register the CUDA handlers where they were built; None where not (CPU-only installs)."""
     if not CUDA_LIBRARY.exists():
         return None
     library = ctypes.CDLL(str(CUDA_LIBRARY))
     _check_abi(library.pycraftax_xla_cuda_abi, CUDA_LIBRARY.name)
+    # the handlers call libcraftax_cuda.so directly, not through cuda_env's loader: the same check
+    rules.check_cuda_agrees(_rules_of(library, "craftax_cuda_rules_fingerprint", CUDA_LIBRARY.name), CUDA_LIBRARY)
     library.pycraftax_xla_cuda_take_invalid_action.restype = ctypes.c_int
     library.pycraftax_xla_cuda_take_invalid_action.argtypes = [ctypes.POINTER(ctypes.c_int64)] * 2
     for target, symbol in _HANDLERS.items():

@@ -68,6 +68,9 @@ typedef struct {
 } CraftaxStateError;
 
 int craftax_api_version(void);
+/* The rules fingerprint of this build (pycraftax/_rules_hash.py: a hash of the rules headers it
+ * compiled), 12 hex digits; "unknown" where the build did not define CRAFTAX_RULES_FINGERPRINT. */
+const char *craftax_rules_fingerprint(void);
 size_t craftax_state_size(void);
 /* Byte offset of CraftaxState.floors_pending (uint32; the CUDA build's lazy levels, always 0 here). */
 size_t craftax_state_floors_pending_offset(void);

@@ -19,6 +19,11 @@
 #define API_VERSION 1
 
 int craftax_api_version(void) { return API_VERSION; }
+
+#ifndef CRAFTAX_RULES_FINGERPRINT
+#define CRAFTAX_RULES_FINGERPRINT "unknown"
+#endif
+const char *craftax_rules_fingerprint(void) { return CRAFTAX_RULES_FINGERPRINT; }
 size_t craftax_state_size(void) { return sizeof(CraftaxState); }
 size_t craftax_state_floors_pending_offset(void) { return offsetof(CraftaxState, floors_pending); }
 int craftax_obs_size(void) { return CRAFTAX_OBS_SIZE; }
