@@ -179,6 +179,9 @@ class Group:
 
         self.rank, self.world_size = world.rank, world.world_size
         self.device = torch.device(device)
+        if self.device.type == "cuda" and self.device.index is None:
+            # init_process_group's device_id needs an index ("Please use a device_id with index")
+            self.device = torch.device("cuda", torch.cuda.current_device())
         self.backend = "nccl" if self.device.type == "cuda" else "gloo"
         self.timeout_s = float(timeout_s)
         options = dict(device_id=self.device) if self.device.type == "cuda" else {}
