@@ -6,7 +6,7 @@
     pycraftax train [--recipe small|paper|fast] [--num-envs N] ... [--out DIR] [--resume CKPT]   PPO-RNN
     pycraftax eval --checkpoint CKPT | --pretrained NAME [--episodes N] [--greedy]       run a trained policy
     pycraftax summary RUN [RUN2 ...] [--json] [--png curve.png]                         score, curve, achievements
-    pycraftax render [--checkpoint CKPT | --pretrained NAME] [--out episode.gif]       GIF of one episode
+    pycraftax render [--checkpoint CKPT | --pretrained NAME] [--out episode.gif|.mp4]  one episode, textured
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -98,9 +99,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-
+    from pycraftax.textures import TexturesMissing
     from pycraftax.paths import output_file_problem
-    from pycraftax.render import record_episode, save_gif
+    from pycraftax.render import VIDEO_FORMATS, mp4_writer_problem, record_episode, save_video
 
     try:
         policy, who = train_cli.policy_from_args(args)
@@ -108,20 +109,26 @@ def cmd_render(args: argparse.Namespace) -> int:
         print(f"pycraftax render: error: {e}", file=sys.stderr)
         return 2
     problem = output_file_problem(args.out)  # before the episode, which can take minutes
+    suffix = Path(args.out).suffix.lower()
+    if not problem and suffix not in VIDEO_FORMATS:
+        problem = f"the file name must end in one of {list(VIDEO_FORMATS)}, got {args.out!r}"
+    if not problem and suffix == ".mp4":
+        problem = mp4_writer_problem()
     if problem:
         print(f"pycraftax render: error: --out: {problem}", file=sys.stderr)
         return 2
     bar = Progress(args.max_steps, "steps")
     try:
         frames, summary = record_episode(policy, seed=args.seed, max_steps=args.max_steps, view=args.view,
-                                         tile=args.tile, greedy=args.greedy, progress=bar.update, env_id=args.env)
-    except ValueError as e:
+                                         tile=args.block_size, greedy=args.greedy, progress=bar.update,
+                                         env_id=args.env)
+    except (ValueError, TexturesMissing) as e:
         bar.close()
         print(f"pycraftax render: error: {e}", file=sys.stderr)
         return 2
     bar.update(summary["length"], force=True)
     bar.close()
-    save_gif(args.out, frames, fps=args.fps)
+    save_video(args.out, frames, fps=args.fps)
     state = "ended" if summary["ended"] else "still running (step limit)"
     print(f"{args.out}: {len(frames):,} frames; {who}: return {summary['return']:.2f} over {summary['length']:,} "
           f"steps, episode {state}")
@@ -193,14 +200,17 @@ def build_parser() -> argparse.ArgumentParser:
     summ.add_argument("--png", default=None, help="also plot the learning curve to this file (default: no plot)")
     summ.set_defaults(func=cmd_summary)
 
-    render = sub.add_parser("render", help="record one episode of a policy (or random actions) as a GIF", **fmt)
+    render = sub.add_parser("render", help="record one episode of a policy (or random actions) as a GIF or MP4, in "
+                                           "upstream's textures", **fmt)
     train_cli.add_policy_args(render, required=False)  # neither: random actions
-    render.add_argument("--out", default="episode.gif", help="the GIF to write")
+    render.add_argument("--out", default="episode.gif",
+                        help="the video to write: .gif, or .mp4 (needs imageio-ffmpeg)")
     render.add_argument("--seed", type=int, default=0, help="seed of the world and of the action sampling")
     render.add_argument("--max-steps", type=int, default=1000, help="step cap of the episode")
     render.add_argument("--view", choices=("local", "floor"), default="local",
-                        help="the agent's 9x11 view, or the whole floor")
-    render.add_argument("--tile", type=int, default=16, help="pixels per cell (>= 4)")
+                        help="the player's view with the inventory (as upstream's play window), or the whole floor")
+    render.add_argument("--block-size", "--tile", dest="block_size", type=int, default=16,
+                        help="pixels per map cell, 6..256 (the textures are 16 x 16; upstream's play window: 64)")
     render.add_argument("--fps", type=float, default=8.0, help="frames per second of the GIF")
     render.add_argument("--greedy", action="store_true", help="argmax actions (default: sampled)")
     render.add_argument("--env", default=None, choices=list_envs(),
@@ -216,7 +226,7 @@ OPTION_RANGES = (
     *((name, lambda v: v >= 1, ">= 1") for name in ("num_envs", "batch", "threads", "max_steps", "episodes",
                                                     "blas_threads")),
     ("seed", lambda v: 0 <= v < 2**32, "in [0, 2**32)"),  # the envs' seed range
-    ("tile", lambda v: v >= 4, ">= 4"),
+    ("block_size", lambda v: 6 <= v <= 256, "in [6, 256]"),
     ("fps", lambda v: v > 0, "> 0"),
     ("seconds", lambda v: v > 0, "> 0"),
     ("final_fraction", lambda v: 0 < v <= 1, "in (0, 1]"),
