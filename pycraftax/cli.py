@@ -7,6 +7,7 @@
     pycraftax eval --checkpoint CKPT | --pretrained NAME [--episodes N] [--greedy]       run a trained policy
     pycraftax summary RUN [RUN2 ...] [--json] [--png curve.png]                         score, curve, achievements
     pycraftax render [--checkpoint CKPT | --pretrained NAME] [--out episode.gif|.mp4]  one episode, textured
+    pycraftax play [--env ID] [--seed S] [--agent NAME | --checkpoint CKPT]             play in a window (pygame)
 """
 
 from __future__ import annotations
@@ -157,6 +158,42 @@ def cmd_summary(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_play(args: argparse.Namespace) -> int:
+    from pycraftax import play
+
+    problem = play.pygame_problem()
+    if problem:
+        print(f"pycraftax play: error: {problem}", file=sys.stderr)
+        return 2
+    from pycraftax import pretrained
+    from pycraftax.textures import TexturesMissing
+
+    policy, env_id = None, args.env
+    try:
+        if args.agent is not None or args.checkpoint is not None:
+            from pycraftax.train.evaluation import load_policy
+            from pycraftax.train.policy import Policy
+
+            if args.checkpoint is not None and not Path(args.checkpoint).is_file():
+                raise ValueError(f"no file {args.checkpoint}")
+            policy = pretrained.load(args.agent) if args.agent is not None else load_policy(args.checkpoint)
+            env_id = env_id or Policy(policy).env_id
+        game = play.Game(env_id or "Craftax-Symbolic-v1", seed=args.seed, block_size=args.block_size,
+                         history=args.history, policy=policy, greedy=args.greedy)
+    except (ValueError, TexturesMissing) as e:
+        print(f"pycraftax play: error: {e}", file=sys.stderr)
+        return 2
+    if policy is None:
+        print("Controls (upstream's key map):\n  " + "\n  ".join(play.controls(game.env_id)))
+    print("Backspace: step back, Esc: quit" + (", P: pause the agent, right arrow: one step" if policy else ""))
+    try:
+        play.play(game, fps=args.fps, max_frames=args.max_frames)
+    finally:
+        game.close()
+    print(f"{len(game.unlocked)} achievements: " + ", ".join(name.lower() for _, name in game.unlocked))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     fmt = dict(formatter_class=train_cli.HelpFormatter)
     parser = argparse.ArgumentParser(prog="pycraftax", description="Craftax 1.6.1, bit-faithful, in C (and CUDA).",
@@ -217,6 +254,24 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the env to play (default: the one the checkpoint's policy reads; Craftax-Symbolic-v1 "
                              "for random actions)")
     render.set_defaults(func=cmd_render)
+
+    from pycraftax import pretrained
+
+    play = sub.add_parser("play", help="play Craftax in a window (or watch an agent), with upstream's keys; needs "
+                                       "pygame", **fmt)
+    play.add_argument("--env", default=None, choices=list_envs(),
+                      help="the env to play (default: Craftax-Symbolic-v1, or the agent's)")
+    play.add_argument("--seed", type=int, default=0, help="seed of the world")
+    agent = play.add_mutually_exclusive_group()
+    agent.add_argument("--agent", default=None, choices=pretrained.names(),
+                       help="a shipped policy plays and you watch (default: you play)")
+    agent.add_argument("--checkpoint", default=None, help="a policy of `pycraftax train` plays and you watch")
+    play.add_argument("--greedy", action="store_true", help="the agent takes argmax actions (default: sampled)")
+    play.add_argument("--block-size", type=int, default=48, help="pixels per map cell, 6..256 (upstream's: 64)")
+    play.add_argument("--history", type=int, default=100, help="states kept for Backspace to step back to")
+    play.add_argument("--fps", type=float, default=15.0, help="frames per second (an agent steps once a frame)")
+    play.add_argument("--max-frames", type=int, default=None, help=argparse.SUPPRESS)  # for scripted runs
+    play.set_defaults(func=cmd_play)
     return parser
 
 
@@ -224,7 +279,8 @@ def build_parser() -> argparse.ArgumentParser:
 # through TrainConfig).
 OPTION_RANGES = (
     *((name, lambda v: v >= 1, ">= 1") for name in ("num_envs", "batch", "threads", "max_steps", "episodes",
-                                                    "blas_threads")),
+                                                    "blas_threads", "max_frames")),
+    ("history", lambda v: v >= 0, ">= 0"),
     ("seed", lambda v: 0 <= v < 2**32, "in [0, 2**32)"),  # the envs' seed range
     ("block_size", lambda v: 6 <= v <= 256, "in [6, 256]"),
     ("fps", lambda v: v > 0, "> 0"),
