@@ -180,8 +180,10 @@ def deep_full_states(seed: int) -> dict:
         s["inventory.bow"][e] = rng.choice([0, 1, 2])
         for name in ("player_food", "player_drink", "player_energy", "player_mana", "player_xp"):
             s[name][e] = rng.choice([0, 1, 9, 10, 57, 99])
+        # attributes stay within max_attribute (5), as every state of the symbolic suite: above
+        # it no step reaches them, and damage and spell arithmetic is only verified up to it
         for name in ("player_dexterity", "player_strength", "player_intelligence"):
-            s[name][e] = rng.choice([1, 5, 10, 99])
+            s[name][e] = rng.choice([1, 2, 5])
         s["player_health"][e] = np.float32(rng.choice([0.3, 1.0, 5.5, 9.0, 9.999, 13.0, 42.7, 99.0]))
     return s
 
