@@ -1,5 +1,5 @@
 """pycraftax.jax_random (numpy threefry2x32) against the C reference's split and, where JAX is
-installed, jax.random.split / jax.random.uniform themselves."""
+installed, jax.random.split / uniform / fold_in themselves."""
 
 from __future__ import annotations
 
@@ -49,3 +49,17 @@ def test_bad_num(num, exc):
 def test_bad_key_shape():
     with pytest.raises(ValueError, match="key must have shape"):
         jax_random.split(np.zeros(3, np.uint32))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_fold_in_equals_jax(seed):
+    jax = pytest.importorskip("jax")
+    for data in (0, 1, 2, 3, 1000, 2**32 - 1):
+        expected = np.asarray(jax.random.key_data(jax.random.fold_in(jax.random.PRNGKey(seed), data)))
+        np.testing.assert_array_equal(jax_random.fold_in(jax_random.prng_key(seed), data), expected)
+
+
+@pytest.mark.parametrize("data, exc", [(-1, ValueError), (2**32, ValueError), (1.0, TypeError), (True, TypeError)])
+def test_fold_in_bad_data(data, exc):
+    with pytest.raises(exc, match="data"):
+        jax_random.fold_in(jax_random.prng_key(0), data)
