@@ -34,7 +34,8 @@ UPSTREAM_MODES = ("auto", "optimistic")
 RESET_RATIO = 16
 # Upstream env ids and their action counts; EnvPool's Craftax is Classic, so Classic is measured
 # upstream too (pycraftax's own Classic joins the comparison where the package provides it).
-UPSTREAM_ENVS = {"Craftax-Symbolic-v1": 43, "Craftax-Classic-Symbolic-v1": 17}
+UPSTREAM_ENVS = {"Craftax-Symbolic-v1": 43, "Craftax-Classic-Symbolic-v1": 17, "Craftax-Pixels-v1": 43,
+                 "Craftax-Classic-Pixels-v1": 17}
 
 
 def jax_device() -> str:

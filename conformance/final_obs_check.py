@@ -52,7 +52,7 @@ def check_final_obs(env, reference, steps: int, seed: int, kill_every: int = 0) 
         _, _, terminated, truncated, info = env.step(actions)
         ended = _host(terminated) | _host(truncated)
         final_obs = _host(info["final_obs"])
-        assert final_obs.shape == (env.num_envs, env.obs_size) and final_obs.dtype == np.float32
+        assert final_obs.shape == (env.num_envs, *env.obs_shape) and final_obs.dtype == np.float32
         reference.set_state(before)
         ref_obs, _, ref_done, _ = reference.step_with_keys(actions, step_env_keys(env, sub))
         ref_obs = _host(ref_obs)

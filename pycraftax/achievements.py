@@ -40,9 +40,9 @@ NUM_CLASSIC_ACHIEVEMENTS = 22
 
 def names_by_index(env_id: str) -> tuple[str, ...]:
     """The achievement names of an env id, by index into its state.achievements."""
-    from pycraftax.params import CLASSIC_ENV_ID
+    from pycraftax.params import CLASSIC_ENV_ID, CLASSIC_PIXELS_ENV_ID
 
-    return CLASSIC_NAMES_BY_INDEX if env_id == CLASSIC_ENV_ID else NAMES_BY_INDEX
+    return CLASSIC_NAMES_BY_INDEX if env_id in (CLASSIC_ENV_ID, CLASSIC_PIXELS_ENV_ID) else NAMES_BY_INDEX
 
 
 def log_achievements_to_info(achievements, done, table=ACHIEVEMENTS) -> dict:

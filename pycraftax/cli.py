@@ -6,8 +6,9 @@
     pycraftax train [--recipe small|paper|fast] [--num-envs N] ... [--out DIR] [--resume CKPT]   PPO-RNN
     pycraftax eval --checkpoint CKPT | --pretrained NAME [--episodes N] [--greedy]       run a trained policy
     pycraftax summary RUN [RUN2 ...] [--json] [--png curve.png]                         score, curve, achievements
-    pycraftax render [--checkpoint CKPT | --pretrained NAME] [--out episode.gif]       GIF of one episode
+    pycraftax render [--checkpoint CKPT | --pretrained NAME] [--out episode.gif|.mp4]  one episode, textured
     pycraftax conformance [--env ID] [--num-envs N] [--steps T] [--seed S] [--replay FILE]  the divergence finder
+    pycraftax play [--env ID] [--seed S] [--agent NAME | --checkpoint CKPT]             play in a window (pygame)
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -103,9 +105,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-
+    from pycraftax.textures import TexturesMissing
     from pycraftax.paths import output_file_problem
-    from pycraftax.render import record_episode, save_gif
+    from pycraftax.render import VIDEO_FORMATS, mp4_writer_problem, record_episode, save_video
 
     try:
         policy, who = train_cli.policy_from_args(args)
@@ -113,20 +115,26 @@ def cmd_render(args: argparse.Namespace) -> int:
         print(f"pycraftax render: error: {e}", file=sys.stderr)
         return 2
     problem = output_file_problem(args.out)  # before the episode, which can take minutes
+    suffix = Path(args.out).suffix.lower()
+    if not problem and suffix not in VIDEO_FORMATS:
+        problem = f"the file name must end in one of {list(VIDEO_FORMATS)}, got {args.out!r}"
+    if not problem and suffix == ".mp4":
+        problem = mp4_writer_problem()
     if problem:
         print(f"pycraftax render: error: --out: {problem}", file=sys.stderr)
         return 2
     bar = Progress(args.max_steps, "steps")
     try:
         frames, summary = record_episode(policy, seed=args.seed, max_steps=args.max_steps, view=args.view,
-                                         tile=args.tile, greedy=args.greedy, progress=bar.update, env_id=args.env)
-    except ValueError as e:
+                                         tile=args.block_size, greedy=args.greedy, progress=bar.update,
+                                         env_id=args.env)
+    except (ValueError, TexturesMissing) as e:
         bar.close()
         print(f"pycraftax render: error: {e}", file=sys.stderr)
         return 2
     bar.update(summary["length"], force=True)
     bar.close()
-    save_gif(args.out, frames, fps=args.fps)
+    save_video(args.out, frames, fps=args.fps)
     state = "ended" if summary["ended"] else "still running (step limit)"
     print(f"{args.out}: {len(frames):,} frames; {who}: return {summary['return']:.2f} over {summary['length']:,} "
           f"steps, episode {state}")
@@ -152,6 +160,42 @@ def cmd_summary(args: argparse.Namespace) -> int:
     if args.png:
         summary.plot(lines, f"PPO-RNN on Craftax-Symbolic-v1, {s['env_steps']:,} steps", args.png)
         print(f"learning curve: {args.png}", file=sys.stderr)
+    return 0
+
+
+def cmd_play(args: argparse.Namespace) -> int:
+    from pycraftax import play
+
+    problem = play.pygame_problem()
+    if problem:
+        print(f"pycraftax play: error: {problem}", file=sys.stderr)
+        return 2
+    from pycraftax import pretrained
+    from pycraftax.textures import TexturesMissing
+
+    policy, env_id = None, args.env
+    try:
+        if args.agent is not None or args.checkpoint is not None:
+            from pycraftax.train.evaluation import load_policy
+            from pycraftax.train.policy import Policy
+
+            if args.checkpoint is not None and not Path(args.checkpoint).is_file():
+                raise ValueError(f"no file {args.checkpoint}")
+            policy = pretrained.load(args.agent) if args.agent is not None else load_policy(args.checkpoint)
+            env_id = env_id or Policy(policy).env_id
+        game = play.Game(env_id or "Craftax-Symbolic-v1", seed=args.seed, block_size=args.block_size,
+                         history=args.history, policy=policy, greedy=args.greedy)
+    except (ValueError, TexturesMissing) as e:
+        print(f"pycraftax play: error: {e}", file=sys.stderr)
+        return 2
+    if policy is None:
+        print("Controls (upstream's key map):\n  " + "\n  ".join(play.controls(game.env_id)))
+    print("Backspace: step back, Esc: quit" + (", P: pause the agent, right arrow: one step" if policy else ""))
+    try:
+        play.play(game, fps=args.fps, max_frames=args.max_frames)
+    finally:
+        game.close()
+    print(f"{len(game.unlocked)} achievements: " + ", ".join(name.lower() for _, name in game.unlocked))
     return 0
 
 
@@ -198,14 +242,17 @@ def build_parser() -> argparse.ArgumentParser:
     summ.add_argument("--png", default=None, help="also plot the learning curve to this file (default: no plot)")
     summ.set_defaults(func=cmd_summary)
 
-    render = sub.add_parser("render", help="record one episode of a policy (or random actions) as a GIF", **fmt)
+    render = sub.add_parser("render", help="record one episode of a policy (or random actions) as a GIF or MP4, in "
+                                           "upstream's textures", **fmt)
     train_cli.add_policy_args(render, required=False)  # neither: random actions
-    render.add_argument("--out", default="episode.gif", help="the GIF to write")
+    render.add_argument("--out", default="episode.gif",
+                        help="the video to write: .gif, or .mp4 (needs imageio-ffmpeg)")
     render.add_argument("--seed", type=int, default=0, help="seed of the world and of the action sampling")
     render.add_argument("--max-steps", type=int, default=1000, help="step cap of the episode")
     render.add_argument("--view", choices=("local", "floor"), default="local",
-                        help="the agent's 9x11 view, or the whole floor")
-    render.add_argument("--tile", type=int, default=16, help="pixels per cell (>= 4)")
+                        help="the player's view with the inventory (as upstream's play window), or the whole floor")
+    render.add_argument("--block-size", "--tile", dest="block_size", type=int, default=16,
+                        help="pixels per map cell, 6..256 (the textures are 16 x 16; upstream's play window: 64)")
     render.add_argument("--fps", type=float, default=8.0, help="frames per second of the GIF")
     render.add_argument("--greedy", action="store_true", help="argmax actions (default: sampled)")
     render.add_argument("--env", default=None, choices=list_envs(),
@@ -221,6 +268,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     finder.add_arguments(conformance)
     conformance.set_defaults(func=finder.run)
+
+    from pycraftax import pretrained
+
+    play = sub.add_parser("play", help="play Craftax in a window (or watch an agent), with upstream's keys; needs "
+                                       "pygame", **fmt)
+    play.add_argument("--env", default=None, choices=list_envs(),
+                      help="the env to play (default: Craftax-Symbolic-v1, or the agent's)")
+    play.add_argument("--seed", type=int, default=0, help="seed of the world")
+    agent = play.add_mutually_exclusive_group()
+    agent.add_argument("--agent", default=None, choices=pretrained.names(),
+                       help="a shipped policy plays and you watch (default: you play)")
+    agent.add_argument("--checkpoint", default=None, help="a policy of `pycraftax train` plays and you watch")
+    play.add_argument("--greedy", action="store_true", help="the agent takes argmax actions (default: sampled)")
+    play.add_argument("--block-size", type=int, default=48, help="pixels per map cell, 6..256 (upstream's: 64)")
+    play.add_argument("--history", type=int, default=100, help="states kept for Backspace to step back to")
+    play.add_argument("--fps", type=float, default=15.0, help="frames per second (an agent steps once a frame)")
+    play.add_argument("--max-frames", type=int, default=None, help=argparse.SUPPRESS)  # for scripted runs
+    play.set_defaults(func=cmd_play)
     return parser
 
 
@@ -228,9 +293,10 @@ def build_parser() -> argparse.ArgumentParser:
 # through TrainConfig).
 OPTION_RANGES = (
     *((name, lambda v: v >= 1, ">= 1") for name in ("num_envs", "batch", "threads", "max_steps", "episodes",
-                                                    "blas_threads")),
+                                                    "blas_threads", "max_frames")),
+    ("history", lambda v: v >= 0, ">= 0"),
     ("seed", lambda v: 0 <= v < 2**32, "in [0, 2**32)"),  # the envs' seed range
-    ("tile", lambda v: v >= 4, ">= 4"),
+    ("block_size", lambda v: 6 <= v <= 256, "in [6, 256]"),
     ("fps", lambda v: v > 0, "> 0"),
     ("seconds", lambda v: v > 0, "> 0"),
     ("final_fraction", lambda v: 0 < v <= 1, "in (0, 1]"),

@@ -111,10 +111,15 @@ class CBackendEnv(CraftaxVecEnv):
             arguments = f"actions must be integers in [0, {self.num_actions})"
         check(code, what, arguments=arguments, table=self._state_table())
 
+    def _obs_args(self) -> tuple:
+        """Trailing arguments of the game's C calls that say how to render the obs (the pixel
+        envs' atlas); none for the symbolic obs."""
+        return ()
+
     def _native_reset(self, keys: np.ndarray) -> np.ndarray:
-        obs = np.empty((self.num_envs, self.obs_size), dtype=np.float32)
+        obs = np.empty((self.num_envs, *self.obs_shape), dtype=np.float32)
         self._check(self._c("reset_with_keys")(ptr(self._states, "void *"), ptr(keys, "uint32_t *"), self.num_envs,
-                                                self._c_params, ptr(obs, "float *")), "reset",
+                                                self._c_params, ptr(obs, "float *"), *self._obs_args()), "reset",
                     arguments="params.day_length must be >= 1")
         self._episode_return[:] = 0.0
         self._episode_length[:] = 0
@@ -122,14 +127,14 @@ class CBackendEnv(CraftaxVecEnv):
 
     def _native_step(self, actions: np.ndarray, sub_key: np.ndarray):
         n = self.num_envs
-        obs = np.empty((n, self.obs_size), dtype=np.float32)
+        obs = np.empty((n, *self.obs_shape), dtype=np.float32)
         reward = np.empty(n, dtype=np.float32)
         done = np.empty(n, dtype=np.uint8)
         terminated = np.empty(n, dtype=np.uint8)
         truncated = np.empty(n, dtype=np.uint8)
         final_ach = np.empty((n, len(self.achievement_table)), dtype=np.uint8)
         # zeros where no episode ends (the C step writes only the ended envs' rows)
-        final_obs = np.zeros((n, self.obs_size), dtype=np.float32) if self.report_final_obs else None
+        final_obs = np.zeros((n, *self.obs_shape), dtype=np.float32) if self.report_final_obs else None
         outputs = (ptr(obs, "float *"), ffi.NULL if final_obs is None else ptr(final_obs, "float *"),
                    ptr(reward, "float *"), ptr(done, "uint8_t *"), ptr(terminated, "uint8_t *"),
                    ptr(truncated, "uint8_t *"), ptr(final_ach, "uint8_t *"))
@@ -137,13 +142,14 @@ class CBackendEnv(CraftaxVecEnv):
             sub_key = np.ascontiguousarray(sub_key)
             self._check(self._c("step_optimistic")(ptr(self._states, "void *"), ptr(actions, "int32_t *"),
                                                     ptr(sub_key, "uint32_t *"), n, self.reset_ratio, self._c_params,
-                                                    *outputs, ffi.NULL), "step")
+                                                    *outputs, ffi.NULL, *self._obs_args()), "step")
         else:
             from pycraftax import jax_random
 
             keys = jax_random.split(sub_key, n)
             self._check(self._c("step_autoreset")(ptr(self._states, "void *"), ptr(actions, "int32_t *"),
-                                                   ptr(keys, "uint32_t *"), n, self._c_params, *outputs), "step")
+                                                   ptr(keys, "uint32_t *"), n, self._c_params, *outputs,
+                                                   *self._obs_args()), "step")
         done = done.astype(bool)
         self._episode_return += reward
         self._episode_length += 1
@@ -166,13 +172,14 @@ class CBackendEnv(CraftaxVecEnv):
 
     def _native_step_with_keys(self, actions: np.ndarray, keys: np.ndarray):
         n = self.num_envs
-        obs = np.empty((n, self.obs_size), dtype=np.float32)
+        obs = np.empty((n, *self.obs_shape), dtype=np.float32)
         reward = np.empty(n, dtype=np.float32)
         done = np.empty(n, dtype=np.uint8)
         self._check(
             self._c("step_with_keys")(
                 ptr(self._states, "void *"), ptr(actions, "int32_t *"), ptr(keys, "uint32_t *"), n,
                 self._c_params, ptr(obs, "float *"), ptr(reward, "float *"), ptr(done, "uint8_t *"),
+                *self._obs_args(),
             ),
             "step_with_keys",
         )
@@ -183,8 +190,9 @@ class CBackendEnv(CraftaxVecEnv):
         return obs, reward, done, info
 
     def _native_observe(self) -> np.ndarray:
-        obs = np.empty((self.num_envs, self.obs_size), dtype=np.float32)
-        self._check(self._c("observe")(ptr(self._states, "void *"), self.num_envs, ptr(obs, "float *")), "observe")
+        obs = np.empty((self.num_envs, *self.obs_shape), dtype=np.float32)
+        self._check(self._c("observe")(ptr(self._states, "void *"), self.num_envs, ptr(obs, "float *"),
+                                       *self._obs_args()), "observe")
         return obs
 
     def _native_host_states(self) -> np.ndarray:

@@ -80,6 +80,24 @@ def refuse_official_id(env_id: str, variant: str, **kwargs):
                        "rules' (docs/PORTING.md)")
 
 
+# -- rendering ---------------------------------------------------------------------------------
+RENDER_MODES = ("rgb_array",)
+RENDER_FPS = 8
+DEFAULT_RENDER_BLOCK = 16  # pixels a map cell of render(): a 208 x 176 picture of the full game
+
+
+def _check_render_mode(render_mode):
+    if render_mode is not None and render_mode not in RENDER_MODES:
+        raise ValueError(f"render_mode must be None or one of {list(RENDER_MODES)}, got {render_mode!r}")
+    return render_mode
+
+
+def _check_render_block(block_size) -> int:
+    from pycraftax import pixels
+
+    return pixels.check_block_size(block_size)
+
+
 # -- spaces ------------------------------------------------------------------------------------
 def to_gymnasium_space(space) -> gymnasium.spaces.Space:
     """`space` as a gymnasium space: returned as is when it already is one, else converted from
@@ -119,13 +137,12 @@ class CraftaxGymEnv(gymnasium.Env):
     terminated: died or beat the necromancer; truncated: reached params.max_timesteps otherwise.
     """
 
-    metadata = {"render_modes": []}
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": RENDER_FPS}
 
     def __init__(self, env_id: str = "Craftax-Symbolic-v1", backend: str = "c", render_mode: str | None = None,
-                 **params):
-        if render_mode is not None:
-            raise ValueError(f"render_mode must be None (pycraftax envs render with `pycraftax render`), "
-                             f"got {render_mode!r}")
+                 render_block_size: int = DEFAULT_RENDER_BLOCK, **params):
+        self.render_mode = _check_render_mode(render_mode)
+        self.render_block_size = _check_render_block(render_block_size)
         if "num_envs" in params:
             raise TypeError(f"num_envs does not apply to the single env (gymnasium.make gives one env); for "
                             f"{params['num_envs']!r} envs use gymnasium.make_vec({gym_id(env_id)!r}, "
@@ -184,6 +201,14 @@ class CraftaxGymEnv(gymnasium.Env):
         step_info = {name: _host(value)[0].item() for name, value in info.items()}
         return _host(obs)[0].copy(), float(_host(reward)[0]), terminated, truncated, step_info
 
+    def render(self):
+        """With render_mode="rgb_array": uint8 [H, W, 3], the env as upstream's textured renderer
+        draws it for people (its view with the inventory, render_block_size pixels a cell;
+        pycraftax.pixels); None without a render_mode."""
+        if self.render_mode is None:
+            return None
+        return self._env.render(index=0, block_size=self.render_block_size)
+
     def _ended_by_rules(self) -> bool:
         """Whether the ended episode ended by death or by beating the boss (upstream's
         is_game_over without its time limit), read from the final state."""
@@ -216,15 +241,16 @@ class CraftaxVectorEnv(VectorEnv):
     """
 
     def __init__(self, num_envs: int, env_id: str = "Craftax-Symbolic-v1", backend: str = "auto", seed: int = 0,
-                 render_mode: str | None = None, **make_kwargs):
-        if render_mode is not None:
-            raise ValueError(f"render_mode must be None, got {render_mode!r}")
+                 render_mode: str | None = None, render_block_size: int = DEFAULT_RENDER_BLOCK, **make_kwargs):
+        self.render_mode = _check_render_mode(render_mode)
+        self.render_block_size = _check_render_block(render_block_size)
         if isinstance(num_envs, np.integer):
             num_envs = int(num_envs)
         self._env = registry.make(env_id, num_envs=num_envs, backend=backend, seed=seed, **make_kwargs)
         self.num_envs = self._env.num_envs
         self.backend = self._env.backend
-        self.metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
+        self.metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": list(RENDER_MODES),
+                         "render_fps": RENDER_FPS}
         self.single_observation_space = to_gymnasium_space(self._env.single_observation_space)
         self.single_action_space = to_gymnasium_space(self._env.single_action_space)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
@@ -291,6 +317,13 @@ class CraftaxVectorEnv(VectorEnv):
             if not name.startswith("_") and f"_{name}" not in out:
                 out[f"_{name}"] = (all_envs if name in _PER_STEP_INFO_KEYS else done).copy()
         return out
+
+    def render(self):
+        """With render_mode="rgb_array": a tuple of num_envs uint8 [H, W, 3] pictures (as the
+        single env's render()); None without a render_mode."""
+        if self.render_mode is None:
+            return None
+        return tuple(self._env.render(index=i, block_size=self.render_block_size) for i in range(self.num_envs))
 
     def close_extras(self, **kwargs):
         self._env.close()

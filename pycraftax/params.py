@@ -11,6 +11,9 @@ import numpy as np
 # The env ids (upstream's names), the games whose parameters these are
 CRAFTAX_ENV_ID = "Craftax-Symbolic-v1"
 CLASSIC_ENV_ID = "Craftax-Classic-Symbolic-v1"
+# the pixel envs: the same games and params, observed as upstream's textured pictures
+CRAFTAX_PIXELS_ENV_ID = "Craftax-Pixels-v1"
+CLASSIC_PIXELS_ENV_ID = "Craftax-Classic-Pixels-v1"
 
 # Shapes of the four fractal_noise_angles overrides: the gradient grids of the water,
 # mountain, path and tree noise fields of generate_smoothworld.

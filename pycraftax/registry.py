@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import warnings
 
-from pycraftax.params import CLASSIC_ENV_ID, CRAFTAX_ENV_ID, split_params
+from pycraftax.params import CLASSIC_ENV_ID, CLASSIC_PIXELS_ENV_ID, CRAFTAX_ENV_ID, CRAFTAX_PIXELS_ENV_ID, split_params
 
-__all__ = ["CLASSIC_ENV_ID", "CRAFTAX_ENV_ID", "cuda_available", "list_envs", "make"]
-_ENV_IDS = (CRAFTAX_ENV_ID, CLASSIC_ENV_ID)
+__all__ = ["CLASSIC_ENV_ID", "CLASSIC_PIXELS_ENV_ID", "CRAFTAX_ENV_ID", "CRAFTAX_PIXELS_ENV_ID", "cuda_available",
+           "list_envs", "make"]
+_ENV_IDS = (CRAFTAX_ENV_ID, CLASSIC_ENV_ID, CRAFTAX_PIXELS_ENV_ID, CLASSIC_PIXELS_ENV_ID)
+_CLASSIC_IDS = (CLASSIC_ENV_ID, CLASSIC_PIXELS_ENV_ID)
+_PIXEL_IDS = (CRAFTAX_PIXELS_ENV_ID, CLASSIC_PIXELS_ENV_ID)
 _BACKENDS = ("auto", "c", "cuda")
 # The ids each backend builds
-_IDS_OF_BACKEND = {"c": _ENV_IDS, "cuda": _ENV_IDS}
+_IDS_OF_BACKEND = {"c": _ENV_IDS, "cuda": (CRAFTAX_ENV_ID, CLASSIC_ENV_ID)}
 
 
 def list_envs(backend: str | None = None) -> list[str]:
@@ -51,6 +54,11 @@ def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, o
     mob_despawn_distance, max_attribute, god_mode, fractal_noise_angles); StaticEnvParams
     fields are accepted only at upstream's defaults.
 
+    "Craftax-Pixels-v1" and "Craftax-Classic-Pixels-v1" are the same games observed as upstream's
+    pixel envs observe them: float32 [N, 130, 110, 3] and [N, 63, 63, 3] in [0, 1], the
+    textured picture / 255 (textures from the installed craftax distribution:
+    `pip install --no-deps craftax==1.6.1`; pycraftax.textures).
+
     "Craftax-Classic-Symbolic-v1" (obs float32 [N, 1345], 17 actions, 22 achievements) takes
     craftax_classic's EnvParams fields instead (max_timesteps, day_length, always_diamond,
     zombie_health, cow_health, skeleton_health, mob_despawn_distance, spawn_cow_chance,
@@ -73,13 +81,18 @@ def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, o
     if backend not in _BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose one of {list(_BACKENDS)}")
     vec_env.check_obs_mode(obs)
-    classic = env_id == CLASSIC_ENV_ID
+    classic = env_id in _CLASSIC_IDS
+    pixel = env_id in _PIXEL_IDS
     if obs == "compact" and backend != "cuda":
         raise ValueError(f"obs='compact' needs backend='cuda' (got backend={backend!r})")
+    if obs == "compact" and pixel:
+        raise ValueError(f"obs='compact' encodes the symbolic obs; {env_id!r} has only obs='float'")
+    if backend == "cuda" and env_id not in _IDS_OF_BACKEND["cuda"]:
+        raise ValueError(f"{env_id!r} is not built by backend='cuda'; its backends: ['c'] (or 'auto')")
     env_params, static_params = split_params(params, classic=classic)
     vec_env.check_resets(resets, reset_ratio, num_envs)
     prng_key(seed)  # validates the seed before any allocation
-    if backend in ("cuda", "auto"):
+    if backend in ("cuda", "auto") and env_id in _IDS_OF_BACKEND["cuda"]:
         from pycraftax import cuda_env
 
         reason = cuda_env.unavailable_reason()
@@ -98,7 +111,11 @@ def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, o
             f"pycraftax: no CUDA backend available ({reason}), using the C reference (backend='c')", stacklevel=2
         )
 
-    if classic:
+    if pixel:
+        from pycraftax.pixels_env import CraftaxClassicPixelsEnv, CraftaxPixelsEnv
+
+        c_class = CraftaxClassicPixelsEnv if classic else CraftaxPixelsEnv
+    elif classic:
         from pycraftax.classic_env import CraftaxClassicEnv as c_class
     else:
         from pycraftax.env import CraftaxEnv as c_class

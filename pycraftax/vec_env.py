@@ -310,6 +310,12 @@ class CraftaxVecEnv:
         self._async_outputs = None
         self._make_spaces()
 
+    @property
+    def obs_shape(self) -> tuple[int, ...]:
+        """The shape of one env's float obs: (obs_size,) for the symbolic envs; the pixel envs'
+        pictures are (height, width, 3)."""
+        return (self.obs_size,)
+
     def _make_spaces(self) -> None:
         import gymnasium
 
@@ -317,7 +323,7 @@ class CraftaxVecEnv:
             self.single_observation_space = gymnasium.spaces.Box(0, 255, (obs_compact.COMPACT_SIZE,), np.uint8)
         else:
             self.single_observation_space = gymnasium.spaces.Box(self._observation_low(), self._observation_high(),
-                                                                 (self.obs_size,), np.float32)
+                                                                 self.obs_shape, np.float32)
         self.single_action_space = gymnasium.spaces.Discrete(self.num_actions)
         self._batched_spaces = None
 
@@ -536,6 +542,21 @@ class CraftaxVecEnv:
             table.check_written(converted, self.num_envs)
             self._native_write_states(converted)
             self._needs_reset = False
+
+    def render(self, index: int = 0, block_size: int = 64, view: str = "local"):
+        """uint8 [H, W, 3]: env `index` drawn with upstream's textures (pycraftax.pixels.picture):
+        view="local" is the player's view with the inventory, as upstream's play window draws it
+        (at block_size 64); "floor" the whole floor the player is on. Needs the craftax
+        distribution's images (pycraftax.textures)."""
+        from pycraftax import pixels
+
+        return pixels.picture(self, index, block_size, view)
+
+    def _state_bytes(self, index: int) -> np.ndarray:
+        """uint8 [1, state size]: the raw state of env `index` (a host copy)."""
+        with self._lock:
+            self._check_open()
+            return np.array(self._native_host_states()[index:index + 1])
 
     # -- lifecycle --------------------------------------------------------------------------
     def close(self) -> None:

@@ -81,18 +81,17 @@ def test_render_frame_of_classic_states():
     env.reset(seed=0)
     state = env.get_state()
     local = render_frame(state, 0, "local", tile=8)
-    floor = render_frame(state, 0, "floor", tile=4)
+    floor = render_frame(state, 0, "floor", tile=6)
     assert local.shape[:2][1] == 9 * 8 and local.dtype == np.uint8
-    assert floor.shape[1] == 64 * 4
-    assert not np.array_equal(render_frame(state, 1, "floor", tile=4), floor)  # two worlds, two pictures
-    r, c = (int(v) for v in state["player_position"][0])
-    assert np.all(floor[r * 4, c * 4] == 255)  # the player is the white tile (its corner: the tick is black)
+    assert floor.shape[1] == 64 * 6
+    assert not np.array_equal(render_frame(state, 1, "floor", tile=6), floor)  # two worlds, two pictures
+    np.testing.assert_array_equal(local, env.render(0, block_size=8))  # the textured picture of the state
 
 
 def test_record_episode_of_random_classic_actions():
-    frames, summary = record_episode(None, seed=1, max_steps=6, tile=4, env_id=CLASSIC)
+    frames, summary = record_episode(None, seed=1, max_steps=6, tile=6, env_id=CLASSIC)
     assert summary["env_id"] == CLASSIC and len(frames) == 7
-    assert frames[0].shape[1] == 9 * 4
+    assert frames[0].shape[1] == 9 * 6
 
 
 def test_pytorch_engine_is_sized_from_the_env(tmp_path):

@@ -89,7 +89,7 @@ def test_render_checks_its_output_before_the_episode(tmp_path, capsys, monkeypat
         assert "not writable" in capsys.readouterr().err
     monkeypatch.undo()
     nested = tmp_path / "new" / "dir" / "e.gif"  # a missing directory is created
-    assert cli.main(["render", "--out", str(nested), "--max-steps", "3", "--tile", "4"]) == 0
+    assert cli.main(["render", "--out", str(nested), "--max-steps", "3", "--block-size", "6"]) == 0
     assert nested.stat().st_size > 0
 
 
@@ -265,7 +265,7 @@ def test_a_run_too_large_for_the_memory_is_refused_before_it_starts(tmp_path, mo
     (["eval", "--pretrained", "fast-1e9", "--seed", "-1"], "--seed must be in [0, 2**32), got -1"),
     (["worlds", "--seed", str(2**32)], f"--seed must be in [0, 2**32), got {2**32}"),
     (["eval", "--pretrained", "fast-1e9", "--episodes", "0"], "--episodes must be >= 1, got 0"),
-    (["render", "--tile", "3"], "--tile must be >= 4, got 3"),
+    (["render", "--block-size", "3"], "--block-size must be in [6, 256], got 3"),
     (["render", "--fps", "0"], "--fps must be > 0, got 0.0"),
     (["train", "--blas-threads", "0"], "--blas-threads must be >= 1, got 0"),
     (["summary", "x", "--final-fraction", "1.5"], "--final-fraction must be in (0, 1], got 1.5"),

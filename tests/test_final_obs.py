@@ -13,7 +13,7 @@ from conformance.final_obs_check import assert_same_without_final_obs, check_fin
 from pycraftax import jax_random
 from pycraftax.gymnasium_env import CraftaxVectorEnv
 
-GAMES = ["Craftax-Symbolic-v1", "Craftax-Classic-Symbolic-v1"]
+GAMES = ["Craftax-Symbolic-v1", "Craftax-Classic-Symbolic-v1", "Craftax-Pixels-v1", "Craftax-Classic-Pixels-v1"]
 RESETS = [("auto", None), ("optimistic", 4)]
 NUM_ENVS = 8
 MAX_TIMESTEPS = 5

@@ -25,6 +25,8 @@ from pycraftax.jax import _ffi  # noqa: F401  (loads and registers the FFI handl
 from pycraftax.jax._ffi import raise_if_invalid_actions
 from pycraftax.jax.env import (
     NUM_ACTIONS,
+    CraftaxPixelsEnv,
+    CraftaxPixelsEnvNoAutoReset,
     CraftaxSymbolicEnv,
     CraftaxSymbolicEnvNoAutoReset,
     make_craftax_env_from_name,
@@ -36,6 +38,8 @@ __all__ = [
     "make_craftax_env_from_name",
     "CraftaxSymbolicEnv",
     "CraftaxSymbolicEnvNoAutoReset",
+    "CraftaxPixelsEnv",
+    "CraftaxPixelsEnvNoAutoReset",
     "CraftaxState",
     "EnvParams",
     "to_upstream_state",

@@ -49,6 +49,11 @@ _HANDLERS = {
     "pycraftax_step" + OPERAND_SUFFIX: "PycraftaxStepParamsOperand",
     "pycraftax_step_autoreset" + OPERAND_SUFFIX: "PycraftaxStepAutoResetParamsOperand",
 }
+# Craftax-Pixels-v1's: the same calls with the pixel obs (CPU handlers)
+PIXELS_PREFIX = "pycraftax_pixels_"
+_PIXEL_HANDLERS = {target.replace("pycraftax_", PIXELS_PREFIX, 1): symbol.replace("Pycraftax", "PycraftaxPixels", 1)
+                   for target, symbol in _HANDLERS.items()}
+PIXEL_OBS_SHAPE = (130, 110, 3)
 
 
 def _load() -> ctypes.CDLL:
@@ -65,8 +70,10 @@ def _load() -> ctypes.CDLL:
     if built != rules.rules_fingerprint():
         raise ImportError(f"{LIBRARY.name} was built from other rules ({rules.describe(built)}) than the C extension "
                           f"({rules.describe()}); rebuild pycraftax")
-    for target, symbol in _HANDLERS.items():
+    for target, symbol in {**_HANDLERS, **_PIXEL_HANDLERS}.items():
         jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(getattr(library, symbol + "Cpu")), platform="cpu")
+    library.pycraftax_xla_set_pixel_atlas.restype = ctypes.c_int
+    library.pycraftax_xla_set_pixel_atlas.argtypes = [ctypes.c_void_p, ctypes.c_int64]
     return library
 
 
@@ -114,6 +121,23 @@ _CUDA_LIBRARY = _load_cuda()
 CUDA_AVAILABLE = _CUDA_LIBRARY is not None
 
 
+_ATLAS_SET = []
+
+
+def set_pixel_atlas() -> None:
+    """Give the CPU handlers Craftax-Pixels-v1's texture atlas (pycraftax.pixels, from the
+    installed craftax distribution's images), once per process."""
+    if _ATLAS_SET:
+        return
+    from pycraftax import pixels
+
+    atlas = pixels.atlas(pixels.FULL, pixels.AGENT_BLOCK[pixels.FULL])
+    rc = _LIBRARY.pycraftax_xla_set_pixel_atlas(atlas.ctypes.data, atlas.size)
+    if rc != 0:
+        raise RuntimeError(f"{LIBRARY.name} refused the pixel atlas ({atlas.size} floats, code {rc}): rebuild pycraftax")
+    _ATLAS_SET.append(True)
+
+
 def raise_if_invalid_actions() -> None:
     """Wait for the GPU steps enqueued so far and raise ValueError if any got an action outside
     [0, 43) since the last report (the env is named; it was stepped with NOOP instead). The CPU
@@ -147,14 +171,19 @@ def _call(target: str, result_shapes, operands, params, alias_states: bool):
     return call(*operands, **attributes)
 
 
-def reset(keys: jax.Array, params):
-    """(states, obs) of fresh worlds; `params` a PackedParams or a (traced) params object."""
+def _target(name: str, pixels: bool) -> str:
+    return name.replace("pycraftax_", PIXELS_PREFIX, 1) if pixels else name
+
+
+def reset(keys: jax.Array, params, pixels: bool = False):
+    """(states, obs) of fresh worlds; `params` a PackedParams or a (traced) params object;
+    the pixel env's worlds and obs with `pixels`."""
     batch = keys.shape[:-1]
     return _call(
-        "pycraftax_reset",
+        _target("pycraftax_reset", pixels),
         (
             jax.ShapeDtypeStruct(batch + (_state.STATE_SIZE,), jnp.uint8),
-            jax.ShapeDtypeStruct(batch + (OBS_SIZE,), jnp.float32),
+            jax.ShapeDtypeStruct(batch + (PIXEL_OBS_SHAPE if pixels else (OBS_SIZE,)), jnp.float32),
         ),
         (keys,),
         params,
@@ -162,17 +191,18 @@ def reset(keys: jax.Array, params):
     )
 
 
-def step(states: jax.Array, actions: jax.Array, keys: jax.Array, params, auto_reset: bool):
-    """(states, obs, rewards, dones[, final_achievements]) after one step of every env."""
+def step(states: jax.Array, actions: jax.Array, keys: jax.Array, params, auto_reset: bool, pixels: bool = False):
+    """(states, obs, rewards, dones[, final_achievements]) after one step of every env (the
+    pixel env's obs with `pixels`)."""
     batch = actions.shape
     shapes = [
         jax.ShapeDtypeStruct(states.shape, jnp.uint8),
-        jax.ShapeDtypeStruct(batch + (OBS_SIZE,), jnp.float32),
+        jax.ShapeDtypeStruct(batch + (PIXEL_OBS_SHAPE if pixels else (OBS_SIZE,)), jnp.float32),
         jax.ShapeDtypeStruct(batch, jnp.float32),
         jax.ShapeDtypeStruct(batch, jnp.bool_),
     ]
     if auto_reset:
         shapes.append(jax.ShapeDtypeStruct(batch + (NUM_ACHIEVEMENTS,), jnp.uint8))
-    target = "pycraftax_step_autoreset" if auto_reset else "pycraftax_step"
+    target = _target("pycraftax_step_autoreset" if auto_reset else "pycraftax_step", pixels)
     return _call(target, tuple(shapes), (states, actions, keys), params, alias_states=True)
 

@@ -1,5 +1,10 @@
-"""Full Craftax (symbolic) with craftax 1.6.1's environment interface, stepped by the C
-reference through XLA FFI: usable inside jax.jit, jax.lax.scan and jax.vmap.
+"""Full Craftax (symbolic, and pixels) with craftax 1.6.1's environment interface, stepped by
+the C reference through XLA FFI: usable inside jax.jit, jax.lax.scan and jax.vmap.
+
+CraftaxPixelsEnv / CraftaxPixelsEnvNoAutoReset are craftax's pixel envs of the full game: the
+same game and states, the obs upstream's picture / 255, float32 [130, 110, 3] (textures from
+the installed craftax distribution, pycraftax.textures), worlds generated from reset_env's key
+itself as upstream's pixel env does.
 
 CraftaxSymbolicEnv / CraftaxSymbolicEnvNoAutoReset mirror craftax/craftax/envs/
 craftax_symbolic_env.py over the gymnax-style bases of craftax/environment_base: same
@@ -25,6 +30,7 @@ from pycraftax.achievements import ACHIEVEMENTS
 from pycraftax.jax import _ffi
 from pycraftax.jax.params import EnvParams, pack_on_host
 from pycraftax.jax.state import ENV_ID, CraftaxState, check_state
+from pycraftax.params import CRAFTAX_PIXELS_ENV_ID as PIXELS_ENV_ID
 
 NUM_ACTIONS = 43
 _ACHIEVEMENT_INDEX = np.array([index for _, index in ACHIEVEMENTS], dtype=np.int32)
@@ -74,13 +80,16 @@ class CraftaxSymbolicEnvNoAutoReset:
     """craftax's CraftaxSymbolicEnvNoAutoReset: step is step_env, with the key as given."""
 
     auto_reset = False
+    pixels = False  # the pixel env's obs and worlds (CraftaxPixelsEnv*)
 
     def __init__(self, static_env_params=None):
         if static_env_params is not None:
             kwargs = {name: getattr(static_env_params, name) for name in _host_params.STATIC_PARAM_NAMES}
             _host_params.split_params(kwargs)  # raises unless they are upstream's defaults
         self.static_env_params = _host_params.StaticEnvParams()
-        self.env_id = ENV_ID
+        self.env_id = PIXELS_ENV_ID if self.pixels else ENV_ID
+        if self.pixels:
+            _ffi.set_pixel_atlas()  # before anything is traced: a missing craftax distribution fails here
 
     @property
     def default_params(self) -> EnvParams:
@@ -112,12 +121,13 @@ class CraftaxSymbolicEnvNoAutoReset:
 
     def step_env(self, key, state, action, params):
         check_state(state, self.env_id)
-        data, obs, reward, done = _ffi.step(state.data, _action(action), _raw_key(key), params, auto_reset=False)
+        data, obs, reward, done = _ffi.step(state.data, _action(action), _raw_key(key), params, auto_reset=False,
+                                            pixels=self.pixels)
         new_state = CraftaxState(data, self.env_id)
         return obs, new_state, reward, done, _info(new_state.leaf("achievements"), done)
 
     def reset_env(self, key, params):
-        data, obs = _ffi.reset(_raw_key(key), params)
+        data, obs = _ffi.reset(_raw_key(key), params, pixels=self.pixels)
         return obs, CraftaxState(data, self.env_id)
 
     @property
@@ -132,7 +142,7 @@ class CraftaxSymbolicEnvNoAutoReset:
         return _spaces().Discrete(NUM_ACTIONS)
 
     def observation_space(self, params=None):
-        return _spaces().Box(0.0, 1.0, (_ffi.OBS_SIZE,), dtype=jnp.float32)
+        return _spaces().Box(0.0, 1.0, _ffi.PIXEL_OBS_SHAPE if self.pixels else (_ffi.OBS_SIZE,), dtype=jnp.float32)
 
 
 class CraftaxSymbolicEnv(CraftaxSymbolicEnvNoAutoReset):
@@ -145,7 +155,7 @@ class CraftaxSymbolicEnv(CraftaxSymbolicEnvNoAutoReset):
     def _step(self, key, state, action, params):
         check_state(state, self.env_id)
         data, obs, reward, done, achievements = _ffi.step(
-            state.data, _action(action), _raw_key(key), params, auto_reset=True
+            state.data, _action(action), _raw_key(key), params, auto_reset=True, pixels=self.pixels
         )
         # the finished episode's achievements are zero unless done, as achievements * done is
         return obs, CraftaxState(data, self.env_id), reward, done, _info(achievements, done)
@@ -164,8 +174,28 @@ def _jit_methods(cls) -> None:
     cls._reset_traced_params = jax.jit(cls._reset, static_argnums=(0,))
 
 
-_jit_methods(CraftaxSymbolicEnvNoAutoReset)
-_jit_methods(CraftaxSymbolicEnv)
+class CraftaxPixelsEnvNoAutoReset(CraftaxSymbolicEnvNoAutoReset):
+    """craftax's CraftaxPixelsEnvNoAutoReset: the obs is the picture / 255, float32 [130, 110, 3]."""
+
+    pixels = True
+
+    @property
+    def name(self) -> str:
+        return "Craftax-Pixels-NoAutoReset-v1"
+
+
+class CraftaxPixelsEnv(CraftaxSymbolicEnv):
+    """craftax's CraftaxPixelsEnv (auto-reset)."""
+
+    pixels = True
+
+    @property
+    def name(self) -> str:
+        return "Craftax-Pixels-v1"
+
+
+for _cls in (CraftaxSymbolicEnvNoAutoReset, CraftaxSymbolicEnv, CraftaxPixelsEnvNoAutoReset, CraftaxPixelsEnv):
+    _jit_methods(_cls)
 
 
 def _spaces():
@@ -178,14 +208,16 @@ def _spaces():
     return spaces
 
 
-SUPPORTED = ("Craftax-Symbolic-v1", "Craftax-Symbolic-AutoReset-v1")
+SUPPORTED = ("Craftax-Symbolic-v1", "Craftax-Symbolic-AutoReset-v1", "Craftax-Pixels-v1", "Craftax-Pixels-AutoReset-v1")
 
 
 def make_craftax_env_from_name(name: str, auto_reset: bool):
     """craftax.craftax_env.make_craftax_env_from_name for the envs pycraftax implements."""
     if not isinstance(auto_reset, (bool, np.bool_)):
         raise TypeError(f"auto_reset must be True or False, got {auto_reset!r}")
-    if name not in SUPPORTED or (name == "Craftax-Symbolic-AutoReset-v1" and not auto_reset):
-        allowed = list(SUPPORTED) if auto_reset else ["Craftax-Symbolic-v1"]
+    if name not in SUPPORTED or (name.endswith("-AutoReset-v1") and not auto_reset):
+        allowed = list(SUPPORTED) if auto_reset else [n for n in SUPPORTED if not n.endswith("-AutoReset-v1")]
         raise ValueError(f"unknown or unsupported env {name!r} (auto_reset={auto_reset}); pycraftax.jax has {allowed}")
+    if name.startswith("Craftax-Pixels"):
+        return CraftaxPixelsEnv() if auto_reset else CraftaxPixelsEnvNoAutoReset()
     return CraftaxSymbolicEnv() if auto_reset else CraftaxSymbolicEnvNoAutoReset()

@@ -14,6 +14,7 @@
 
 #include "craftax/step.h"
 #include "craftax_classic/step.h"
+#include "env_variants.h"
 #include "optimistic_step.h"
 #include "state_domain.h"
 
@@ -153,8 +154,8 @@ static int check_actions(const int32_t *actions, int64_t num_envs) {
     return 0;
 }
 
-int craftax_classic_reset_with_keys(void *states, const uint32_t *keys, int64_t num_envs,
-                                    const CraftaxClassicParams *params, float *obs) {
+static int reset_with_keys(void *states, const uint32_t *keys, int64_t num_envs, const CraftaxClassicParams *params,
+                           const CraftaxEnvVariant *variant, float *obs) {
     if (!states || !keys || !params) return CRAFTAX_ERR_NULL;
     if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
     if (check_params(params)) return CRAFTAX_ERR_ARGUMENT;
@@ -172,24 +173,25 @@ int craftax_classic_reset_with_keys(void *states, const uint32_t *keys, int64_t 
             }
             const CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
             craftax_classic_reset_env(key, params, &all[i], scratch);
-            if (obs) craftax_classic_render_symbolic(&all[i], obs + i * CRAFTAX_CLASSIC_OBS_SIZE);
+            if (obs) variant->render(variant->context, &all[i], obs + i * variant->obs_size, 1);
         }
         free(scratch);
     }
     return failed ? CRAFTAX_ERR_NO_MEMORY : 0;
 }
 
-int craftax_classic_observe(const void *states, int64_t num_envs, float *obs) {
+static int observe(const void *states, int64_t num_envs, const CraftaxEnvVariant *variant, float *obs) {
     if (!states || !obs) return CRAFTAX_ERR_NULL;
     if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
     const CraftaxClassicState *all = (const CraftaxClassicState *)states;
 #pragma omp parallel for num_threads(craftax_get_num_threads()) schedule(static)
-    for (int64_t i = 0; i < num_envs; i++) craftax_classic_render_symbolic(&all[i], obs + i * CRAFTAX_CLASSIC_OBS_SIZE);
+    for (int64_t i = 0; i < num_envs; i++) variant->render(variant->context, &all[i], obs + i * variant->obs_size, 0);
     return 0;
 }
 
-int craftax_classic_step_with_keys(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
-                                   const CraftaxClassicParams *params, float *obs, float *rewards, uint8_t *dones) {
+static int step_with_keys(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
+                          const CraftaxClassicParams *params, const CraftaxEnvVariant *variant, float *obs,
+                          float *rewards, uint8_t *dones) {
     if (!states || !actions || !keys || !params) return CRAFTAX_ERR_NULL;
     if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
     if (check_params(params) || check_actions(actions, num_envs)) return CRAFTAX_ERR_ARGUMENT;
@@ -198,18 +200,18 @@ int craftax_classic_step_with_keys(void *states, const int32_t *actions, const u
     for (int64_t i = 0; i < num_envs; i++) {
         const CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
         uint8_t done;
-        const float r = craftax_classic_step_env(&all[i], key, actions[i], params,
-                                                 obs ? obs + i * CRAFTAX_CLASSIC_OBS_SIZE : NULL, &done);
+        const float r = craftax_classic_step_env(&all[i], key, actions[i], params, NULL, &done);
+        if (obs) variant->render(variant->context, &all[i], obs + i * variant->obs_size, 0);
         if (rewards) rewards[i] = r;
         if (dones) dones[i] = done;
     }
     return 0;
 }
 
-int craftax_classic_step_autoreset(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
-                                   const CraftaxClassicParams *params, float *obs, float *final_obs, float *rewards,
-                                   uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
-                                   uint8_t *final_achievements) {
+static int step_autoreset(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
+                          const CraftaxClassicParams *params, const CraftaxEnvVariant *variant, float *obs,
+                          float *final_obs, float *rewards, uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
+                          uint8_t *final_achievements) {
     if (!states || !actions || !keys || !params) return CRAFTAX_ERR_NULL;
     if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
     if (check_params(params) || check_actions(actions, num_envs)) return CRAFTAX_ERR_ARGUMENT;
@@ -229,8 +231,8 @@ int craftax_classic_step_autoreset(void *states, const int32_t *actions, const u
             const CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
             uint8_t done, term;
             const float r = craftax_classic_step_autoreset_one(
-                &all[i], key, actions[i], params, obs ? obs + i * CRAFTAX_CLASSIC_OBS_SIZE : NULL,
-                final_obs ? final_obs + i * CRAFTAX_CLASSIC_OBS_SIZE : NULL, &done, &term,
+                &all[i], key, actions[i], params, variant, obs ? obs + i * variant->obs_size : NULL,
+                final_obs ? final_obs + i * variant->obs_size : NULL, &done, &term,
                 final_achievements ? final_achievements + i * CRAFTAX_CLASSIC_NUM_ACHIEVEMENTS : NULL, scratch);
             if (rewards) rewards[i] = r;
             if (dones) dones[i] = done;
@@ -253,29 +255,25 @@ static float optimistic_step_env(void *state, CraftaxKey key, int32_t action, co
     if (achievements) memcpy(achievements, s->achievements, CRAFTAX_CLASSIC_NUM_ACHIEVEMENTS);
     return r;
 }
-static void optimistic_reset_env(CraftaxKey key, const void *params, void *state, void *reset_scratch) {
+static void optimistic_reset_env(const CraftaxEnvVariant *variant, CraftaxKey key, const void *params, void *state,
+                                 void *reset_scratch) {
+    (void)variant; /* both of Classic's envs generate the world from the key itself */
     craftax_classic_reset_env(key, (const CraftaxClassicParams *)params, (CraftaxClassicState *)state,
                               (CraftaxClassicWorldGenScratch *)reset_scratch);
 }
-static void optimistic_render(const void *state, float *obs, int fresh_world) {
-    (void)fresh_world; /* Classic's obs rounds the same either way */
-    craftax_classic_render_symbolic((const CraftaxClassicState *)state, obs);
-}
 static const CraftaxOptimisticGame CLASSIC_GAME = {
     .state_size = sizeof(CraftaxClassicState),
-    .obs_size = CRAFTAX_CLASSIC_OBS_SIZE,
     .num_achievements = CRAFTAX_CLASSIC_NUM_ACHIEVEMENTS,
     .step_scratch_size = 0,
     .reset_scratch_size = sizeof(CraftaxClassicWorldGenScratch),
     .step = optimistic_step_env,
     .reset = optimistic_reset_env,
-    .render = optimistic_render,
 };
 
-int craftax_classic_step_optimistic(void *states, const int32_t *actions, const uint32_t *key, int64_t num_envs,
-                                    int32_t reset_ratio, const CraftaxClassicParams *params, float *obs,
-                                    float *final_obs, float *rewards, uint8_t *dones, uint8_t *terminated,
-                                    uint8_t *truncated, uint8_t *final_achievements, int32_t *reset_worlds) {
+static int step_optimistic(void *states, const int32_t *actions, const uint32_t *key, int64_t num_envs,
+                           int32_t reset_ratio, const CraftaxClassicParams *params, const CraftaxEnvVariant *variant,
+                           float *obs, float *final_obs, float *rewards, uint8_t *dones, uint8_t *terminated,
+                           uint8_t *truncated, uint8_t *final_achievements, int32_t *reset_worlds) {
     if (!states || !actions || !key || !params) return CRAFTAX_ERR_NULL;
     if (num_envs < 0 || num_envs > (int64_t)UINT32_MAX) return CRAFTAX_ERR_NUM_ENVS;
     if (reset_ratio < 1 || num_envs % reset_ratio != 0) return CRAFTAX_ERR_ARGUMENT;
@@ -283,8 +281,77 @@ int craftax_classic_step_optimistic(void *states, const int32_t *actions, const 
     if (num_envs == 0) return 0;
     const CraftaxStepOutputs out = {obs, final_obs, rewards, dones, terminated, truncated, final_achievements,
                                     reset_worlds};
-    return craftax_optimistic_step(&CLASSIC_GAME, states, actions, (CraftaxKey){{key[0], key[1]}}, num_envs,
+    return craftax_optimistic_step(&CLASSIC_GAME, variant, states, actions, (CraftaxKey){{key[0], key[1]}}, num_envs,
                                    reset_ratio, params, &out);
+}
+
+int craftax_classic_reset_with_keys(void *states, const uint32_t *keys, int64_t num_envs,
+                                    const CraftaxClassicParams *params, float *obs) {
+    return reset_with_keys(states, keys, num_envs, params, &CRAFTAX_CLASSIC_SYMBOLIC_ENV, obs);
+}
+
+int craftax_classic_observe(const void *states, int64_t num_envs, float *obs) {
+    return observe(states, num_envs, &CRAFTAX_CLASSIC_SYMBOLIC_ENV, obs);
+}
+
+int craftax_classic_step_with_keys(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
+                                   const CraftaxClassicParams *params, float *obs, float *rewards, uint8_t *dones) {
+    return step_with_keys(states, actions, keys, num_envs, params, &CRAFTAX_CLASSIC_SYMBOLIC_ENV, obs, rewards, dones);
+}
+
+int craftax_classic_step_autoreset(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
+                                   const CraftaxClassicParams *params, float *obs, float *final_obs, float *rewards,
+                                   uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
+                                   uint8_t *final_achievements) {
+    return step_autoreset(states, actions, keys, num_envs, params, &CRAFTAX_CLASSIC_SYMBOLIC_ENV, obs, final_obs,
+                          rewards, dones, terminated, truncated, final_achievements);
+}
+
+int craftax_classic_step_optimistic(void *states, const int32_t *actions, const uint32_t *key, int64_t num_envs,
+                                    int32_t reset_ratio, const CraftaxClassicParams *params, float *obs,
+                                    float *final_obs, float *rewards, uint8_t *dones, uint8_t *terminated,
+                                    uint8_t *truncated, uint8_t *final_achievements, int32_t *reset_worlds) {
+    return step_optimistic(states, actions, key, num_envs, reset_ratio, params, &CRAFTAX_CLASSIC_SYMBOLIC_ENV, obs,
+                           final_obs, rewards, dones, terminated, truncated, final_achievements, reset_worlds);
+}
+
+/* The pixel env's calls. */
+
+int craftax_classic_pixels_reset_with_keys(void *states, const uint32_t *keys, int64_t num_envs,
+                                           const CraftaxClassicParams *params, float *obs, const float *atlas) {
+    CRAFTAX_PIXEL_ENV_VARIANT(CRAFTAX_PIXELS_GAME_CLASSIC, obs);
+    return reset_with_keys(states, keys, num_envs, params, &variant, obs);
+}
+
+int craftax_classic_pixels_observe(const void *states, int64_t num_envs, float *obs, const float *atlas) {
+    CRAFTAX_PIXEL_ENV_VARIANT(CRAFTAX_PIXELS_GAME_CLASSIC, 1);
+    return observe(states, num_envs, &variant, obs);
+}
+
+int craftax_classic_pixels_step_with_keys(void *states, const int32_t *actions, const uint32_t *keys,
+                                          int64_t num_envs, const CraftaxClassicParams *params, float *obs,
+                                          float *rewards, uint8_t *dones, const float *atlas) {
+    CRAFTAX_PIXEL_ENV_VARIANT(CRAFTAX_PIXELS_GAME_CLASSIC, obs);
+    return step_with_keys(states, actions, keys, num_envs, params, &variant, obs, rewards, dones);
+}
+
+int craftax_classic_pixels_step_autoreset(void *states, const int32_t *actions, const uint32_t *keys,
+                                          int64_t num_envs, const CraftaxClassicParams *params, float *obs,
+                                          float *final_obs, float *rewards, uint8_t *dones, uint8_t *terminated,
+                                          uint8_t *truncated, uint8_t *final_achievements, const float *atlas) {
+    CRAFTAX_PIXEL_ENV_VARIANT(CRAFTAX_PIXELS_GAME_CLASSIC, obs || final_obs);
+    return step_autoreset(states, actions, keys, num_envs, params, &variant, obs, final_obs, rewards, dones,
+                          terminated, truncated, final_achievements);
+}
+
+int craftax_classic_pixels_step_optimistic(void *states, const int32_t *actions, const uint32_t *key,
+                                           int64_t num_envs, int32_t reset_ratio, const CraftaxClassicParams *params,
+                                           float *obs, float *final_obs, float *rewards, uint8_t *dones,
+                                           uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements,
+                                           int32_t *reset_worlds, const float *atlas) {
+    CRAFTAX_PIXEL_ENV_VARIANT(CRAFTAX_PIXELS_GAME_CLASSIC, obs || final_obs);
+    return step_optimistic(states, actions, key, num_envs, reset_ratio, params, &variant, obs, final_obs, rewards,
+                           dones, terminated, truncated, final_achievements, reset_worlds);
 }
 
 int craftax_classic_test_fractal_noise(const uint32_t *key, int32_t res0, int32_t res1, const float *angles,

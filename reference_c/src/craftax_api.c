@@ -14,6 +14,7 @@
 
 #include "craftax/obs.h"
 #include "craftax/worldgen.h"
+#include "env_variants.h"
 #include "state_domain.h"
 
 #define API_VERSION 1
@@ -235,8 +236,9 @@ int craftax_get_num_threads(void) {
 #endif
 }
 
-int craftax_reset_with_keys(void *states, const uint32_t *keys, int64_t num_envs, const CraftaxParams *params,
-                            float *obs) {
+/* reset_env of `variant` for each env, and its obs (when obs is not NULL). */
+static int reset_with_keys(void *states, const uint32_t *keys, int64_t num_envs, const CraftaxParams *params,
+                           const CraftaxEnvVariant *variant, float *obs) {
     if (!states || !keys || !params) return CRAFTAX_ERR_NULL;
     if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
     if (params->day_length <= 0) return CRAFTAX_ERR_ARGUMENT;
@@ -250,22 +252,42 @@ int craftax_reset_with_keys(void *states, const uint32_t *keys, int64_t num_envs
         for (int64_t i = 0; i < num_envs; i++) {
             if (!scratch) continue;
             CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
-            craftax_reset_env(key, params, &all[i], scratch);
-            if (obs) craftax_render_symbolic(&all[i], obs + i * CRAFTAX_OBS_SIZE, 1);
+            craftax_variant_reset_env(variant, key, params, &all[i], scratch);
+            if (obs) variant->render(variant->context, &all[i], obs + i * variant->obs_size, 1);
         }
         free(scratch);
     }
     return failed ? CRAFTAX_ERR_NO_MEMORY : 0;
 }
 
-int craftax_observe(const void *states, int64_t num_envs, float *obs) {
+static int observe(const void *states, int64_t num_envs, const CraftaxEnvVariant *variant, float *obs) {
     if (!states || !obs) return CRAFTAX_ERR_NULL;
     if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
     if (craftax_guard_states(states, num_envs)) return CRAFTAX_ERR_STATE;
     const CraftaxState *all = (const CraftaxState *)states;
 #pragma omp parallel for num_threads(craftax_get_num_threads()) schedule(static)
-    for (int64_t i = 0; i < num_envs; i++) craftax_render_symbolic(&all[i], obs + i * CRAFTAX_OBS_SIZE, 0);
+    for (int64_t i = 0; i < num_envs; i++) variant->render(variant->context, &all[i], obs + i * variant->obs_size, 0);
     return 0;
+}
+
+int craftax_reset_with_keys(void *states, const uint32_t *keys, int64_t num_envs, const CraftaxParams *params,
+                            float *obs) {
+    return reset_with_keys(states, keys, num_envs, params, &CRAFTAX_SYMBOLIC_ENV, obs);
+}
+
+int craftax_observe(const void *states, int64_t num_envs, float *obs) {
+    return observe(states, num_envs, &CRAFTAX_SYMBOLIC_ENV, obs);
+}
+
+int craftax_pixels_reset_with_keys(void *states, const uint32_t *keys, int64_t num_envs, const CraftaxParams *params,
+                                   float *obs, const float *atlas) {
+    CRAFTAX_PIXEL_ENV_VARIANT(CRAFTAX_PIXELS_GAME_FULL, obs);
+    return reset_with_keys(states, keys, num_envs, params, &variant, obs);
+}
+
+int craftax_pixels_observe(const void *states, int64_t num_envs, float *obs, const float *atlas) {
+    CRAFTAX_PIXEL_ENV_VARIANT(CRAFTAX_PIXELS_GAME_FULL, 1);
+    return observe(states, num_envs, &variant, obs);
 }
 
 int craftax_observe_compact(const void *states, int64_t num_envs, uint8_t *records) {

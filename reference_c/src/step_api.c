@@ -10,6 +10,8 @@
 
 #include "craftax/step.h"
 #include "craftax_api.h"
+#include "craftax_api_pixels.h"
+#include "env_variants.h"
 #include "optimistic_step.h"
 #include "state_domain.h"
 
@@ -19,8 +21,9 @@ static int check_actions(const int32_t *actions, int64_t num_envs) {
     return 0;
 }
 
-int craftax_step_with_keys(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
-                           const CraftaxParams *params, float *obs, float *rewards, uint8_t *dones) {
+static int step_with_keys(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
+                          const CraftaxParams *params, const CraftaxEnvVariant *variant, float *obs, float *rewards,
+                          uint8_t *dones) {
     if (!states || !actions || !keys || !params) return CRAFTAX_ERR_NULL;
     if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
     if (params->day_length <= 0 || check_actions(actions, num_envs)) return CRAFTAX_ERR_ARGUMENT;
@@ -30,16 +33,18 @@ int craftax_step_with_keys(void *states, const int32_t *actions, const uint32_t 
     for (int64_t i = 0; i < num_envs; i++) {
         CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
         uint8_t done;
-        float r = craftax_step_env(&all[i], key, actions[i], params, obs ? obs + i * CRAFTAX_OBS_SIZE : NULL, &done);
+        float r = craftax_step_env(&all[i], key, actions[i], params, NULL, &done);
+        if (obs) variant->render(variant->context, &all[i], obs + i * variant->obs_size, 0);
         if (rewards) rewards[i] = r;
         if (dones) dones[i] = done;
     }
     return 0;
 }
 
-int craftax_step_autoreset(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
-                           const CraftaxParams *params, float *obs, float *final_obs, float *rewards, uint8_t *dones,
-                           uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements) {
+static int step_autoreset(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
+                          const CraftaxParams *params, const CraftaxEnvVariant *variant, float *obs,
+                          float *final_obs, float *rewards, uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
+                          uint8_t *final_achievements) {
     if (!states || !actions || !keys || !params) return CRAFTAX_ERR_NULL;
     if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
     if (params->day_length <= 0 || check_actions(actions, num_envs)) return CRAFTAX_ERR_ARGUMENT;
@@ -60,8 +65,8 @@ int craftax_step_autoreset(void *states, const int32_t *actions, const uint32_t 
             CraftaxKey key = {{keys[2 * i], keys[2 * i + 1]}};
             uint8_t done, term;
             const float r = craftax_step_autoreset_one(
-                &all[i], key, actions[i], params, obs ? obs + i * CRAFTAX_OBS_SIZE : NULL,
-                final_obs ? final_obs + i * CRAFTAX_OBS_SIZE : NULL, &done, &term,
+                &all[i], key, actions[i], params, variant, obs ? obs + i * variant->obs_size : NULL,
+                final_obs ? final_obs + i * variant->obs_size : NULL, &done, &term,
                 final_achievements ? final_achievements + i * CRAFTAX_NUM_ACHIEVEMENTS : NULL, scratch);
             if (rewards) rewards[i] = r;
             if (dones) dones[i] = done;
@@ -79,27 +84,24 @@ static float optimistic_step_env(void *state, CraftaxKey key, int32_t action, co
     return craftax_step_env_ending((CraftaxState *)state, key, action, (const CraftaxParams *)params, done, terminated,
                                    achievements);
 }
-static void optimistic_reset_env(CraftaxKey key, const void *params, void *state, void *reset_scratch) {
-    craftax_reset_env(key, (const CraftaxParams *)params, (CraftaxState *)state, (CraftaxWorldGenScratch *)reset_scratch);
-}
-static void optimistic_render(const void *state, float *obs, int fresh_world) {
-    craftax_render_symbolic((const CraftaxState *)state, obs, fresh_world);
+static void optimistic_reset_env(const CraftaxEnvVariant *variant, CraftaxKey key, const void *params, void *state,
+                                 void *reset_scratch) {
+    craftax_variant_reset_env(variant, key, (const CraftaxParams *)params, (CraftaxState *)state,
+                              (CraftaxWorldGenScratch *)reset_scratch);
 }
 static const CraftaxOptimisticGame FULL_GAME = {
     .state_size = sizeof(CraftaxState),
-    .obs_size = CRAFTAX_OBS_SIZE,
     .num_achievements = CRAFTAX_NUM_ACHIEVEMENTS,
     .step_scratch_size = 0,
     .reset_scratch_size = sizeof(CraftaxWorldGenScratch),
     .step = optimistic_step_env,
     .reset = optimistic_reset_env,
-    .render = optimistic_render,
 };
 
-int craftax_step_optimistic(void *states, const int32_t *actions, const uint32_t *key, int64_t num_envs,
-                            int32_t reset_ratio, const CraftaxParams *params, float *obs, float *final_obs,
-                            float *rewards, uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
-                            uint8_t *final_achievements, int32_t *reset_worlds) {
+static int step_optimistic(void *states, const int32_t *actions, const uint32_t *key, int64_t num_envs,
+                           int32_t reset_ratio, const CraftaxParams *params, const CraftaxEnvVariant *variant,
+                           float *obs, float *final_obs, float *rewards, uint8_t *dones, uint8_t *terminated,
+                           uint8_t *truncated, uint8_t *final_achievements, int32_t *reset_worlds) {
     if (!states || !actions || !key || !params) return CRAFTAX_ERR_NULL;
     if (num_envs < 0 || num_envs > (int64_t)UINT32_MAX) return CRAFTAX_ERR_NUM_ENVS;
     if (reset_ratio < 1 || num_envs % reset_ratio != 0) return CRAFTAX_ERR_ARGUMENT;
@@ -108,6 +110,53 @@ int craftax_step_optimistic(void *states, const int32_t *actions, const uint32_t
     if (num_envs == 0) return 0;
     const CraftaxStepOutputs out = {obs, final_obs, rewards, dones, terminated, truncated, final_achievements,
                                     reset_worlds};
-    return craftax_optimistic_step(&FULL_GAME, states, actions, (CraftaxKey){{key[0], key[1]}}, num_envs,
+    return craftax_optimistic_step(&FULL_GAME, variant, states, actions, (CraftaxKey){{key[0], key[1]}}, num_envs,
                                    reset_ratio, params, &out);
+}
+
+int craftax_step_with_keys(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
+                           const CraftaxParams *params, float *obs, float *rewards, uint8_t *dones) {
+    return step_with_keys(states, actions, keys, num_envs, params, &CRAFTAX_SYMBOLIC_ENV, obs, rewards, dones);
+}
+
+int craftax_step_autoreset(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
+                           const CraftaxParams *params, float *obs, float *final_obs, float *rewards, uint8_t *dones,
+                           uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements) {
+    return step_autoreset(states, actions, keys, num_envs, params, &CRAFTAX_SYMBOLIC_ENV, obs, final_obs, rewards,
+                          dones, terminated, truncated, final_achievements);
+}
+
+int craftax_step_optimistic(void *states, const int32_t *actions, const uint32_t *key, int64_t num_envs,
+                            int32_t reset_ratio, const CraftaxParams *params, float *obs, float *final_obs,
+                            float *rewards, uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
+                            uint8_t *final_achievements, int32_t *reset_worlds) {
+    return step_optimistic(states, actions, key, num_envs, reset_ratio, params, &CRAFTAX_SYMBOLIC_ENV, obs, final_obs,
+                           rewards, dones, terminated, truncated, final_achievements, reset_worlds);
+}
+
+/* The pixel env's steps. */
+
+int craftax_pixels_step_with_keys(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
+                                  const CraftaxParams *params, float *obs, float *rewards, uint8_t *dones,
+                                  const float *atlas) {
+    CRAFTAX_PIXEL_ENV_VARIANT(CRAFTAX_PIXELS_GAME_FULL, obs);
+    return step_with_keys(states, actions, keys, num_envs, params, &variant, obs, rewards, dones);
+}
+
+int craftax_pixels_step_autoreset(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
+                                  const CraftaxParams *params, float *obs, float *final_obs, float *rewards,
+                                  uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
+                                  uint8_t *final_achievements, const float *atlas) {
+    CRAFTAX_PIXEL_ENV_VARIANT(CRAFTAX_PIXELS_GAME_FULL, obs || final_obs);
+    return step_autoreset(states, actions, keys, num_envs, params, &variant, obs, final_obs, rewards, dones,
+                          terminated, truncated, final_achievements);
+}
+
+int craftax_pixels_step_optimistic(void *states, const int32_t *actions, const uint32_t *key, int64_t num_envs,
+                                   int32_t reset_ratio, const CraftaxParams *params, float *obs, float *final_obs,
+                                   float *rewards, uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
+                                   uint8_t *final_achievements, int32_t *reset_worlds, const float *atlas) {
+    CRAFTAX_PIXEL_ENV_VARIANT(CRAFTAX_PIXELS_GAME_FULL, obs || final_obs);
+    return step_optimistic(states, actions, key, num_envs, reset_ratio, params, &variant, obs, final_obs, rewards,
+                           dones, terminated, truncated, final_achievements, reset_worlds);
 }

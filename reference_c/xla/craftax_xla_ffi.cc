@@ -9,16 +9,23 @@
 // params run env by env. The states operand is aliased to the states result by the Python
 // side, so a jitted scan steps in place; the handlers therefore read and write the result
 // buffer only. Out-of-range actions fail the call before any state changes.
+//
+// The "pycraftax_pixels_*" targets are the same calls of Craftax-Pixels-v1 (the pixel obs of
+// craftax/pixels.h); their texture atlas is set once per process by
+// pycraftax_xla_set_pixel_atlas (pycraftax/jax/_ffi.py passes pycraftax.pixels' atlas).
 
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "ffi_operands.h"
 #include "xla/ffi/api/ffi.h"
 
 extern "C" {
 #include "craftax_api.h"
+#include "craftax_api_pixels.h"
 #include "craftax_api_step.h"
 #include "craftax/constants.h"
 }
@@ -29,6 +36,24 @@ using pycraftax_ffi::HostParams;
 namespace {
 
 constexpr const char *kBackend = "";
+// Craftax-Pixels-v1's obs: 130 x 110 x 3 floats
+constexpr int64_t kPixelObsSize = (9 + 4) * CRAFTAX_PIXELS_AGENT_BLOCK * 11 * CRAFTAX_PIXELS_AGENT_BLOCK * 3;
+
+// The pixel env's texture atlas (agent block size), owned here once set.
+std::mutex atlas_mutex;
+std::vector<float> pixel_atlas;
+
+// The atlas of a pixel call (nullptr for the symbolic obs), or an error where none is set.
+ffi::Error Atlas(bool pixels, const float **atlas) {
+    *atlas = nullptr;
+    if (!pixels) return ffi::Error::Success();
+    std::lock_guard<std::mutex> lock(atlas_mutex);
+    if (pixel_atlas.empty())
+        return pycraftax_ffi::InvalidArgument(kBackend, "the pixel env's texture atlas is not set "
+                                                        "(pycraftax/jax/_ffi.py sets it before the first call)");
+    *atlas = pixel_atlas.data();
+    return ffi::Error::Success();
+}
 
 ffi::Error CallFailed(const char *call, int rc) {
     const char *why = rc == CRAFTAX_ERR_ARGUMENT ? "invalid params: day_length must be > 0"
@@ -55,7 +80,11 @@ ffi::Error GetParams(const uint32_t *operand_words, int64_t num_envs, ffi::Span<
 
 ffi::Error Reset(ffi::Buffer<ffi::U32> keys, const uint32_t *operand_words, int64_t params_words,
                  ffi::Span<const uint32_t> attribute, ffi::ResultBuffer<ffi::U8> states,
-                 ffi::ResultBuffer<ffi::F32> obs) {
+                 ffi::ResultBuffer<ffi::F32> obs, bool pixels) {
+    const float *atlas;
+    ffi::Error atlas_error = Atlas(pixels, &atlas);
+    if (atlas_error.failure()) return atlas_error;
+    const int64_t obs_size = pixels ? kPixelObsSize : CRAFTAX_OBS_SIZE;
     int64_t n;
     ffi::Error error = pycraftax_ffi::CountEnvs(kBackend, craftax_state_size(), states->element_count(),
                                                 keys.element_count(), params_words, &n);
@@ -73,8 +102,10 @@ ffi::Error Reset(ffi::Buffer<ffi::U32> keys, const uint32_t *operand_words, int6
     return pycraftax_ffi::ForEachParamsRun(
         params, n,
         [&](int64_t first, int64_t count, const CraftaxParams *p) {
-            return craftax_reset_with_keys(s + first * state_size, k + 2 * first, count, p,
-                                           o + first * CRAFTAX_OBS_SIZE);
+            if (pixels)
+                return craftax_pixels_reset_with_keys(s + first * state_size, k + 2 * first, count, p,
+                                                      o + first * obs_size, atlas);
+            return craftax_reset_with_keys(s + first * state_size, k + 2 * first, count, p, o + first * obs_size);
         },
         [](int rc) { return CallFailed("reset", rc); });
 }
@@ -86,7 +117,11 @@ ffi::Error Step(ffi::Buffer<ffi::U8> states_in, ffi::Buffer<ffi::S32> actions, f
                 const uint32_t *operand_words, int64_t params_words, ffi::Span<const uint32_t> attribute,
                 ffi::ResultBuffer<ffi::U8> states, ffi::ResultBuffer<ffi::F32> obs,
                 ffi::ResultBuffer<ffi::F32> rewards, ffi::ResultBuffer<ffi::PRED> dones,
-                uint8_t *final_achievements) {
+                uint8_t *final_achievements, bool pixels) {
+    const float *atlas;
+    ffi::Error atlas_error = Atlas(pixels, &atlas);
+    if (atlas_error.failure()) return atlas_error;
+    const int64_t obs_size = pixels ? kPixelObsSize : CRAFTAX_OBS_SIZE;
     int64_t n;
     ffi::Error error = pycraftax_ffi::CountEnvs(kBackend, craftax_state_size(), states->element_count(),
                                                 keys.element_count(), params_words, &n);
@@ -108,77 +143,91 @@ ffi::Error Step(ffi::Buffer<ffi::U8> states_in, ffi::Buffer<ffi::S32> actions, f
     return pycraftax_ffi::ForEachParamsRun(
         params, n,
         [&](int64_t first, int64_t count, const CraftaxParams *p) {
+            uint8_t *ach = final_achievements ? final_achievements + first * CRAFTAX_NUM_ACHIEVEMENTS : nullptr;
+            if (pixels && !final_achievements)
+                return craftax_pixels_step_with_keys(s + first * state_size, a + first, k + 2 * first, count, p,
+                                                     o + first * obs_size, r + first, d + first, atlas);
+            if (pixels)
+                return craftax_pixels_step_autoreset(s + first * state_size, a + first, k + 2 * first, count, p,
+                                                     o + first * obs_size, nullptr, r + first, d + first, nullptr,
+                                                     nullptr, ach, atlas);
             if (!final_achievements)
                 return craftax_step_with_keys(s + first * state_size, a + first, k + 2 * first, count, p,
-                                              o + first * CRAFTAX_OBS_SIZE, r + first, d + first);
+                                              o + first * obs_size, r + first, d + first);
             return craftax_step_autoreset(s + first * state_size, a + first, k + 2 * first, count, p,
-                                          o + first * CRAFTAX_OBS_SIZE, nullptr, r + first, d + first, nullptr, nullptr,
-                                          final_achievements + first * CRAFTAX_NUM_ACHIEVEMENTS);
+                                          o + first * obs_size, nullptr, r + first, d + first, nullptr, nullptr, ach);
         },
         [](int rc) { return CallFailed("step", rc); });
 }
 
-// The six bound forms: params as the attribute, or as the operand after the others.
+// The six bound forms: params as the attribute, or as the operand after the others; of the
+// symbolic env or (kPixels) of the pixel env.
+template <bool kPixels>
 ffi::Error ResetAttr(ffi::Buffer<ffi::U32> keys, ffi::ResultBuffer<ffi::U8> states, ffi::ResultBuffer<ffi::F32> obs,
                      ffi::Span<const uint32_t> params) {
-    return Reset(keys, nullptr, -1, params, states, obs);
+    return Reset(keys, nullptr, -1, params, states, obs, kPixels);
 }
 
+template <bool kPixels>
 ffi::Error ResetOperand(ffi::Buffer<ffi::U32> keys, ffi::Buffer<ffi::U32> params, ffi::ResultBuffer<ffi::U8> states,
                         ffi::ResultBuffer<ffi::F32> obs) {
-    return Reset(keys, params.typed_data(), params.element_count(), {}, states, obs);
+    return Reset(keys, params.typed_data(), params.element_count(), {}, states, obs, kPixels);
 }
 
+template <bool kPixels>
 ffi::Error StepAttr(ffi::Buffer<ffi::U8> states_in, ffi::Buffer<ffi::S32> actions, ffi::Buffer<ffi::U32> keys,
                     ffi::ResultBuffer<ffi::U8> states, ffi::ResultBuffer<ffi::F32> obs,
                     ffi::ResultBuffer<ffi::F32> rewards, ffi::ResultBuffer<ffi::PRED> dones,
                     ffi::Span<const uint32_t> params) {
-    return Step(states_in, actions, keys, nullptr, -1, params, states, obs, rewards, dones, nullptr);
+    return Step(states_in, actions, keys, nullptr, -1, params, states, obs, rewards, dones, nullptr, kPixels);
 }
 
+template <bool kPixels>
 ffi::Error StepOperand(ffi::Buffer<ffi::U8> states_in, ffi::Buffer<ffi::S32> actions, ffi::Buffer<ffi::U32> keys,
                        ffi::Buffer<ffi::U32> params, ffi::ResultBuffer<ffi::U8> states,
                        ffi::ResultBuffer<ffi::F32> obs, ffi::ResultBuffer<ffi::F32> rewards,
                        ffi::ResultBuffer<ffi::PRED> dones) {
     return Step(states_in, actions, keys, params.typed_data(), params.element_count(), {}, states, obs, rewards,
-                dones, nullptr);
+                dones, nullptr, kPixels);
 }
 
+template <bool kPixels>
 ffi::Error StepAutoResetAttr(ffi::Buffer<ffi::U8> states_in, ffi::Buffer<ffi::S32> actions,
                              ffi::Buffer<ffi::U32> keys, ffi::ResultBuffer<ffi::U8> states,
                              ffi::ResultBuffer<ffi::F32> obs, ffi::ResultBuffer<ffi::F32> rewards,
                              ffi::ResultBuffer<ffi::PRED> dones, ffi::ResultBuffer<ffi::U8> final_achievements,
                              ffi::Span<const uint32_t> params) {
     return Step(states_in, actions, keys, nullptr, -1, params, states, obs, rewards, dones,
-                final_achievements->typed_data());
+                final_achievements->typed_data(), kPixels);
 }
 
+template <bool kPixels>
 ffi::Error StepAutoResetOperand(ffi::Buffer<ffi::U8> states_in, ffi::Buffer<ffi::S32> actions,
                                 ffi::Buffer<ffi::U32> keys, ffi::Buffer<ffi::U32> params,
                                 ffi::ResultBuffer<ffi::U8> states, ffi::ResultBuffer<ffi::F32> obs,
                                 ffi::ResultBuffer<ffi::F32> rewards, ffi::ResultBuffer<ffi::PRED> dones,
                                 ffi::ResultBuffer<ffi::U8> final_achievements) {
     return Step(states_in, actions, keys, params.typed_data(), params.element_count(), {}, states, obs, rewards,
-                dones, final_achievements->typed_data());
+                dones, final_achievements->typed_data(), kPixels);
 }
 
 }  // namespace
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(PycraftaxResetCpu, ResetAttr,
+XLA_FFI_DEFINE_HANDLER_SYMBOL(PycraftaxResetCpu, ResetAttr<false>,
                               ffi::Ffi::Bind()
                                   .Arg<ffi::Buffer<ffi::U32>>()
                                   .Ret<ffi::Buffer<ffi::U8>>()
                                   .Ret<ffi::Buffer<ffi::F32>>()
                                   .Attr<ffi::Span<const uint32_t>>("params"));
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(PycraftaxResetParamsOperandCpu, ResetOperand,
+XLA_FFI_DEFINE_HANDLER_SYMBOL(PycraftaxResetParamsOperandCpu, ResetOperand<false>,
                               ffi::Ffi::Bind()
                                   .Arg<ffi::Buffer<ffi::U32>>()
                                   .Arg<ffi::Buffer<ffi::U32>>()
                                   .Ret<ffi::Buffer<ffi::U8>>()
                                   .Ret<ffi::Buffer<ffi::F32>>());
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(PycraftaxStepCpu, StepAttr,
+XLA_FFI_DEFINE_HANDLER_SYMBOL(PycraftaxStepCpu, StepAttr<false>,
                               ffi::Ffi::Bind()
                                   .Arg<ffi::Buffer<ffi::U8>>()
                                   .Arg<ffi::Buffer<ffi::S32>>()
@@ -189,7 +238,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(PycraftaxStepCpu, StepAttr,
                                   .Ret<ffi::Buffer<ffi::PRED>>()
                                   .Attr<ffi::Span<const uint32_t>>("params"));
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(PycraftaxStepParamsOperandCpu, StepOperand,
+XLA_FFI_DEFINE_HANDLER_SYMBOL(PycraftaxStepParamsOperandCpu, StepOperand<false>,
                               ffi::Ffi::Bind()
                                   .Arg<ffi::Buffer<ffi::U8>>()
                                   .Arg<ffi::Buffer<ffi::S32>>()
@@ -200,7 +249,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(PycraftaxStepParamsOperandCpu, StepOperand,
                                   .Ret<ffi::Buffer<ffi::F32>>()
                                   .Ret<ffi::Buffer<ffi::PRED>>());
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(PycraftaxStepAutoResetCpu, StepAutoResetAttr,
+XLA_FFI_DEFINE_HANDLER_SYMBOL(PycraftaxStepAutoResetCpu, StepAutoResetAttr<false>,
                               ffi::Ffi::Bind()
                                   .Arg<ffi::Buffer<ffi::U8>>()
                                   .Arg<ffi::Buffer<ffi::S32>>()
@@ -212,7 +261,68 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(PycraftaxStepAutoResetCpu, StepAutoResetAttr,
                                   .Ret<ffi::Buffer<ffi::U8>>()
                                   .Attr<ffi::Span<const uint32_t>>("params"));
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(PycraftaxStepAutoResetParamsOperandCpu, StepAutoResetOperand,
+XLA_FFI_DEFINE_HANDLER_SYMBOL(PycraftaxStepAutoResetParamsOperandCpu, StepAutoResetOperand<false>,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::U8>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::U32>>()
+                                  .Arg<ffi::Buffer<ffi::U32>>()
+                                  .Ret<ffi::Buffer<ffi::U8>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>()
+                                  .Ret<ffi::Buffer<ffi::PRED>>()
+                                  .Ret<ffi::Buffer<ffi::U8>>());
+
+// Craftax-Pixels-v1's, the same calls with the pixel obs.
+XLA_FFI_DEFINE_HANDLER_SYMBOL(PycraftaxPixelsResetCpu, ResetAttr<true>,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::U32>>()
+                                  .Ret<ffi::Buffer<ffi::U8>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>()
+                                  .Attr<ffi::Span<const uint32_t>>("params"));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(PycraftaxPixelsResetParamsOperandCpu, ResetOperand<true>,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::U32>>()
+                                  .Arg<ffi::Buffer<ffi::U32>>()
+                                  .Ret<ffi::Buffer<ffi::U8>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>());
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(PycraftaxPixelsStepCpu, StepAttr<true>,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::U8>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::U32>>()
+                                  .Ret<ffi::Buffer<ffi::U8>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>()
+                                  .Ret<ffi::Buffer<ffi::PRED>>()
+                                  .Attr<ffi::Span<const uint32_t>>("params"));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(PycraftaxPixelsStepParamsOperandCpu, StepOperand<true>,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::U8>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::U32>>()
+                                  .Arg<ffi::Buffer<ffi::U32>>()
+                                  .Ret<ffi::Buffer<ffi::U8>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>()
+                                  .Ret<ffi::Buffer<ffi::PRED>>());
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(PycraftaxPixelsStepAutoResetCpu, StepAutoResetAttr<true>,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::U8>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::U32>>()
+                                  .Ret<ffi::Buffer<ffi::U8>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>()
+                                  .Ret<ffi::Buffer<ffi::PRED>>()
+                                  .Ret<ffi::Buffer<ffi::U8>>()
+                                  .Attr<ffi::Span<const uint32_t>>("params"));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(PycraftaxPixelsStepAutoResetParamsOperandCpu, StepAutoResetOperand<true>,
                               ffi::Ffi::Bind()
                                   .Arg<ffi::Buffer<ffi::U8>>()
                                   .Arg<ffi::Buffer<ffi::S32>>()
@@ -230,4 +340,14 @@ extern "C" int pycraftax_xla_abi(int64_t *state_size, int64_t *params_words, int
     *params_words = pycraftax_ffi::kParamsWords;
     *obs_size = CRAFTAX_OBS_SIZE;
     return craftax_api_version();
+}
+
+// Sets the pixel env's texture atlas (pycraftax.pixels.atlas("craftax", 10)): copied, so the
+// caller's buffer may go. Returns 0, or CRAFTAX_ERR_ARGUMENT for an atlas of another size.
+extern "C" int pycraftax_xla_set_pixel_atlas(const float *data, int64_t size) {
+    if (!data || size != craftax_pixels_atlas_size(CRAFTAX_PIXELS_GAME_FULL, CRAFTAX_PIXELS_AGENT_BLOCK))
+        return CRAFTAX_ERR_ARGUMENT;
+    std::lock_guard<std::mutex> lock(atlas_mutex);
+    pixel_atlas.assign(data, data + size);
+    return 0;
 }

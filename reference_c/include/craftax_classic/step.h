@@ -34,14 +34,16 @@ static inline CRAFTAX_HD float craftax_classic_step_env(CraftaxClassicState *s, 
 }
 
 /* CraftaxClassicSymbolicEnv.step (auto-reset): key_step, key_reset = split(key);
- * step_env(key_step); where done, state and obs become reset_env(key_reset).
- * *terminated and final_achievements (when not NULL) describe the stepped state, and so does
- * final_obs (when not NULL and done): step_env's obs_st, which the reset replaces. */
-static inline CRAFTAX_HD float craftax_classic_step_autoreset_one(CraftaxClassicState *s, CraftaxKey key,
-                                                                 int32_t action, const CraftaxClassicParams *params,
-                                                                 float *obs, float *final_obs, uint8_t *done,
-                                                                 uint8_t *terminated, uint8_t *final_achievements,
-                                                                 CraftaxClassicWorldGenScratch *scratch) {
+ * step_env(key_step); where done, state and obs become reset_env(key_reset). The obs (when
+ * not NULL) is `variant`'s (craftax/step.h; both of Classic's envs reset from the key itself). *terminated and final_achievements (when not
+ * NULL) describe the stepped state, and so does final_obs (when not NULL and done): step_env's
+ * obs_st, which the reset replaces. Host code. */
+static inline float craftax_classic_step_autoreset_one(CraftaxClassicState *s, CraftaxKey key, int32_t action,
+                                                       const CraftaxClassicParams *params,
+                                                       const CraftaxEnvVariant *variant, float *obs,
+                                                       float *final_obs, uint8_t *done, uint8_t *terminated,
+                                                       uint8_t *final_achievements,
+                                                       CraftaxClassicWorldGenScratch *scratch) {
     CraftaxKey key_step, key_reset;
     craftax_split2(key, &key_step, &key_reset);
     /* the obs is rendered once, of the state it describes: the stepped one, or the reset one */
@@ -49,11 +51,11 @@ static inline CRAFTAX_HD float craftax_classic_step_autoreset_one(CraftaxClassic
     *terminated = (uint8_t)craftax_classic_is_terminated(s);
     if (final_achievements) memcpy(final_achievements, s->achievements, CRAFTAX_CLASSIC_NUM_ACHIEVEMENTS);
     if (*done) {
-        if (final_obs) craftax_classic_render_symbolic(s, final_obs);
+        if (final_obs) variant->render(variant->context, s, final_obs, 0);
         craftax_classic_reset_env(key_reset, params, s, scratch);
-        if (obs) craftax_classic_render_symbolic(s, obs);
+        if (obs) variant->render(variant->context, s, obs, 1);
     } else {
-        if (obs) craftax_classic_render_symbolic(s, obs);
+        if (obs) variant->render(variant->context, s, obs, 0);
         /* As in the full game (craftax/step.h: craftax_light_level_autoreset), XLA compiles
          * the auto-reset step's light level unfused, 1 - (a*a)*a, into the returned state,
          * while the obs of the same step carries step_env's fused value. */

@@ -1,0 +1,55 @@
+"""The pixel envs (Craftax-Pixels-v1, Craftax-Classic-Pixels-v1) on the C backend against
+upstream craftax 1.6.1's pixel envs on this CPU, in the same run: env steps with the pixel obs
+every step, uniformly random actions, pycraftax's auto-reset step per core (one thread, and
+every usable core) beside upstream's fastest mode, the optimistic-reset wrapper over step_env
+(a jitted lax.scan, bench/peers.py). Upstream is skipped, saying why, without the [jax] extra.
+The CUDA pixel env's benchmark is bench/test_bench_cuda.py's once the CUDA renderer exists.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import peers  # noqa: F401  (sets the XLA flag before jax is imported)
+
+import pycraftax
+from pycraftax.bench import c_threads, usable_cores
+
+PIXEL_IDS = ("Craftax-Pixels-v1", "Craftax-Classic-Pixels-v1")
+THREADS = sorted({1, usable_cores()})
+UPSTREAM_STEPS_PER_CALL = 8
+SIZES = {
+    "num_envs": ([16, 64, 256], [16]),
+    "threads": (THREADS, THREADS),
+    "upstream_envs": ([64, 256], [64]),
+}
+
+
+@pytest.mark.parametrize("env_id", PIXEL_IDS)
+def test_step_pixels(throughput, env_id, num_envs, threads):
+    env = pycraftax.make(env_id, num_envs=num_envs, backend="c", seed=0)
+    env.reset(seed=0)
+    actions = np.random.default_rng(0).integers(0, env.num_actions, size=(64, num_envs), dtype=np.int32)
+    count = [0]
+
+    def call() -> None:
+        env.step(actions[count[0] % 64])
+        count[0] += 1
+
+    with c_threads(threads):
+        rate = throughput(call, items=num_envs, unit="env steps/s", backend="c", env=env_id, mode="auto-reset",
+                          num_envs=num_envs, threads=threads, cores_used=min(threads, usable_cores()))
+    env.close()
+    assert rate > 0
+
+
+@pytest.mark.parametrize("env_id", PIXEL_IDS)
+def test_step_pixels_upstream(throughput, env_id, upstream_envs):
+    pytest.importorskip("jax", reason="upstream peer not measured: jax is not installed (the [jax] extra)")
+    pytest.importorskip("craftax", reason="upstream peer not measured: craftax is not installed (the [jax] extra)")
+    call, compile_s = peers.upstream_rollout(env_id, "optimistic", upstream_envs, UPSTREAM_STEPS_PER_CALL)
+    rate = throughput(call, items=upstream_envs * UPSTREAM_STEPS_PER_CALL, unit="env steps/s",
+                      setup_seconds=compile_s, backend="upstream", env=env_id, mode="optimistic",
+                      num_envs=upstream_envs, device=peers.jax_device(), steps_per_call=UPSTREAM_STEPS_PER_CALL)
+    assert rate > 0
