@@ -149,8 +149,11 @@ def case_set_state(rng, backend):
             except (TypeError, ValueError):
                 kind = "none"
     elif kind == "shape":
-        given[leaf.name] = inputs_choice(rng, (state[leaf.name][:0], state[leaf.name][..., None],
-                                               np.repeat(state[leaf.name], 2, axis=0), state[leaf.name].reshape(-1)))
+        # reshape(-1) of a one-env scalar leaf keeps its shape (1,): no shape change to refuse
+        changed = [v for v in (state[leaf.name][:0], state[leaf.name][..., None],
+                               np.repeat(state[leaf.name], 2, axis=0), state[leaf.name].reshape(-1))
+                   if v.shape != state[leaf.name].shape]
+        given[leaf.name] = inputs_choice(rng, tuple(changed))
     elif kind == "keys":
         change = inputs_choice(rng, ("missing", "extra", "mixed"))
         if change == "missing":
@@ -217,7 +220,9 @@ def hostile_actions(rng, n: int, num_actions: int, backend: str = "c"):
         if flavour == "float32":
             return base.float(), False, None
         if flavour == "noncontiguous":
-            return torch.stack([base.int(), base.int()], dim=1)[:, 0], False, None  # int32, stride 2
+            strided = torch.stack([base.int(), base.int()], dim=1)[:, 0]  # int32, stride 2
+            # one env's actions are contiguous whatever the stride (PyTorch's is_contiguous): valid
+            return strided, strided.is_contiguous(), values
         bad = base.int().clone()
         bad[int(rng.integers(n))] = inputs_choice(rng, (-1, num_actions, 2**31 - 1))
         return bad, False, None
