@@ -157,11 +157,11 @@ class Divergence:
 class GameCheck:
     """The C env and the installed craftax's env of one game, stepped side by side."""
 
-    def __init__(self, env_id: str, num_envs: int, seed: int, out=print):
+    def __init__(self, env_id: str, num_envs: int, seed: int):
         import pycraftax
         from pycraftax.porting import upstream
 
-        self.env_id, self.num_envs, self.seed, self.out = env_id, num_envs, seed, out
+        self.env_id, self.num_envs, self.seed = env_id, num_envs, seed
         self.game = upstream.Game(env_id)
         self.env = pycraftax.make(env_id, num_envs=num_envs, backend="c", seed=0)
         self.names = self.game.leaf_names
@@ -169,7 +169,8 @@ class GameCheck:
 
     # -- what must agree before any step --------------------------------------------------------
     def layout_problems(self) -> list[str]:
-        """Differences of state layout, action count and default params between the two builds."""
+        """Differences of state layout, action count, obs shape and default params between the two
+        builds: the two cannot be stepped side by side until they agree."""
         from pycraftax import params as pparams
 
         problems = []
@@ -179,6 +180,9 @@ class GameCheck:
             problems.append(f"EnvState leaves differ: upstream only {missing}, C only {extra}")
         if self.env.num_actions != self.game.env.num_actions:
             problems.append(f"action count differs: upstream {self.game.env.num_actions}, C {self.env.num_actions}")
+        their_obs = tuple(self.game.env.observation_space(self.game.params).shape)
+        if their_obs != tuple(self.env.single_observation_space.shape):
+            problems.append(f"obs shape differs: upstream {their_obs}, C {tuple(self.env.single_observation_space.shape)}")
         classic = self.env_id == pparams.CLASSIC_ENV_ID
         pairs = (("EnvParams", pparams.ClassicEnvParams() if classic else pparams.EnvParams(), self.game.params),
                  ("StaticEnvParams", pparams.ClassicStaticEnvParams() if classic else pparams.StaticEnvParams(),
@@ -281,7 +285,7 @@ class GameCheck:
                             **{"state/" + k: v for k, v in d.pre_state.items()})
 
 
-def replay(path: Path, out=print) -> tuple[GameCheck, Divergence | None]:
+def replay(path: Path) -> tuple[GameCheck, Divergence | None]:
     """Step the saved case once more on both sides (its env repeated over the batch size it was
     found at) and attribute it again."""
     with np.load(path) as data:
@@ -289,7 +293,7 @@ def replay(path: Path, out=print) -> tuple[GameCheck, Divergence | None]:
         pre = {k[len("state/"):]: data[k] for k in data.files if k.startswith("state/")}
         key, action = data["key"], int(data["action"])
         meta = dict(phase=str(data["phase"]), seed=int(data["seed"]), step=int(data["step"]), env=int(data["env"]))
-    check = GameCheck(env_id, num_envs, meta["seed"], out)
+    check = GameCheck(env_id, num_envs, meta["seed"])
     batch = _pick(pre, 0, num_envs)
     check.env.set_state(batch)
     keys = np.repeat(np.asarray(key, np.uint32)[None], num_envs, axis=0)
