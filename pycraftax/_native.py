@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,11 +14,15 @@ def _shadowing_note() -> str:
     here = Path(__file__).resolve().parent
     if not (here.parent / "setup.py").is_file() or not (here.parent / "reference_c").is_dir():
         return ""
-    try:
-        installed = Path(importlib.metadata.distribution("pycraftax").locate_file("pycraftax")).resolve()
-    except importlib.metadata.PackageNotFoundError:
-        return ""
-    if installed == here:
+    # another pycraftax on sys.path that has the extension: the install this tree hides (the
+    # clone's own pycraftax.egg-info, left by pip's build, would name the tree itself)
+    installed = None
+    for entry in sys.path:
+        candidate = Path(entry or ".").resolve() / "pycraftax"
+        if candidate != here and candidate.is_dir() and any(candidate.glob("_craftax_c.*")):
+            installed = candidate
+            break
+    if installed is None:
         return ""
     return (
         f"Python imported the source tree {here}, which shadows the installed pycraftax ({installed}): "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -354,26 +355,34 @@ def test_native_handles_is_a_frozen_dataclass():
 
 
 def test_source_tree_import_says_why_the_extension_is_missing(tmp_path):
-    """A checkout without the compiled extension, imported from its root while pycraftax is
-    installed elsewhere, names the shadowing and what to do."""
+    """A clone without the compiled extension, with Python run from its root while pycraftax is
+    installed (as `pip install .` leaves it: the clone also holds the pycraftax.egg-info of that
+    build), says that the source tree shadows the install, and what to do."""
     tree = tmp_path / "checkout"
     (tree / "pycraftax").mkdir(parents=True)
     (tree / "reference_c").mkdir()
+    (tree / "pycraftax.egg-info").mkdir()
+    (tree / "pycraftax.egg-info" / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: pycraftax\nVersion: 0.1.0\n")
     (tree / "setup.py").write_text("")
     for source in (ROOT / "pycraftax").glob("*.py"):
         (tree / "pycraftax" / source.name).write_text(source.read_text())
+    site = tmp_path / "site"
+    shutil.copytree(ROOT / "pycraftax", site / "pycraftax", ignore=shutil.ignore_patterns("__pycache__", "agents"))
     code = textwrap.dedent("""
         import sys
         # an editable install's finder would map pycraftax to this worktree whatever the cwd
         sys.meta_path[:] = [f for f in sys.meta_path if "Editable" not in getattr(f, "__name__", "")]
+        sys.path.append(sys.argv[2])  # the install, behind the current directory as site-packages is
         import pycraftax
         assert pycraftax.__file__.startswith(sys.argv[1]), pycraftax.__file__
         pycraftax.make("Craftax-Symbolic-v1", backend="c")
     """)
-    out = subprocess.run([sys.executable, "-c", code, str(tree)], cwd=tree, capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-c", code, str(tree), str(site)], cwd=tree, capture_output=True, text=True,
                          timeout=120)
     assert out.returncode != 0
-    assert "Python imported the source tree" in out.stderr and "shadows the installed pycraftax" in out.stderr and "Run Python from any other directory" in out.stderr
+    assert f"Python imported the source tree {tree / 'pycraftax'}, which shadows the installed pycraftax " \
+           f"({site / 'pycraftax'})" in out.stderr
+    assert "Run Python from any other directory" in out.stderr and "pip install -e ." in out.stderr
 
 
 def test_hook_tests_fail_without_the_test_extension_and_say_how_to_build_it():

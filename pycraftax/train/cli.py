@@ -224,16 +224,22 @@ def _check_out_dir(out: str, force: bool, keep_dir: str | None = None) -> None:
 
 
 def closing_summary(trainer, start_update: int, seconds: float, world_size: int = 1) -> str:
-    """The run's last line; env steps and steps/s count all `world_size` ranks."""
-    from pycraftax.train.loop import WINDOW
-
+    """The run's first closing line (how far, how fast); env steps and steps/s count all
+    `world_size` ranks. The score follows it, once, as summary.report gives it."""
     c = trainer.config
     steps = (trainer.update - start_update) * c.steps_per_update * world_size
-    last = trainer.history[-1]["return_window"] if trainer.history else None
     state = "done" if trainer.stop_reason is None else f"stopped ({trainer.stop_reason})"
-    ret = "no episode has ended yet" if last is None else f"return (mean of the last {WINDOW} episodes) {last:.2f}"
     return (f"{state}: {trainer.update:,}/{c.num_updates:,} updates, {steps:,} env steps in "
-            f"{format_duration(seconds)} ({steps / max(seconds, 1e-9):,.0f} steps/s); {ret}")
+            f"{format_duration(seconds)} ({steps / max(seconds, 1e-9):,.0f} steps/s)")
+
+
+def written_files(out_dir: str) -> str:
+    """The closing line that lists every file the run has in out_dir now (a stopped run has no
+    params.npz yet: it comes with the last update)."""
+    from pycraftax.train.loop import existing_run_files
+
+    names = existing_run_files(out_dir)
+    return "files: " + (", ".join(os.path.join(out_dir, name) for name in names) if names else "none")
 
 
 TRAIN_COMMAND = (sys.executable, "-m", "pycraftax", "train")  # what the launcher runs on every rank
@@ -471,8 +477,7 @@ def _run_and_report(args, trainer, world_size: int, quiet: bool = False) -> None
         print(summary.report(summary.summarize(summary.load(Path(metrics_path)))))
     if trainer.stop_reason is not None:
         print(f"continue with: pycraftax train --resume {os.path.join(trainer.out_dir, 'checkpoint.npz')}")
-    print(f"metrics: {os.path.join(trainer.out_dir, 'metrics.jsonl')}, checkpoint: "
-          f"{os.path.join(trainer.out_dir, 'checkpoint.npz')}, weights: {os.path.join(trainer.out_dir, 'params.npz')}")
+    print(written_files(trainer.out_dir))
 
 
 def add_policy_args(p, required: bool) -> None:
