@@ -188,14 +188,14 @@ def load() -> _Lib:
             raise RuntimeError(_LIB_ERROR)
         path = library_path()
         try:
+            problem = driver_problem()
+            if problem is not None:
+                raise RuntimeError(f"pycraftax CUDA backend: {problem}")
             if path is None:
                 raise RuntimeError(
                     "pycraftax CUDA backend: libcraftax_cuda.so not found (build it with `make -C cuda` "
                     "from the repository root, or set PYCRAFTAX_CUDA_LIB)"
                 )
-            problem = driver_problem()
-            if problem is not None:
-                raise RuntimeError(f"pycraftax CUDA backend: {problem}")
             try:
                 import cffi  # noqa: F401
             except ImportError as exc:

@@ -330,6 +330,34 @@ def test_cuda_env_loads_without_the_c_extension():
     assert out.stdout.split()[0] == "ok"
 
 
+def test_without_a_gpu_driver_the_cuda_library_is_not_loaded_and_the_reason_says_no_gpu():
+    code = textwrap.dedent("""
+        import ctypes, warnings
+        real = ctypes.CDLL
+        def cdll(name, *args, **kwargs):
+            if name == "libcuda.so.1":  # as on a machine without the NVIDIA driver
+                raise OSError("libcuda.so.1: cannot open shared object file: No such file or directory")
+            return real(name, *args, **kwargs)
+        ctypes.CDLL = cdll
+        import pycraftax
+        from pycraftax import cuda_env
+        def never(path):
+            raise AssertionError("the CUDA library was loaded without a driver")
+        cuda_env._Lib = never
+        reason = cuda_env.unavailable_reason()
+        assert reason == "pycraftax CUDA backend: no GPU: this machine has no NVIDIA driver (libcuda.so.1 cannot be "\
+                         "loaded)", reason
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            env = pycraftax.make("Craftax-Symbolic-v1", backend="auto")
+        assert env.backend == "c" and "no GPU" in str(caught[0].message), caught
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
 def test_expected_api_version_reads_the_define(tmp_path):
     header = tmp_path / "craftax_cuda.h"
     header.write_text("/* x */\n#define CRAFTAX_ERR_NULL -1\n#define CRAFTAX_CUDA_API_VERSION 8\nint f(void);\n")
