@@ -127,14 +127,16 @@ def _fresh_venv(session: nox.Session, path: Path) -> Path:
     return path / "bin"
 
 
-def _smoke(session: nox.Session, bin_dir: Path, home: Path, *flags: str) -> None:
-    """.ci/smoke_installed.py in the venv of `bin_dir`, from outside the source tree, with nothing
-    on PATH but that venv: no compiler."""
+def _smoke(session: nox.Session, bin_dir: Path, home: Path, *flags: str, compiler: bool) -> None:
+    """.ci/smoke_installed.py in the venv of `bin_dir`, from outside the source tree, in a clean
+    environment: PATH holds that venv and, with `compiler`, the system's directories; without, it
+    holds nothing else (no compiler)."""
     home.mkdir(parents=True, exist_ok=True)
     session.chdir(home)
-    session.run("env", "-i", f"PATH={bin_dir}", f"HOME={home}", f"PYCRAFTAX_CACHE_DIR={home / 'cache'}",
-                "CC=/nonexistent/cc", "CXX=/nonexistent/c++", str(bin_dir / "python"),
-                str(ROOT / ".ci" / "smoke_installed.py"), *flags, external=True)
+    path = f"{bin_dir}:/usr/local/bin:/usr/bin:/bin" if compiler else f"{bin_dir}"
+    no_compiler = [] if compiler else ["CC=/nonexistent/cc", "CXX=/nonexistent/c++"]
+    session.run("env", "-i", f"PATH={path}", f"HOME={home}", f"PYCRAFTAX_CACHE_DIR={home / 'cache'}", *no_compiler,
+                str(bin_dir / "python"), str(ROOT / ".ci" / "smoke_installed.py"), *flags, external=True)
 
 
 @nox.session
@@ -165,7 +167,8 @@ def wheel(session: nox.Session) -> None:
     extra = ["pytest"] if nvcc else []
     session.run(str(venv_bin / "pip"), "install", "-q", str(built), "jax==0.10.2", "jaxlib==0.10.2", *extra,
                 external=True)
-    _smoke(session, venv_bin, tmp / "home", "--jax", "--expect-ffi", "packaged", *(["--cuda"] if nvcc else []))
+    _smoke(session, venv_bin, tmp / "home", "--jax", "--expect-ffi", "packaged", *(["--cuda"] if nvcc else []),
+           compiler=False)
     if nvcc:
         # the trainer's learning-rate function is host code: checked against the Python schedule
         session.run("env", "-i", f"PATH={venv_bin}", f"HOME={tmp / 'home'}", str(venv_bin / "python"), "-m", "pytest",
@@ -185,7 +188,7 @@ def install(session: nox.Session) -> None:
     venv_bin = _fresh_venv(session, tmp / "venv")
     session.chdir(tree)
     session.run(str(venv_bin / "pip"), "install", "-q", ".[jax]", env=C_ONLY, external=True)
-    _smoke(session, venv_bin, tmp / "home", "--jax", "--expect-ffi", "built")
+    _smoke(session, venv_bin, tmp / "home", "--jax", "--expect-ffi", "built", compiler=True)
 
 
 @nox.session(default=False)

@@ -65,7 +65,7 @@ def main() -> None:
     check(version.stdout.strip() == f"pycraftax {pycraftax.__version__}", f"pycraftax --version: {version.stdout.strip()}")
     out = subprocess.run([str(script), "eval", "--pretrained", "fast-1e9", "--episodes", "2", "--num-envs", "2"],
                          capture_output=True, text=True)
-    print(out.stdout.strip())
+    print("   " + (out.stdout.strip().splitlines() or [out.stderr.strip()])[0])
     check(out.returncode == 0 and "2 episodes: return" in out.stdout, "pycraftax eval --pretrained fast-1e9")
 
     from pycraftax import cuda_env
