@@ -10,7 +10,7 @@ preprocessor lines cffi cannot parse stripped, so there is no hand-kept copy to 
 Builds for every CPU, fast paths picked at run time: the shipped extension is compiled for the
 portable x86-64 baseline, and on x86-64 once more for x86-64-v3 (AVX2, FMA, BMI2: Haswell, Zen
 and later) as ``pycraftax._craftax_c_x86_64_v3``; pycraftax._native loads the v3 one where the
-CPU has those instructions (on a 2-core Zen 3: world generation 2.5x, the env step 1.25x faster
+CPU has those instructions (on a 2-core Zen 3: world generation 2.5x, the env step 1.1-1.3x faster
 than the baseline). Neither changes a result: no fast-math, no FMA contraction, so the
 instruction set changes only vector width and whether fmaf() is one instruction
 (tests/test_cpu_variants.py checks that both give identical trajectories).

@@ -510,8 +510,9 @@ def policy_from_args(args):
 def add_eval_args(p) -> None:
     add_policy_args(p, required=True)
     p.add_argument("--episodes", type=int, default=32, help="complete episodes to run")
-    p.add_argument("--num-envs", type=int, default=16, help="envs run at once")
-    p.add_argument("--seed", type=int, default=1000, help="seed of the worlds and of the action sampling")
+    p.add_argument("--num-envs", type=int, default=16,
+                   help="envs run at once (speed only: episode i's world and random draws depend on the seed and i)")
+    p.add_argument("--seed", type=int, default=1000, help="seed of the worlds, env steps and action sampling")
     p.add_argument("--greedy", action="store_true", help="argmax actions (default: sampled)")
     p.add_argument("--max-steps", type=int, default=100_000, help="step cap per round of num-envs episodes")
     p.add_argument("--json", action="store_true", help="print the result as JSON (default: text)")
