@@ -103,7 +103,7 @@ def newest_results(results: Path) -> tuple[dict[tuple[str, str], Result], list[s
     newest, unknown = {}, []
     for path in sorted(results.glob("*.json")):
         m = RESULT_NAME.match(path.name)
-        if path.name.startswith("train-"):
+        if path.name.startswith("train-") or path.name == PUBLISHED:
             continue
         if not m:
             unknown.append(path.name)
@@ -260,6 +260,41 @@ def runs_section(runs: list[tuple[Path, dict]]) -> list[str]:
         table(["run", "file", "env steps", "score", "training", "to 15.3%", "steps/s", "GPU", "commit"], rows) + [""]
 
 
+PUBLISHED = "published-scores.json"  # others' 1e9 scores and times, marked on the wall-clock plot
+# The runs of the score-against-wall-clock plot, one per recipe (by their `run` name), and their labels
+WALLCLOCK_RUNS = {
+    "gru-256-1e9 (the former fast recipe)": "fast recipe of 2026-11-30 (GRU 256 on the floats, 8,192 envs)",
+    "fast-recipe-1e9": "fast recipe (cell-gru 256, 16,384 envs)",
+    "fast-w512-1e9": "strong recipe (cell-gru 512)",
+    "fast-mingru-seed0-0.98e9": "fast --model cell-mingru (0.98e9 steps)",
+    "paper-1e9": "paper recipe (GRU 512, 1,024 envs)",
+}
+
+
+def run_seconds(run: dict, env_steps: float) -> float | None:
+    """Training seconds of a run at `env_steps`: the steps over its training rate (a run's rate is
+    near constant after its first updates). A run that shared its GPU names the rate it trains
+    at alone (`solo_steps_per_s`)."""
+    rate = run.get("solo_steps_per_s") or run.get("mean_steps_per_s")
+    return env_steps / rate if rate else None
+
+
+def ladder_section(runs: list[tuple[Path, dict]]) -> list[str]:
+    """The skill ladder of the fast recipe's published run: each achievement's first occurrence in
+    training seconds and env steps."""
+    fast = [(p, d) for p, d in runs if str(d.get("recipe", "")).startswith("fast: model cell-gru")
+            and d.get("skill_ladder") and d.get("env_steps", 0) >= 9e8]
+    if not fast:
+        return []
+    path, run = fast[-1]
+    rows = [[name, f"{v['seconds']:.1f}", f"{v['env_steps'] / 1e6:,.1f} M"]
+            for name, v in sorted(run["skill_ladder"].items(), key=lambda kv: kv[1]["env_steps"])]
+    return ["## Skill ladder of the fast recipe", "",
+            f"The first occurrence of each achievement in `{path.name}` ({run.get('run')}, "
+            f"{str(run.get('gpu', '?')).split(' (')[0]}): training seconds and env steps.", ""] + \
+        table(["achievement", "training s", "env steps"], rows) + [""]
+
+
 def _time_to_paper_rnn(run: dict) -> str:
     entry = next((t for t in run.get("time_to_scoreboard") or [] if t["name"] == "PPO-RNN"), None)
     if entry is None:
@@ -269,7 +304,7 @@ def _time_to_paper_rnn(run: dict) -> str:
     return f"{entry['training_seconds'] / 60:.1f} min ({entry['env_steps'] / 1e6:,.0f} M steps)"
 
 
-def plots(newest: dict, runs: list[tuple[Path, dict]], out_dir: Path) -> list[str]:
+def plots(newest: dict, runs: list[tuple[Path, dict]], out_dir: Path, results: Path) -> list[str]:
     """PNGs beside the report; returns their names. Needs matplotlib (a package dependency)."""
     import matplotlib
 
@@ -315,7 +350,37 @@ def plots(newest: dict, runs: list[tuple[Path, dict]], out_dir: Path) -> list[st
         fig.savefig(out_dir / "training.png", dpi=110)
         plt.close(fig)
         written.append("training.png")
+    published_path = results / PUBLISHED
     if runs:
+        fig, ax = plt.subplots(figsize=(9, 5.5))
+        for p, d in runs:
+            if d.get("run") not in WALLCLOCK_RUNS:
+                continue
+            curve = [(run_seconds(d, c["env_steps"]), c.get("percent_of_max", 100 * c["episode_return"] / 226))
+                     for c in d.get("curve", [])]
+            curve = [(t, y) for t, y in curve if t]
+            if curve:  # the score at the run's end closes the line
+                curve.append((run_seconds(d, d["env_steps"]), d["final_percent_of_max"]))
+            if curve:
+                ax.plot(*zip(*curve), marker=".", label=WALLCLOCK_RUNS[d["run"]])
+        if published_path.exists():
+            for pt in json.loads(published_path.read_text())["points"]:
+                if pt["seconds"]:
+                    ax.scatter([pt["seconds"]], [pt["percent"]], marker="*", s=120, zorder=3)
+                    ax.annotate(pt["name"] + " (published)", (pt["seconds"], pt["percent"]), fontsize=7,
+                                xytext=(-5, 6), textcoords="offset points", ha="right")
+                else:
+                    ax.axhline(pt["percent"], color="grey", lw=0.8, ls="--")
+                    ax.annotate(pt["name"] + " (published, time unknown)", (12, pt["percent"]), fontsize=7,
+                                xytext=(0, 3), textcoords="offset points")
+        ax.set(xscale="log", xlabel="training wall-clock, s (log)", ylabel="return, % of max",
+               title="Score against training time, Craftax-Symbolic-v1 (one H200 unless marked)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left")
+        fig.tight_layout()
+        fig.savefig(out_dir / "score_vs_wallclock.png", dpi=110)
+        plt.close(fig)
+        written.append("score_vs_wallclock.png")
         fig, ax = plt.subplots(figsize=(8, 5))
         for p, d in runs:
             curve = d.get("curve", [])
@@ -341,7 +406,7 @@ def build_report(results: Path, plot_dir: Path | None = None) -> str:
              "time), as `pycraftax bench` prints it; the rate at the median round is in each file's "
              "`extra_info.throughput_median`.", ""]
     if plot_dir is not None:
-        names = plots(newest, runs, plot_dir)
+        names = plots(newest, runs, plot_dir, results)
         lines += [" ".join(f"![{n}]({plot_dir.name}/{n})" for n in names), ""] if names else []
     for (suite, kind), c in sorted(newest.items()):
         if suite == "c":
@@ -360,6 +425,7 @@ def build_report(results: Path, plot_dir: Path | None = None) -> str:
             lines += generic_section(r)
     if runs:
         lines += runs_section(runs)
+        lines += ladder_section(runs)
     if unknown:
         lines += ["## Other files in bench/results (not read)", ""] + [f"- {n}" for n in unknown] + [""]
     return "\n".join(lines)

@@ -3,7 +3,9 @@ the CUDA cell encoder (cuda/fast_cuda.cu) on real compact records against the fl
 its gradients against autograd, the whole bf16 model's loss and gradients against the float64
 reference on the same weights and batch (with the fused GRU and with the step loop), a short run
 of the trainer, and the fused GRU over a sequence (cuda_ops.gru_sequence) against float64
-autograd, the step loop and itself under CUDA graph capture. Skips without a GPU."""
+autograd, the step loop and itself under CUDA graph capture; the MinGRU over a sequence
+(cuda_ops.mingru_sequence) against float64 autograd; the deterministic mode's repeatability.
+Skips without a GPU."""
 
 from __future__ import annotations
 
@@ -93,11 +95,11 @@ def _gpu_loss_and_grads(p: dict, records, batch: dict, fused_gru: bool):
     return float(total.detach()), {k: model.weights[k].grad.double().cpu().numpy() for k in model.names}
 
 
-@pytest.mark.parametrize("fused_gru", [True, False])
-def test_bf16_model_loss_and_gradients_match_the_float64_reference(records_and_obs, fused_gru):
+@pytest.mark.parametrize("recurrence,fused_gru", [("gru", True), ("gru", False), ("mingru", True), ("mingru", False)])
+def test_bf16_model_loss_and_gradients_match_the_float64_reference(records_and_obs, recurrence, fused_gru):
     records, floats = records_and_obs
     T, B = 8, records.shape[0] // 8
-    cfg = fm.FastModelConfig()
+    cfg = fm.FastModelConfig(recurrence=recurrence)
     p = fm.init_params(cfg, seed=3)
     rng = np.random.default_rng(4)
     batch = dict(obs=floats.reshape(T, B, -1).astype(np.float64), dones=rng.random((T, B)) < 0.1,
@@ -135,6 +137,28 @@ def test_fast_trainer_learns_a_little_on_the_gpu(tmp_path):
     assert lines[-1]["return_window"] is not None and lines[-1]["return_window"] > lines[0]["return_window"] - 1
     r = TorchTrainer.resume(str(tmp_path / "checkpoint.npz"))
     assert r.update == 12 and r.device.type == "cuda"
+
+
+def test_deterministic_runs_repeat_bit_for_bit():
+    """Two runs of the same seed with --deterministic: the same weights and metrics, bit for bit
+    (graphs, bf16 GEMMs, the cell encoder's backward and Adam included)."""
+    from pycraftax.train.config import TrainConfig
+    from pycraftax.train.torch_trainer import TorchTrainer
+
+    c = TrainConfig.from_recipe("fast", num_envs=1024, num_minibatches=4, total_timesteps=1024 * 64 * 3,
+                                deterministic=True)
+    runs = []
+    for _ in range(2):
+        t = TorchTrainer(c, device="cuda")
+        lines = t.run(progress=False)
+        keys = ("update", "episodes", "episode_return", "episode_length", "total_loss", "value_loss", "actor_loss",
+                "entropy", "approx_kl", "clip_frac", "grad_norm", "achievements")  # all but the timings
+        runs.append((t.params, [{k: m.get(k) for k in keys} for m in lines]))
+        t.env.close()
+    assert runs[0][1] == runs[1][1]
+    for k, v in runs[0][0].items():
+        assert np.array_equal(v, runs[1][0][k]), k
+    assert not torch.are_deterministic_algorithms_enabled()  # the trainer restores the flag
 
 
 def test_fast_trainer_refuses_a_rollout_larger_than_the_gpu_memory():
@@ -387,3 +411,85 @@ def test_gru_sequence_rejects_bad_arguments():
             with pytest.raises(ValueError, match=rf"^{name}\b"):
                 cuda_ops.gru_sequence(**dict(args, **{name: v}))
     cuda_ops.gru_sequence(**dict(args, keeps=args["keeps"].float(), Wh=args["Wh"].bfloat16()))  # also accepted
+
+
+# -- the MinGRU over a sequence (cuda_ops.mingru_sequence) -------------------------------------
+def _mingru_reference(gates, keeps, h0):
+    """fast_model.mingru_forward's recurrence in plain torch ops, in h0's dtype: (hs, h_T)."""
+    H = h0.shape[1]
+    gates = gates.to(h0.dtype)
+    h, hs = h0, []
+    for t in range(gates.shape[0]):
+        z, c = torch.sigmoid(gates[t, :, :H]), torch.tanh(gates[t, :, H:])
+        h = (1 - z) * (h * keeps[t].to(h.dtype).unsqueeze(-1)) + z * c
+        hs.append(h)
+    return torch.stack(hs), h
+
+
+def _mingru_problem(T: int, B: int, H: int, seed: int, dtype):
+    g = torch.Generator().manual_seed(seed)
+    keeps = torch.rand(T, B, generator=g) >= 0.15
+    keeps[0, :B // 2] = False
+    args = dict(gates=(1.5 * torch.randn(T, B, 2 * H, generator=g)).to(dtype), keeps=keeps,
+                h0=0.8 * torch.randn(B, H, generator=g))
+    upstream = (torch.randn(T, B, H, generator=g), torch.randn(B, H, generator=g))
+    return {k: v.to("cuda") for k, v in args.items()}, tuple(u.to("cuda") for u in upstream)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("T,B,H", [(64, 512, 256), (7, 6, 12), (1, 3, 1)])
+def test_mingru_sequence_matches_float64_autograd(T, B, H, dtype):
+    """Forward and gradients (of the gates, in their dtype, and of h0) against float64 autograd of
+    the step loop on the same (rounded) gates: fp32 arithmetic only, so 1e-5 of the float32 result;
+    the bf16 gradient of the gates is rounded once more (BF16_EPS)."""
+    from pycraftax.train import cuda_ops
+
+    args, upstream = _mingru_problem(T, B, H, seed=T + H, dtype=dtype)
+    gates, h0 = args["gates"].clone().requires_grad_(), args["h0"].clone().requires_grad_()
+    hs, h_last = cuda_ops.mingru_sequence(gates, args["keeps"], h0)
+    assert hs.dtype == torch.float32 and hs.shape == (T, B, H) and torch.equal(h_last, hs[-1])
+    g_gates, g_h0 = torch.autograd.grad((hs, h_last), (gates, h0), upstream)
+    assert g_gates.dtype == dtype and g_h0.dtype == torch.float32
+    ref = {k: v.detach().cpu().double() if v.is_floating_point() else v.cpu() for k, v in args.items()}
+    r_gates, r_h0 = ref["gates"].requires_grad_(), ref["h0"].requires_grad_()
+    r_hs, r_last = _mingru_reference(r_gates, ref["keeps"], r_h0)
+    r_g_gates, r_g_h0 = torch.autograd.grad((r_hs, r_last), (r_gates, r_h0), [u.cpu().double() for u in upstream])
+    assert _rel(hs, r_hs) < 1e-5, _rel(hs, r_hs)
+    assert _rel(g_h0, r_g_h0) < 1e-5
+    assert _rel(g_gates, r_g_gates) < (BF16_EPS if dtype == torch.bfloat16 else 1e-5), _rel(g_gates, r_g_gates)
+    assert torch.all(g_h0[~args["keeps"][0]] == 0)  # rows reset at t = 0: no gradient reaches h0
+
+
+def test_mingru_sequence_rejects_bad_arguments():
+    from pycraftax.train import cuda_ops
+
+    args, _ = _mingru_problem(3, 4, 8, seed=0, dtype=torch.float32)
+    bad = dict(gates=[args["gates"].double(), args["gates"].cpu(), args["gates"][..., :-1], args["gates"][0]],
+               keeps=[args["keeps"].int(), args["keeps"][:, :3]],
+               h0=[args["h0"][:, :4], args["h0"].cpu(), args["h0"].half()])
+    for name, values in bad.items():
+        for v in values:
+            with pytest.raises(ValueError, match=rf"^{name}\b"):
+                cuda_ops.mingru_sequence(**dict(args, **{name: v}))
+
+
+def test_deterministic_encoder_backward_repeats_bit_for_bit(records_and_obs):
+    """With PyTorch's deterministic mode on, the cell encoder's backward gives the same bits on
+    every call (no atomics), and agrees with the atomic version to float32 rounding."""
+    from pycraftax.train import cuda_ops
+
+    records, _ = records_and_obs
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    w, b = 0.3 * torch.randn(83, 16, device="cuda", generator=gen), 0.1 * torch.randn(16, device="cuda", generator=gen)
+    upstream = torch.randn(records.shape[0], 1640, device="cuda", generator=gen).bfloat16()
+    fast = cuda_ops.encode_cells_backward(records, w, b, upstream, 1640)
+    previous = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        runs = [cuda_ops.encode_cells_backward(records, w, b, upstream, 1640) for _ in range(3)]
+    finally:
+        torch.use_deterministic_algorithms(previous)
+    for run in runs[1:]:
+        assert all(torch.equal(a, c) for a, c in zip(run, runs[0]))
+    for a, c in zip(runs[0], fast):
+        assert _rel(a, c) < 1e-5

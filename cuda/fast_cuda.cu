@@ -15,6 +15,13 @@
 #define ENCODE_THREADS 256
 #define BACKWARD_CELLS 16    /* cells a backward block holds at once, C threads each */
 #define BACKWARD_BLOCKS 2048 /* blocks of the backward's grid-stride loop: the partials it reduces */
+/* Cells a block of the deterministic backward holds: as many private sums ([84, C] floats each)
+ * as fit beside the weights in the 48 KB a block gets without opting in (16, 8, 5, 3 for C = 8,
+ * 16, 24, 32). */
+template <int C>
+__host__ __device__ constexpr int deterministic_cells() {
+    return (48 * 1024 / 4 / C - 83) / 84 > 16 ? 16 : (48 * 1024 / 4 / C - 83) / 84;
+}
 #define GRU_THREADS 256
 
 static_assert(MOB_CHANNEL0 + 40 == VISIBLE_CHANNEL, "obs.h's cell channels: 37 block, 5 item, 40 mob, 1 visible");
@@ -114,19 +121,25 @@ __device__ __forceinline__ float grad_value<__nv_bfloat16>(const __nv_bfloat16 *
  * collide only between its cells), the bias and visible rows in the thread's registers. The
  * column's pre-activation is summed in cell_preactivation's order, so the ReLU mask is the forward's.
  * partials[block] = the block's sums. */
-template <int C, typename G>
-__global__ void __launch_bounds__(BACKWARD_CELLS * C) fast_encode_cells_backward_kernel(
+/* EXACT: the deterministic variant (deterministic_cells<C>() slots a block, each slot its own shared
+ * sums, written by its C threads alone, so no atomics; the slots' sums are added in slot order):
+ * the same additions in the same order on every run. */
+template <int C, typename G, bool EXACT>
+__global__ void __launch_bounds__((EXACT ? deterministic_cells<C>() : BACKWARD_CELLS) * C) fast_encode_cells_backward_kernel(
     const uint8_t *records, int64_t rows, int32_t record_bytes, const float *weight, const float *bias,
     const G *grad, int32_t row_width, float *partials) {
-    __shared__ float w[CHANNELS * C], gw[(CHANNELS + 1) * C]; /* gw row CHANNELS: the bias */
+    constexpr int SLOTS = EXACT ? deterministic_cells<C>() : BACKWARD_CELLS;
+    constexpr int SUMS = (CHANNELS + 1) * C; /* row CHANNELS: the bias */
+    __shared__ float w[CHANNELS * C], sums[EXACT ? SLOTS * SUMS : SUMS];
     for (int i = threadIdx.x; i < CHANNELS * C; i += blockDim.x) w[i] = weight[i];
-    for (int i = threadIdx.x; i < (CHANNELS + 1) * C; i += blockDim.x) gw[i] = 0.0f;
+    for (int i = threadIdx.x; i < (EXACT ? SLOTS * SUMS : SUMS); i += blockDim.x) sums[i] = 0.0f;
     __syncthreads();
     const int c = threadIdx.x % C, slot = threadIdx.x / C;
+    float *gw = EXACT ? sums + slot * SUMS : sums;
     const float b = bias[c];
     float g_bias = 0.0f, g_visible = 0.0f;
     const int64_t total = rows * CELLS;
-    for (int64_t e = (int64_t)blockIdx.x * BACKWARD_CELLS + slot; e < total; e += (int64_t)gridDim.x * BACKWARD_CELLS) {
+    for (int64_t e = (int64_t)blockIdx.x * SLOTS + slot; e < total; e += (int64_t)gridDim.x * SLOTS) {
         const int64_t row = e / CELLS;
         const int cell = (int)(e - row * CELLS);
         const uint64_t word = *(const uint64_t *)(records + row * record_bytes + CELL_BYTES_AT + cell * 8);
@@ -145,15 +158,30 @@ __global__ void __launch_bounds__(BACKWARD_CELLS * C) fast_encode_cells_backward
         g_bias += d;
         if (!visible) continue;
         g_visible += d;
-        if (has_block) atomicAdd(&gw[block * C + c], d);
-        if (has_item) atomicAdd(&gw[(CRAFTAX_NUM_BLOCK_TYPES + item) * C + c], d);
-        for (uint64_t m = mobs; m; m &= m - 1) atomicAdd(&gw[(MOB_CHANNEL0 + __ffsll((long long)m) - 1) * C + c], d);
+        if (EXACT) { /* column c of this slot's sums is thread (slot, c)'s alone */
+            if (has_block) gw[block * C + c] += d;
+            if (has_item) gw[(CRAFTAX_NUM_BLOCK_TYPES + item) * C + c] += d;
+            for (uint64_t m = mobs; m; m &= m - 1) gw[(MOB_CHANNEL0 + __ffsll((long long)m) - 1) * C + c] += d;
+        } else {
+            if (has_block) atomicAdd(&gw[block * C + c], d);
+            if (has_item) atomicAdd(&gw[(CRAFTAX_NUM_BLOCK_TYPES + item) * C + c], d);
+            for (uint64_t m = mobs; m; m &= m - 1) atomicAdd(&gw[(MOB_CHANNEL0 + __ffsll((long long)m) - 1) * C + c], d);
+        }
     }
-    atomicAdd(&gw[CHANNELS * C + c], g_bias);
-    atomicAdd(&gw[VISIBLE_CHANNEL * C + c], g_visible);
+    if (EXACT) {
+        gw[CHANNELS * C + c] += g_bias;
+        gw[VISIBLE_CHANNEL * C + c] += g_visible;
+    } else {
+        atomicAdd(&gw[CHANNELS * C + c], g_bias);
+        atomicAdd(&gw[VISIBLE_CHANNEL * C + c], g_visible);
+    }
     __syncthreads();
-    for (int i = threadIdx.x; i < (CHANNELS + 1) * C; i += blockDim.x)
-        partials[(int64_t)blockIdx.x * (CHANNELS + 1) * C + i] = gw[i];
+    for (int i = threadIdx.x; i < SUMS; i += blockDim.x) {
+        float v = sums[i];
+        if (EXACT)
+            for (int k = 1; k < SLOTS; k++) v += sums[k * SUMS + i];
+        partials[(int64_t)blockIdx.x * SUMS + i] = v;
+    }
 }
 
 /* out[i] = the sum over blocks of partials[block, i], in block order. */
@@ -169,6 +197,7 @@ __global__ void fast_reduce_partials_kernel(const float *partials, int blocks, i
         grad_bias[i - weight_values] = s;
 }
 
+/* Both variants use the same grid (the partials' size does not depend on the variant). */
 static int backward_blocks(int64_t rows) {
     const int64_t needed = (rows * CELLS + BACKWARD_CELLS - 1) / BACKWARD_CELLS;
     return (int)(needed < BACKWARD_BLOCKS ? (needed > 0 ? needed : 1) : BACKWARD_BLOCKS);
@@ -393,6 +422,77 @@ __global__ void __launch_bounds__(GRU_THREADS) fast_gru_end_kernel(const float *
     if (g < groups) gru_end_group(direct, gemm, keep, grad_h0, hidden, g);
 }
 
+/* -- MinGRU sequence -------------------------------------------------------------------------
+ * A thread per unit of a row, stepping through time in registers: the whole recurrence in one
+ * launch each way. The backward recomputes z and c with the forward's arithmetic (mingru_gates). */
+static __device__ __forceinline__ float to_float(float v) { return v; }
+static __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+static __device__ __forceinline__ void from_float(float *p, float v) { *p = v; }
+static __device__ __forceinline__ void from_float(__nv_bfloat16 *p, float v) { *p = __float2bfloat16_rn(v); }
+
+template <typename G>
+static __device__ __forceinline__ void mingru_gates(const G *row, int hidden, int j, float *z, float *c) {
+    *z = gru_sigmoid(to_float(row[j]));
+    *c = tanhf(to_float(row[hidden + j]));
+}
+
+template <typename G>
+__global__ void __launch_bounds__(GRU_THREADS) fast_mingru_forward_kernel(const G *gates, const float *keeps,
+                                                                          const float *h0, float *hs, float *h_last,
+                                                                          int64_t steps, int64_t batch, int hidden) {
+    const int64_t u = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (u >= batch * hidden) return;
+    const int64_t row = u / hidden;
+    const int j = (int)(u - row * hidden);
+    float h = h0[u];
+    for (int64_t t = 0; t < steps; t++) {
+        float z, c;
+        mingru_gates(gates + (t * batch + row) * 2 * hidden, hidden, j, &z, &c);
+        const float hp = h * keeps[t * batch + row];
+        h = (1.0f - z) * hp + z * c;
+        hs[t * batch * hidden + u] = h;
+    }
+    if (h_last) h_last[u] = h;
+}
+
+template <typename G>
+__global__ void __launch_bounds__(GRU_THREADS) fast_mingru_backward_kernel(
+    const G *gates, const float *keeps, const float *h0, const float *hs, const float *grad_hs,
+    const float *grad_h_last, G *grad_gates, float *grad_h0, int64_t steps, int64_t batch, int hidden) {
+    const int64_t u = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (u >= batch * hidden) return;
+    const int64_t row = u / hidden;
+    const int j = (int)(u - row * hidden);
+    float carry = grad_h_last ? grad_h_last[u] : 0.0f; /* dL/dh_t from the steps after t */
+    for (int64_t t = steps - 1; t >= 0; t--) {
+        const int64_t gate_row = (t * batch + row) * 2 * hidden;
+        float z, c;
+        mingru_gates(gates + gate_row, hidden, j, &z, &c);
+        const float keep = keeps[t * batch + row];
+        const float hp = (t ? hs[(t - 1) * batch * hidden + u] : h0[u]) * keep;
+        const float dh = (grad_hs ? grad_hs[t * batch * hidden + u] : 0.0f) + carry;
+        from_float(grad_gates + gate_row + j, dh * (c - hp) * z * (1.0f - z));
+        from_float(grad_gates + gate_row + hidden + j, dh * z * (1.0f - c * c));
+        carry = dh * (1.0f - z) * keep;
+    }
+    if (grad_h0) grad_h0[u] = carry;
+}
+
+static int check_mingru_args(const void *gates, const float *keeps, const float *h0, int64_t steps, int64_t batch,
+                             int32_t hidden) {
+    if (!gates || !keeps || !h0) return fast_fail(CRAFTAX_FAST_ERR_ARGUMENT, "mingru: a NULL pointer");
+    if (steps < 1) return fast_fail(CRAFTAX_FAST_ERR_ARGUMENT, "steps must be >= 1, got %lld", (long long)steps);
+    if (batch < 0) return fast_fail(CRAFTAX_FAST_ERR_ARGUMENT, "batch must be >= 0, got %lld", (long long)batch);
+    if (hidden < 1) return fast_fail(CRAFTAX_FAST_ERR_ARGUMENT, "hidden must be >= 1, got %d", hidden);
+    if (batch * hidden / GRU_THREADS >= INT32_MAX)
+        return fast_fail(CRAFTAX_FAST_ERR_ARGUMENT, "batch * hidden too large: %lld", (long long)(batch * hidden));
+    return 0;
+}
+
+static unsigned mingru_blocks(int64_t batch, int32_t hidden) {
+    return (unsigned)((batch * hidden + GRU_THREADS - 1) / GRU_THREADS);
+}
+
 static int check_gru_shape(int64_t steps, int64_t batch, int32_t hidden, int64_t t) {
     if (steps < 1) return fast_fail(CRAFTAX_FAST_ERR_ARGUMENT, "steps must be >= 1, got %lld", (long long)steps);
     if (batch < 0) return fast_fail(CRAFTAX_FAST_ERR_ARGUMENT, "batch must be >= 0, got %lld", (long long)batch);
@@ -483,6 +583,14 @@ static unsigned gru_blocks(int64_t batch, int32_t hidden) {
     return (unsigned)((batch * (hidden / 4) + GRU_THREADS - 1) / GRU_THREADS);
 }
 
+template <typename G, bool EXACT>
+static void launch_encode_backward(int32_t cell_dim, int blocks, cudaStream_t s, const uint8_t *records, int64_t rows,
+                                   int32_t record_bytes, const float *weight, const float *bias, const void *grad,
+                                   int32_t row_width, float *part) {
+    DISPATCH_CELL_DIM(cell_dim, (fast_encode_cells_backward_kernel<C, G, EXACT><<<blocks, (EXACT ? deterministic_cells<C>() : BACKWARD_CELLS) * C, 0, s>>>(
+                                    records, rows, record_bytes, weight, bias, (const G *)grad, row_width, part)));
+}
+
 extern "C" {
 
 int craftax_fast_api_version(void) { return CRAFTAX_FAST_API_VERSION; }
@@ -510,7 +618,8 @@ size_t craftax_fast_encode_cells_partials_bytes(int64_t rows, int32_t cell_dim) 
 int craftax_fast_encode_cells_backward(const uint8_t *records, int64_t rows, int32_t record_bytes,
                                        const float *weight, const float *bias, int32_t cell_dim,
                                        const void *grad_features, int32_t grad_is_float, int32_t row_width,
-                                       float *grad_weight, float *grad_bias, void *partials, uintptr_t stream) {
+                                       int32_t deterministic, float *grad_weight, float *grad_bias, void *partials,
+                                       uintptr_t stream) {
     int rc = check_encoder_args(records, rows, record_bytes, weight, bias, cell_dim, grad_features, row_width);
     if (rc) return rc;
     if (!grad_weight || !grad_bias || !partials) return fast_fail(CRAFTAX_FAST_ERR_ARGUMENT, "a NULL pointer");
@@ -520,14 +629,11 @@ int craftax_fast_encode_cells_backward(const uint8_t *records, int64_t rows, int
     if (rows == 0) {
         if (cudaMemsetAsync(part, 0, (size_t)width * sizeof(float), s) != cudaSuccess) return launched("memset");
     } else if (grad_is_float) {
-        DISPATCH_CELL_DIM(cell_dim, (fast_encode_cells_backward_kernel<C, float><<<blocks, BACKWARD_CELLS * C, 0, s>>>(
-                                        records, rows, record_bytes, weight, bias, (const float *)grad_features,
-                                        row_width, part)));
+        (deterministic ? launch_encode_backward<float, true> : launch_encode_backward<float, false>)(
+            cell_dim, blocks, s, records, rows, record_bytes, weight, bias, grad_features, row_width, part);
     } else {
-        DISPATCH_CELL_DIM(cell_dim, (fast_encode_cells_backward_kernel<C, __nv_bfloat16>
-                                     <<<blocks, BACKWARD_CELLS * C, 0, s>>>(records, rows, record_bytes, weight, bias,
-                                                                          (const __nv_bfloat16 *)grad_features,
-                                                                          row_width, part)));
+        (deterministic ? launch_encode_backward<__nv_bfloat16, true> : launch_encode_backward<__nv_bfloat16, false>)(
+            cell_dim, blocks, s, records, rows, record_bytes, weight, bias, grad_features, row_width, part);
     }
     if ((rc = launched("encode_cells_backward"))) return rc;
     fast_reduce_partials_kernel<<<(width + 127) / 128, 128, 0, s>>>(part, rows == 0 ? 1 : blocks, width,
@@ -589,6 +695,42 @@ int craftax_fast_gru_backward_end(const float *grad_hp_direct, const float *grad
     fast_gru_end_kernel<<<gru_blocks(batch, hidden), GRU_THREADS, 0, (cudaStream_t)stream>>>(
         grad_hp_direct, grad_hp_gemm, keeps, grad_h0, hidden, batch * (hidden / 4));
     return launched("gru_backward_end");
+}
+
+int craftax_fast_mingru_forward(const void *gates, int32_t gates_are_float, const float *keeps, const float *h0,
+                                float *hs, float *h_last, int64_t steps, int64_t batch, int32_t hidden,
+                                uintptr_t stream) {
+    int rc = check_mingru_args(gates, keeps, h0, steps, batch, hidden);
+    if (rc) return rc;
+    if (!hs) return fast_fail(CRAFTAX_FAST_ERR_ARGUMENT, "mingru_forward: hs is NULL");
+    if (batch == 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    if (gates_are_float)
+        fast_mingru_forward_kernel<float><<<mingru_blocks(batch, hidden), GRU_THREADS, 0, s>>>(
+            (const float *)gates, keeps, h0, hs, h_last, steps, batch, hidden);
+    else
+        fast_mingru_forward_kernel<__nv_bfloat16><<<mingru_blocks(batch, hidden), GRU_THREADS, 0, s>>>(
+            (const __nv_bfloat16 *)gates, keeps, h0, hs, h_last, steps, batch, hidden);
+    return launched("mingru_forward");
+}
+
+int craftax_fast_mingru_backward(const void *gates, int32_t gates_are_float, const float *keeps, const float *h0,
+                                 const float *hs, const float *grad_hs, const float *grad_h_last, void *grad_gates,
+                                 float *grad_h0, int64_t steps, int64_t batch, int32_t hidden, uintptr_t stream) {
+    int rc = check_mingru_args(gates, keeps, h0, steps, batch, hidden);
+    if (rc) return rc;
+    if (!hs || !grad_gates) return fast_fail(CRAFTAX_FAST_ERR_ARGUMENT, "mingru_backward: a NULL pointer");
+    if (batch == 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    if (gates_are_float)
+        fast_mingru_backward_kernel<float><<<mingru_blocks(batch, hidden), GRU_THREADS, 0, s>>>(
+            (const float *)gates, keeps, h0, hs, grad_hs, grad_h_last, (float *)grad_gates, grad_h0, steps, batch,
+            hidden);
+    else
+        fast_mingru_backward_kernel<__nv_bfloat16><<<mingru_blocks(batch, hidden), GRU_THREADS, 0, s>>>(
+            (const __nv_bfloat16 *)gates, keeps, h0, hs, grad_hs, grad_h_last, (__nv_bfloat16 *)grad_gates, grad_h0,
+            steps, batch, hidden);
+    return launched("mingru_backward");
 }
 
 }  // extern "C"

@@ -27,7 +27,7 @@
 extern "C" {
 #endif
 
-#define CRAFTAX_FAST_API_VERSION 2
+#define CRAFTAX_FAST_API_VERSION 3
 #define CRAFTAX_FAST_ERR_ARGUMENT -1
 #define CRAFTAX_FAST_ERR_CUDA -2
 
@@ -51,13 +51,16 @@ int craftax_fast_encode_cells(const uint8_t *records, int64_t rows, int32_t reco
 /* The cell encoder's parameter gradients from the features' gradient (bfloat16 or float32
  * [rows, row_width], grad_is_float 0 or 1): grad_weight float [83, C] and grad_bias float [C] are
  * overwritten. The ReLU's mask is recomputed from the records. `partials` is device memory of
- * craftax_fast_encode_cells_partials_bytes(rows, C) bytes. Float additions in a fixed order per
- * block but in arrival order within one (shared-memory atomics): not bitwise reproducible. */
+ * craftax_fast_encode_cells_partials_bytes(rows, C) bytes. With deterministic = 0 the additions
+ * within a block come in arrival order (shared-memory atomics): not bitwise reproducible; with
+ * deterministic = 1 every addition has a fixed place and order (no atomics): the same bits on
+ * every run of the same inputs on the same GPU model. */
 size_t craftax_fast_encode_cells_partials_bytes(int64_t rows, int32_t cell_dim);
 int craftax_fast_encode_cells_backward(const uint8_t *records, int64_t rows, int32_t record_bytes,
                                        const float *weight, const float *bias, int32_t cell_dim,
                                        const void *grad_features, int32_t grad_is_float, int32_t row_width,
-                                       float *grad_weight, float *grad_bias, void *partials, uintptr_t stream);
+                                       int32_t deterministic, float *grad_weight, float *grad_bias, void *partials,
+                                       uintptr_t stream);
 
 /* The GRU over a sequence (fast_model.TorchActorCritic.core is the specification; cuda_ops.py's
  * gru_sequence drives these calls). T steps of B rows and H units (H a multiple of 4), gates in
@@ -105,6 +108,23 @@ int craftax_fast_gru_backward_step(const float *xs, const float *hidden_gates, c
 /* grad_h0 [B, H] = keeps[0] * (grad_hp_direct + grad_hp_gemm), after backward_step(0) and its GEMM. */
 int craftax_fast_gru_backward_end(const float *grad_hp_direct, const float *grad_hp_gemm, const float *keeps,
                                   float *grad_h0, int64_t batch, int32_t hidden, uintptr_t stream);
+
+/* The MinGRU over a sequence (fast_model.mingru_forward is the specification; cuda_ops.py's
+ * mingru_sequence drives these calls). T steps of B rows and H units; gates [T, B, 2H] hold each
+ * row's pre-activations of z (units 0..H-1) and of the candidate c (units H..2H-1), biases
+ * included, as bfloat16 (gates_are_float 0) or float (1); keeps float [T, B]; h0 float [B, H]. For
+ * t = 0 .. T-1, with h_{-1} = h0:
+ *     z = sigmoid(g_z),  c = tanh(g_c),  h_t = (1 - z) * (keep_t * h_{t-1}) + z * c
+ * Forward: hs float [T, B, H] = h_t, and h_last [B, H] = h_{T-1} where not NULL.
+ * Backward: from grad_hs [T, B, H] and grad_h_last [B, H] (either NULL: zero) writes grad_gates
+ * (the gates' type and shape) = dL/d(pre-activations) and, where not NULL, grad_h0 [B, H]. Each
+ * unit is one thread's sequential loop: no atomics, the same bits on every run. */
+int craftax_fast_mingru_forward(const void *gates, int32_t gates_are_float, const float *keeps, const float *h0,
+                                float *hs, float *h_last, int64_t steps, int64_t batch, int32_t hidden,
+                                uintptr_t stream);
+int craftax_fast_mingru_backward(const void *gates, int32_t gates_are_float, const float *keeps, const float *h0,
+                                 const float *hs, const float *grad_hs, const float *grad_h_last, void *grad_gates,
+                                 float *grad_h0, int64_t steps, int64_t batch, int32_t hidden, uintptr_t stream);
 
 #ifdef __cplusplus
 }

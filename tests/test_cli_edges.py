@@ -168,7 +168,8 @@ def test_train_prints_the_recipe_and_a_formatted_summary(tmp_path, capsys):
     out = str(tmp_path / "run")
     assert cli.main(["train", *TINY_FLAGS, "--backend", "c", "--quiet", "--out", out]) == 0
     text = capsys.readouterr().out.splitlines()
-    assert text[0].startswith("recipe small (the default; --recipe paper or --recipe fast for another")
+    assert text[0].startswith("recipe small (the default; --recipe paper or --recipe fast or --recipe strong for "
+                              "another")
     assert text[0].endswith(": 64 envs x 32 steps, 4 epochs x 8 minibatches, model gru, width 128, hidden 128, "
                             "491,520 env steps")
     assert text[1] == "  overridden by flags: --total-timesteps 96, --num-envs 4, --num-steps 8, " \

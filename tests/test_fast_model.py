@@ -14,6 +14,8 @@ from pycraftax.train import numpy_ppo
 torch = pytest.importorskip("torch")
 
 SMALL = fm.FastModelConfig(cell_dim=8, width=16, hidden=8, num_actions=43)
+SMALL_MINGRU = fm.FastModelConfig(cell_dim=8, width=16, hidden=8, num_actions=43, recurrence="mingru")
+BOTH = pytest.mark.parametrize("cfg", [SMALL, SMALL_MINGRU], ids=["gru", "mingru"])
 
 
 def random_obs(rng, rows: int) -> np.ndarray:
@@ -58,6 +60,21 @@ def test_feature_width_and_shapes():
     assert shapes[f"{numpy_ppo.EMBED}/kernel"] == (1640, 256)
     with pytest.raises(ValueError, match="cell_dim must be one of"):
         fm.FastModelConfig(cell_dim=12).validate()
+    with pytest.raises(ValueError, match="recurrence must be one of"):
+        fm.FastModelConfig(recurrence="lstm").validate()
+
+
+def test_mingru_shapes_and_config_round_trip():
+    """The MinGRU model has no GRU weights, gates W -> H, heads reading [h, embedding]; its
+    config is recovered from its weights' names and shapes (checkpoints and shipped policies)."""
+    cfg = fm.FastModelConfig(width=64, hidden=32, recurrence="mingru")
+    shapes = fm.param_shapes(cfg)
+    assert not any(k.startswith(numpy_ppo.GRU) for k in shapes)
+    assert shapes[f"{fm.MINGRU}/z/kernel"] == (64, 32) and shapes[f"{fm.MINGRU}/h/bias"] == (32,)
+    assert shapes[f"{numpy_ppo.ACTOR[0]}/kernel"] == (96, 64) == shapes[f"{numpy_ppo.CRITIC[0]}/kernel"]
+    p = fm.init_params(cfg, seed=1)
+    assert fm.config_of(p) == cfg and fm.config_of(fm.init_params(fm.FastModelConfig(), 0)).recurrence == "gru"
+    assert np.array_equal(p[f"{fm.MINGRU}/z/kernel"], fm.init_params(cfg, seed=1)[f"{fm.MINGRU}/z/kernel"])
 
 
 def test_encode_is_the_per_cell_linear_map():
@@ -74,10 +91,11 @@ def test_encode_is_the_per_cell_linear_map():
     assert not feats[:, 99 * 8 + 51:].any()
 
 
-def test_reference_gradients_match_finite_differences():
+@BOTH
+def test_reference_gradients_match_finite_differences(cfg):
     rng = np.random.default_rng(2)
-    p = params64(seed=3)
-    batch = random_batch(rng, T=3, B=4, cfg=SMALL)
+    p = params64(seed=3, cfg=cfg)
+    batch = random_batch(rng, T=3, B=4, cfg=cfg)
     _, _, grads = fm.ppo_loss(p, batch)
     eps = 1e-6
     checked = 0
@@ -113,10 +131,11 @@ def torch_loss_and_grads(p: dict, batch: dict, dtype=torch.float64):
         {k: model.weights[k].grad.numpy() for k in model.names}
 
 
-def test_torch_model_equals_reference_in_float64():
+@BOTH
+def test_torch_model_equals_reference_in_float64(cfg):
     rng = np.random.default_rng(4)
-    p = params64(seed=5)
-    batch = random_batch(rng, T=4, B=3, cfg=SMALL)
+    p = params64(seed=5, cfg=cfg)
+    batch = random_batch(rng, T=4, B=3, cfg=cfg)
     total, aux, grads = fm.ppo_loss(p, batch)
     t_total, t_aux, t_grads = torch_loss_and_grads(p, batch)
     assert t_total == pytest.approx(float(total), rel=1e-12, abs=1e-14)
@@ -141,10 +160,11 @@ def test_approx_kl_stays_finite_when_a_ratio_underflows():
     assert np.isfinite(total) and t_total == pytest.approx(float(total), rel=1e-12)
 
 
-def test_torch_forward_equals_reference_forward():
+@BOTH
+def test_torch_forward_equals_reference_forward(cfg):
     rng = np.random.default_rng(6)
-    p = params64(seed=7)
-    batch = random_batch(rng, T=5, B=2, cfg=SMALL)
+    p = params64(seed=7, cfg=cfg)
+    batch = random_batch(rng, T=5, B=2, cfg=cfg)
     h, logits, values = fm.forward(p, batch["obs"], batch["dones"], batch["h0"])
     model = fm.TorchActorCritic(p, "cpu", bf16=False, dtype=torch.float64)
     with torch.no_grad():
@@ -162,12 +182,15 @@ def test_compact_records_need_the_gpu_kernels():
         cuda_ops.encode_cells(torch.zeros((2, 1008), dtype=torch.uint8), torch.zeros(83, 8), torch.zeros(8), 848)
 
 
-def test_fast_trainer_runs_checkpoints_and_resumes(tmp_path):
+@pytest.mark.parametrize("model", ["cell-gru", "cell-mingru"])
+def test_fast_trainer_runs_checkpoints_and_resumes(tmp_path, model):
     from pycraftax.train.config import TrainConfig
+    from pycraftax.train.policy import Policy
     from pycraftax.train.torch_trainer import TorchTrainer
 
     c = TrainConfig.from_recipe("fast", num_envs=8, num_steps=8, num_minibatches=2, update_epochs=1,
-                                total_timesteps=8 * 8 * 4, width=32, hidden=32, cell_dim=8, checkpoint_every=2)
+                                total_timesteps=8 * 8 * 4, width=32, hidden=32, cell_dim=8, checkpoint_every=2,
+                                model=model)
     t = TorchTrainer(c, str(tmp_path), device="cpu")
     assert not t.graphs  # CUDA graphs only on the GPU
     lines = t.run(max_updates=2, progress=False)
@@ -187,13 +210,30 @@ def test_fast_trainer_runs_checkpoints_and_resumes(tmp_path):
     assert r.update == c.num_updates
     saved = np.load(tmp_path / "params.npz")
     assert f"{fm.CELL}/kernel" in saved.files
+    policy = Policy(dict(saved))  # what eval and render load
+    assert policy.model == model and fm.config_of(dict(saved)).width == 32
+
+
+def test_deterministic_is_a_checked_config_field_and_a_flag():
+    import argparse
+
+    from pycraftax.train.cli import add_train_args, config_from_args
+    from pycraftax.train.config import TrainConfig
+
+    with pytest.raises(ValueError, match="deterministic must be a bool"):
+        TrainConfig(deterministic=1)
+    p = argparse.ArgumentParser()
+    add_train_args(p)
+    assert config_from_args(p.parse_args(["--recipe", "fast", "--deterministic"])).deterministic is True
+    assert config_from_args(p.parse_args(["--recipe", "fast"])).deterministic is False
+    assert TrainConfig.from_dict(TrainConfig(deterministic=True).to_dict()).deterministic is True
 
 
 def test_fast_trainer_refuses_what_it_cannot_run():
     from pycraftax.train.config import TrainConfig
     from pycraftax.train.torch_trainer import TorchTrainer
 
-    with pytest.raises(ValueError, match="TorchTrainer trains model 'cell-gru'"):
+    with pytest.raises(ValueError, match=r"TorchTrainer trains the models \['cell-gru', 'cell-mingru'\], got 'gru'"):
         TorchTrainer(TrainConfig(), device="cpu")
     with pytest.raises(ValueError, match="model 'cell-gru' reads Craftax-Symbolic-v1"):
         TrainConfig.from_recipe("fast", env_id="Craftax-Classic-Symbolic-v1")

@@ -261,3 +261,27 @@ def test_summary_names_the_file_and_line_it_cannot_read(tmp_path):
     broken.write_text(json.dumps(good) + "\n{not json\n")
     with pytest.raises(ValueError, match=r"broken.jsonl, line 2: not JSON"):
         summary.load(broken)
+
+
+def test_wall_clock_plot_places_a_run_at_its_solo_rate_and_the_ladder_is_in_seconds(tmp_path):
+    """A run on the wall-clock plot sits at env steps over its training rate (a run that shared its
+    GPU at its solo rate); the published points file is read, not listed as unknown; the fast
+    recipe's skill ladder is tabulated in seconds."""
+    pytest.importorskip("matplotlib")
+    report = _report_module()
+    assert report.run_seconds({"mean_steps_per_s": 2e6}, 1e9) == 500.0
+    assert report.run_seconds({"mean_steps_per_s": 2e6, "solo_steps_per_s": 4e6}, 1e9) == 250.0
+    results = tmp_path / "results"
+    results.mkdir()
+    run = dict(run="fast-recipe-1e9", recipe="fast: model cell-gru (...)", env_steps=999_000_000,
+               final_return=37.0, final_percent_of_max=16.4, training_seconds=290.0, mean_steps_per_s=3.4e6,
+               curve=[dict(env_steps=10_000_000, episode_return=2.0, percent_of_max=0.9, episodes=10)],
+               skill_ladder={"collect_wood": dict(env_steps=557_056, seconds=1.4, update=1),
+                             "make_diamond_armour": dict(env_steps=445_169_664, seconds=127.7, update=425)})
+    _write(results / "train-fast.json", run)
+    _write(results / report.PUBLISHED, dict(points=[dict(name="P", percent=15.3, seconds=10400.0, source="s"),
+                                                    dict(name="Q", percent=16.0, seconds=None, source="s")]))
+    text = report.build_report(results, tmp_path / "plots")
+    assert (tmp_path / "plots" / "score_vs_wallclock.png").stat().st_size > 1000
+    assert report.PUBLISHED not in text
+    assert "## Skill ladder of the fast recipe" in text and "| make_diamond_armour | 127.7 | 445.2 M |" in text

@@ -24,7 +24,7 @@ import sys
 
 from pycraftax.progress import format_duration
 from pycraftax.registry import list_envs
-from pycraftax.train.config import DEFAULT_RECIPE, DTYPES, MODELS, RECIPES, RESETS, TrainConfig
+from pycraftax.train.config import CELL_MODELS, DEFAULT_RECIPE, DTYPES, MODELS, RECIPES, RESETS, TrainConfig
 
 # TrainConfig fields with a flag of their own (anneal_lr has --no-anneal-lr)
 CONFIG_FLAGS = ("total_timesteps", "num_envs", "num_steps", "update_epochs", "num_minibatches", "width", "hidden",
@@ -70,7 +70,7 @@ def _recipe_help() -> str:
 
 
 def describe_sizes(c: TrainConfig) -> str:
-    model = f"model {c.model}" + (f" (cell_dim {c.cell_dim})" if c.model == "cell-gru" else "")
+    model = f"model {c.model}" + (f" (cell_dim {c.cell_dim})" if c.model in CELL_MODELS else "")
     return (f"{c.num_envs} envs x {c.num_steps} steps, {c.update_epochs} epochs x {c.num_minibatches} minibatches, "
             f"{model}, width {c.width}, hidden {c.hidden}, {c.total_timesteps:,} env steps")
 
@@ -92,6 +92,9 @@ def add_train_args(p) -> None:
             metavar = "{" + ",".join(FLAG_CHOICES[name]) + "}"
         p.add_argument(_flag(name), dest="cfg_" + name, metavar=metavar, type=kind, default=None, help=default)
     p.add_argument("--no-anneal-lr", action="store_true", help="constant learning rate (default: annealed linearly)")
+    p.add_argument("--deterministic", action="store_true",
+                   help="PyTorch trainer: a bitwise-repeatable run for the seed on the same GPU model (deterministic "
+                        "kernels; costs some speed, see docs/TRAINING.md) (default: off)")
     p.add_argument("--backend", choices=BACKENDS, default="auto",
                    help="where to train, never what (the recipe does not depend on it): cuda: the GPU trainer "
                         "(cuda/ppo_cuda.cu; model cell-gru: PyTorch on the GPU with the CUDA env); c: the CPU "
@@ -123,6 +126,8 @@ def given_fields(args) -> dict:
     given = {n: getattr(args, "cfg_" + n) for n in CONFIG_FLAGS if getattr(args, "cfg_" + n) is not None}
     if args.no_anneal_lr:
         given["anneal_lr"] = False
+    if getattr(args, "deterministic", False):
+        given["deterministic"] = True
     return given
 
 
@@ -151,7 +156,7 @@ def resolve_backend(args) -> str:
 
     env_id = args.cfg_env_id or TrainConfig().env_id
     cuda_ids = list_envs(backend="cuda")  # the ids with a CUDA env, which the GPU trainer runs
-    fast = config_from_args(args).model == "cell-gru"
+    fast = config_from_args(args).model in CELL_MODELS
     if args.backend == "auto":
         if fast:
             from pycraftax.train import torch_trainer
@@ -380,7 +385,7 @@ def _make_trainer(args, out: str, backend: str):
     """The trainer of a new or resumed run (None, having said why, where it cannot run)."""
     from pycraftax.train.trainer import Trainer
 
-    if backend == "torch" or (not args.resume and config_from_args(args).model == "cell-gru"):
+    if backend == "torch" or (not args.resume and config_from_args(args).model in CELL_MODELS):
         from pycraftax.train.torch_trainer import TorchTrainer, unavailable_reason
 
         if args.resume:

@@ -29,12 +29,19 @@ RECIPES: dict[str, dict] = {
     "fast": dict(total_timesteps=1_000_000_000, num_envs=16384, num_steps=64, update_epochs=2, num_minibatches=32,
                  width=256, hidden=256, model="cell-gru", cell_dim=16, resets="auto", lr=8e-4,
                  checkpoint_every=100),
+    # The strongest agent at 1e9 steps measured so far (docs/TRAINING.md): the fast recipe 512 wide.
+    "strong": dict(total_timesteps=1_000_000_000, num_envs=16384, num_steps=64, update_epochs=2, num_minibatches=32,
+                   width=512, hidden=512, model="cell-gru", cell_dim=16, resets="auto", lr=8e-4,
+                   checkpoint_every=100),
 }
 DEFAULT_RECIPE = "small"
 RESETS = ("optimistic", "auto")
 # "gru": the paper's ActorCriticRNN on the 8268 floats (numpy_ppo, the C and CUDA trainers);
-# "cell-gru": the same behind a per-cell code of the map (fast_model, the PyTorch trainer)
-MODELS = ("gru", "cell-gru")
+# "cell-gru": the same behind a per-cell code of the map (fast_model, the PyTorch trainer);
+# "cell-mingru": the per-cell code, then a MinGRU whose recurrence is an elementwise scan and
+# heads that read [h, embedding] (fast_model, the PyTorch trainer)
+MODELS = ("gru", "cell-gru", "cell-mingru")
+CELL_MODELS = {"cell-gru": "gru", "cell-mingru": "mingru"}  # model -> fast_model's recurrence
 DTYPES = ("float32", "float64")
 _SMALL = RECIPES[DEFAULT_RECIPE]
 
@@ -73,7 +80,10 @@ class TrainConfig:
     # the env trained on: an id of pycraftax.list_envs()
     env_id: str = "Craftax-Symbolic-v1"
     model: str = "gru"
-    cell_dim: int = 16  # features of a view cell (model "cell-gru")
+    cell_dim: int = 16  # features of a view cell (models "cell-*")
+    # bitwise-repeatable GPU training for a seed on one GPU model: PyTorch's deterministic
+    # algorithms and the cell encoder's backward without atomics (the PyTorch trainer)
+    deterministic: bool = False
 
     def __post_init__(self) -> None:
         self.validate()
@@ -137,6 +147,8 @@ class TrainConfig:
                 raise ValueError(f"{name} must be a number in {rng}, got {v!r}")
         if not isinstance(self.anneal_lr, bool):
             raise ValueError(f"anneal_lr must be a bool, got {self.anneal_lr!r}")
+        if not isinstance(self.deterministic, bool):
+            raise ValueError(f"deterministic must be a bool, got {self.deterministic!r}")
         if self.resets not in RESETS:
             raise ValueError(f"resets must be one of {list(RESETS)}, got {self.resets!r}")
         if self.resets == "optimistic" and self.num_envs % self.reset_ratio:
@@ -148,12 +160,12 @@ class TrainConfig:
             raise ValueError(f"env_id must be one of {list_envs()}, got {self.env_id!r}")
         if self.model not in MODELS:
             raise ValueError(f"model must be one of {list(MODELS)}, got {self.model!r}")
-        if self.model == "cell-gru":
+        if self.model in CELL_MODELS:
             from pycraftax.train.fast_model import CELL_DIMS
 
             if self.env_id != "Craftax-Symbolic-v1":
-                raise ValueError(f"model 'cell-gru' reads Craftax-Symbolic-v1's view cells; env_id {self.env_id!r} "
-                                 "trains with model 'gru'")
+                raise ValueError(f"model {self.model!r} reads Craftax-Symbolic-v1's view cells; env_id "
+                                 f"{self.env_id!r} trains with model 'gru'")
             if self.cell_dim not in CELL_DIMS:
                 raise ValueError(f"cell_dim must be one of {list(CELL_DIMS)}, got {self.cell_dim!r}")
         if self.dtype not in DTYPES:

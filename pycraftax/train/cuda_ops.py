@@ -2,6 +2,11 @@
 
     features = encode_cells(records, weight, bias, width)   # differentiable in weight and bias
     hs, h_last = gru_sequence(xs, keeps, h0, Wh, bi, bhn)   # differentiable in all but keeps
+    hs, h_last = mingru_sequence(gates, keeps, h0)          # differentiable in gates and h0
+
+Where PyTorch's deterministic mode is on (torch.use_deterministic_algorithms(True), which
+`pycraftax train --deterministic` sets), the cell encoder's backward sums without atomics, so a
+run repeats bit for bit; the other kernels are deterministic either way.
 
 The kernels live in the CUDA library (libcraftax_cuda.so) beside the env; cffi binds them from
 the header that describes that library, as pycraftax.cuda_env does for the env.
@@ -91,8 +96,8 @@ def encode_cells_backward(records, weight, bias, grad, width: int):
     _check(lib.craftax_fast_encode_cells_backward(
         _ptr(ffi, "uint8_t *", records), records.shape[0], records.shape[1], _ptr(ffi, "float *", w),
         _ptr(ffi, "float *", b), C, _ptr(ffi, "void *", grad), int(grad.dtype == torch.float32), width,
-        _ptr(ffi, "float *", gw), _ptr(ffi, "float *", gb), _ptr(ffi, "void *", partials), _stream()),
-        "encode_cells_backward")
+        int(torch.are_deterministic_algorithms_enabled()), _ptr(ffi, "float *", gw), _ptr(ffi, "float *", gb),
+        _ptr(ffi, "void *", partials), _stream()), "encode_cells_backward")
     return gw, gb
 
 
@@ -260,3 +265,79 @@ def _gru_sequence_function():
             return grad_xs if need_xs else None, None, grad_h0, grad_wh, grad_bi, grad_bhn
 
     return GruSequence
+
+
+def mingru_sequence(gates, keeps, h0):
+    """fast_model.TorchActorCritic.mingru's recurrence over T steps in one autograd op on the GPU:
+    one kernel forward, one backward (cuda/fast_cuda.h).
+
+    gates bfloat16 or float32 [T, B, 2H] (the pre-activations of z, then of the candidate, biases
+    included), keeps bool or float32 [T, B] (0 resets the state before that step), h0 float32
+    [B, H]; all on one CUDA device. Returns hs float32 [T, B, H] and h_last [B, H] (= hs[T-1]);
+    gradients flow to gates (in their dtype) and h0."""
+    import torch
+
+    if not torch.is_tensor(gates) or gates.dtype not in (torch.float32, torch.bfloat16) or gates.dim() != 3 \
+            or not gates.is_cuda:
+        raise ValueError("gates must be a CUDA float32 or bfloat16 tensor [T, B, 2H], got "
+                         + (f"{gates.dtype} {tuple(gates.shape)} on {gates.device}" if torch.is_tensor(gates)
+                            else type(gates).__name__))
+    T, B, G = gates.shape
+    if T < 1 or B < 1 or G < 2 or G % 2:
+        raise ValueError(f"gates [T, B, 2H] needs T >= 1, B >= 1 and an even last dimension, got {tuple(gates.shape)}")
+    for name, t, shape, dtypes in (("keeps", keeps, (T, B), (torch.bool, torch.float32)),
+                                   ("h0", h0, (B, G // 2), (torch.float32,))):
+        if not torch.is_tensor(t) or t.dtype not in dtypes or tuple(t.shape) != shape or t.device != gates.device:
+            raise ValueError(f"{name} must be a {' or '.join(str(d) for d in dtypes)} tensor of shape {shape} on "
+                             f"{gates.device} (T, B, H from gates), got "
+                             + (f"{t.dtype} {tuple(t.shape)} on {t.device}" if torch.is_tensor(t) else type(t).__name__))
+    if keeps.dtype == torch.bool:
+        keeps = keeps.to(torch.float32)
+    return _mingru_sequence_function().apply(gates.contiguous(), keeps.contiguous(), h0.contiguous())
+
+
+@functools.lru_cache(maxsize=1)
+def _mingru_sequence_function():
+    """The autograd Function, made on first use: importing this module needs no torch."""
+    import torch
+
+    class MinGruSequence(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, gates, keeps, h0):
+            ffi, lib = _bind()
+            T, B, G = gates.shape
+            H = G // 2
+            hs = torch.empty((T, B, H), dtype=torch.float32, device=gates.device)
+            h_last = torch.empty((B, H), dtype=torch.float32, device=gates.device)
+            fp = functools.partial(_ptr, ffi, "float *")
+            _check(lib.craftax_fast_mingru_forward(_ptr(ffi, "void *", gates), int(gates.dtype == torch.float32),
+                                                   fp(keeps), fp(h0), fp(hs), fp(h_last), T, B, H, _stream()),
+                   "mingru_forward")
+            ctx.save_for_backward(gates, keeps, h0, hs)
+            ctx.set_materialize_grads(False)
+            return hs, h_last
+
+        @staticmethod
+        @torch.autograd.function.once_differentiable
+        def backward(ctx, grad_hs, grad_h_last):
+            gates, keeps, h0, hs = ctx.saved_tensors
+            need_gates, _, need_h0 = ctx.needs_input_grad
+            if grad_hs is None and grad_h_last is None:
+                return None, None, None
+            ffi, lib = _bind()
+            T, B, G = gates.shape
+            f32 = torch.float32
+            grad_hs = None if grad_hs is None else grad_hs.to(f32).contiguous()
+            grad_h_last = None if grad_h_last is None else grad_h_last.to(f32).contiguous()
+            grad_gates = torch.empty_like(gates)
+            grad_h0 = torch.empty_like(h0) if need_h0 else None
+
+            def fp(t):
+                return ffi.NULL if t is None else _ptr(ffi, "float *", t)
+
+            _check(lib.craftax_fast_mingru_backward(_ptr(ffi, "void *", gates), int(gates.dtype == f32), fp(keeps),
+                                                    fp(h0), fp(hs), fp(grad_hs), fp(grad_h_last),
+                                                    _ptr(ffi, "void *", grad_gates), fp(grad_h0), T, B, G // 2,
+                                                    _stream()), "mingru_backward")
+            return grad_gates if need_gates else None, None, grad_h0
+    return MinGruSequence

@@ -151,6 +151,39 @@ def _gru_hidden_weights(p):
     return np.concatenate([p[f"{GRU}/{g}/kernel"] for g in ("hr", "hz", "hn")], axis=1)
 
 
+def heads_forward(p, y):
+    """The actor and critic MLPs on the core's output y [R, in]: (logits [R, A], values [R], the
+    layers' inputs by layer name, which heads_backward reads)."""
+    acts = {}
+    outs = []
+    for names in (ACTOR, CRITIC):
+        a = y
+        for i, name in enumerate(names):
+            pre = a @ p[f"{name}/kernel"] + p[f"{name}/bias"]
+            acts[name] = a  # layer input
+            a = np.maximum(pre, 0) if i < 2 else pre
+        outs.append(a)
+    return outs[0], outs[1][:, 0], acts
+
+
+def heads_backward(p, acts, dlogits, dvalues, g: dict):
+    """heads_forward's parameter gradients into g, from dlogits [R, A] and dvalues [R, 1];
+    returns dloss/dy [R, in]."""
+    dy = None
+    for names, dout in ((ACTOR, dlogits), (CRITIC, dvalues)):
+        d = dout
+        for i in (2, 1, 0):
+            name = names[i]
+            a_in = acts[name]
+            g[f"{name}/kernel"] = a_in.T @ d
+            g[f"{name}/bias"] = d.sum(0)
+            d = d @ p[f"{name}/kernel"].T
+            if i > 0:
+                d = d * (a_in > 0)  # a_in = relu(previous pre-activation)
+        dy = d if dy is None else dy + d
+    return dy
+
+
 def forward(params, obs, dones, h0, keep_cache: bool = False):
     """Run the network over a segment.
 
@@ -189,18 +222,9 @@ def forward(params, obs, dones, h0, keep_cache: bool = False):
         hs[t] = h
         if keep_cache:
             hps[t], rs[t], zs[t], ns[t], hns[t] = hp, r, z, n, hn
-    y = hs.reshape(T * B, H)
-    acts = {}
-    outs = []
-    for names in (ACTOR, CRITIC):
-        a = y
-        for i, name in enumerate(names):
-            pre = a @ p[f"{name}/kernel"] + p[f"{name}/bias"]
-            acts[name] = a  # layer input
-            a = np.maximum(pre, 0) if i < 2 else pre
-        outs.append(a)
-    logits = outs[0].reshape(T, B, -1)
-    values = outs[1].reshape(T, B)
+    flat_logits, flat_values, acts = heads_forward(p, hs.reshape(T * B, H))
+    logits = flat_logits.reshape(T, B, -1)
+    values = flat_values.reshape(T, B)
     cache = None
     if keep_cache:
         cache = dict(x0=x0, pre0=pre0, emb=emb, hps=hps, rs=rs, zs=zs, ns=ns, hns=hns, hs=hs,
@@ -215,19 +239,7 @@ def backward(params, cache, dlogits, dvalues, input_grad: bool = False):
     p = params
     T, B, H = cache["T"], cache["B"], cache["H"]
     g: dict[str, np.ndarray] = {}
-    dy = None
-    for names, dout in ((ACTOR, dlogits.reshape(T * B, -1)), (CRITIC, dvalues.reshape(T * B, 1))):
-        d = dout
-        for i in (2, 1, 0):
-            name = names[i]
-            a_in = cache["acts"][name]
-            g[f"{name}/kernel"] = a_in.T @ d
-            g[f"{name}/bias"] = d.sum(0)
-            d = d @ p[f"{name}/kernel"].T
-            if i > 0:
-                d = d * (a_in > 0)  # a_in = relu(previous pre-activation)
-        dy = d if dy is None else dy + d
-    dhs = dy.reshape(T, B, H)
+    dhs = heads_backward(p, cache["acts"], dlogits.reshape(T * B, -1), dvalues.reshape(T * B, 1), g).reshape(T, B, H)
     Wh = _gru_hidden_weights(p)
     dt = Wh.dtype
     dxi = np.empty((T, B, 3 * H), dt)
@@ -287,6 +299,16 @@ def ppo_loss(params, batch, lcfg: LossConfig = LossConfig(), with_grad: bool = T
     (grads dict, dloss/dobs [T * B, D]) (see backward).
     """
     _, logits, value, cache = forward(params, batch["obs"], batch["dones"], batch["h0"], keep_cache=with_grad)
+    total, aux, dlogits, dvalue = loss_terms(logits, value, batch, lcfg, with_grad)
+    if not with_grad:
+        return total, aux, None
+    return total, aux, backward(params, cache, dlogits, dvalue, input_grad=input_grad)
+
+
+def loss_terms(logits, value, batch, lcfg: LossConfig = LossConfig(), with_grad: bool = True):
+    """ppo_loss's loss from the network's outputs logits [T, B, A] and values [T, B]: (total, aux,
+    dloss/dlogits, dloss/dvalues), the last two None without `with_grad`. Every model's loss
+    (fast_model's too) is this one function."""
     dt = value.dtype
     eps = dt.type(lcfg.clip_eps)
     logp_all = log_softmax(logits)
@@ -319,7 +341,7 @@ def ppo_loss(params, batch, lcfg: LossConfig = LossConfig(), with_grad: bool = T
                approx_kl=((ratio - 1) - log_ratio).mean(),
                clip_frac=(np.abs(ratio - 1) > eps).mean())
     if not with_grad:
-        return total, aux, None
+        return total, aux, None, None
     N = dt.type(value.size)
     # d value_loss / d value: jnp.maximum splits ties evenly; jnp.clip passes the gradient
     # strictly inside [-eps, eps] (ties at the bounds have measure zero).
@@ -338,8 +360,7 @@ def ppo_loss(params, batch, lcfg: LossConfig = LossConfig(), with_grad: bool = T
     dlogits = dlogp[..., None] * (onehot - probs)
     # -ent_coef * mean(entropy);  d H / d logits = -p (log p + H)
     dlogits += dt.type(lcfg.ent_coef) / N * probs * (logp_all + ent[..., None])
-    grads = backward(params, cache, dlogits, dvalue, input_grad=input_grad)
-    return total, aux, grads
+    return total, aux, dlogits, dvalue
 
 
 # -- GAE ----------------------------------------------------------------------------------

@@ -5,8 +5,8 @@ what `pycraftax eval`, `pycraftax render` and the check against the official env
     h = policy.initial_state(num_envs)
     h, logits = policy.step(obs, done, h)                  # obs float [N, obs_size], done bool [N]
 
-The networks: "gru", the paper's ActorCriticRNN (numpy_ppo), and "cell-gru", the fast recipe's
-(fast_model), told apart by their weights' names.
+The networks: "gru", the paper's ActorCriticRNN (numpy_ppo), and "cell-gru" / "cell-mingru", the
+fast recipes' (fast_model), told apart by their weights' names.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ class Policy:
         if fast_model.is_fast_params(params):
             cfg = fast_model.config_of(params)
             fast_model.check_params(params, cfg)
-            self.model, self.env_id = "cell-gru", "Craftax-Symbolic-v1"
+            self.model = "cell-mingru" if cfg.recurrence == "mingru" else "cell-gru"
+            self.env_id = "Craftax-Symbolic-v1"
             self.obs_size = fast_model.MAP_FLOATS + fast_model.SCALARS
             self.hidden, self.num_actions = cfg.hidden, cfg.num_actions
         else:
@@ -51,7 +52,7 @@ class Policy:
         if h.shape != (n, self.hidden):
             raise ValueError(f"h must have shape ({n}, {self.hidden}) (initial_state or the last step's), "
                              f"got {h.shape}")
-        forward = fast_model.forward if self.model == "cell-gru" else _paper_forward
+        forward = fast_model.forward if self.model.startswith("cell-") else _paper_forward
         h, logits, _ = forward(self.params, obs[None], done[None], h)
         return h, logits[0]
 

@@ -19,10 +19,13 @@ resumed run continues the learning exactly and starts new episodes.
 
 from __future__ import annotations
 
+import contextlib
+import os
+
 import numpy as np
 
 from pycraftax.train import numpy_ppo
-from pycraftax.train.config import TrainConfig
+from pycraftax.train.config import CELL_MODELS, TrainConfig
 from pycraftax.train.fast_model import FastModelConfig, TorchActorCritic, init_params, param_shapes, ppo_loss_torch
 from pycraftax.train.loop import Iteration, RunLoop, now
 from pycraftax.vec_env import available_host_memory
@@ -73,20 +76,23 @@ class TorchTrainer(RunLoop):
 
         torch = _torch()
         c = config
-        if c.model != "cell-gru":
-            raise ValueError(f"TorchTrainer trains model 'cell-gru' (the fast recipe), got {c.model!r}")
+        if c.model not in CELL_MODELS:
+            raise ValueError(f"TorchTrainer trains the models {sorted(CELL_MODELS)}, got {c.model!r}")
         device = device or (_restore["meta"].get("device") if _restore else None) or default_device()
         reason = unavailable_reason(device)
         if reason:
             raise RuntimeError(f"fast trainer on {device}: {reason}")
         on_gpu = device == "cuda"
+        if c.deterministic and on_gpu:
+            # cuBLAS reads it when a handle is made: before this process's first GEMM
+            os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         env = pycraftax.make(c.env_id, num_envs=c.num_envs, backend="cuda" if on_gpu else "c", seed=c.seed,
                              obs="compact" if on_gpu else "float", resets=c.resets, reset_ratio=c.reset_ratio)
         super().__init__(config, out_dir, env)
         self.device = torch.device(device)
         self.graphs = graphs and on_gpu
         self.model_config = FastModelConfig(cell_dim=c.cell_dim, width=c.width, hidden=c.hidden,
-                                            num_actions=env.num_actions)
+                                            num_actions=env.num_actions, recurrence=CELL_MODELS[c.model])
         self.loss_config = numpy_ppo.LossConfig(clip_eps=c.clip_eps, vf_coef=c.vf_coef, ent_coef=c.ent_coef)
         self.model = TorchActorCritic(init_params(self.model_config, seed=c.seed), self.device, bf16=on_gpu)
         lr = torch.tensor(float(c.lr), device=self.device) if on_gpu else float(c.lr)
@@ -326,13 +332,27 @@ class TorchTrainer(RunLoop):
         losses["lr"] = lr
         return losses
 
+    @contextlib.contextmanager
+    def _determinism(self):
+        """PyTorch's deterministic algorithms for this trainer's work where the config asks
+        (graphs captured inside keep the kernels chosen then), restored after: the flag is
+        process-wide."""
+        torch = _torch()
+        before = torch.are_deterministic_algorithms_enabled()
+        torch.use_deterministic_algorithms(before or self.config.deterministic)
+        try:
+            yield
+        finally:
+            torch.use_deterministic_algorithms(before)
+
     def iterate(self) -> Iteration:
-        t0 = now()
-        self.rollout()
-        episodes, steps = self._episodes()
-        t1 = now()
-        losses = self.learn()
-        t2 = now()
+        with self._determinism():
+            t0 = now()
+            self.rollout()
+            episodes, steps = self._episodes()
+            t1 = now()
+            losses = self.learn()
+            t2 = now()
         return Iteration(episodes, losses, t2 - t0, dict(rollout_s=t1 - t0, learn_s=t2 - t1), steps)
 
     # -- checkpoint state ------------------------------------------------------------------
