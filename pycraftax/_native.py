@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from pathlib import Path
@@ -43,7 +44,7 @@ def _load_extension():
     if requested not in ("auto",) + CPU_VARIANTS:
         raise ImportError(f"PYCRAFTAX_CPU_VARIANT must be one of {('auto',) + CPU_VARIANTS}, got {requested!r}")
     try:
-        from pycraftax import _craftax_c as baseline
+        baseline = importlib.import_module("pycraftax._craftax_c")
     except ImportError as exc:
         note = _shadowing_note()
         raise ImportError(
@@ -54,7 +55,7 @@ def _load_extension():
         return baseline, "baseline"
     runs_v3 = bool(getattr(baseline.lib, "pycraftax_cpu_runs_x86_64_v3", lambda: 0)())
     try:
-        from pycraftax import _craftax_c_x86_64_v3 as v3
+        v3 = importlib.import_module("pycraftax._craftax_c_x86_64_v3")
     except ImportError:
         v3 = None
     if requested == "x86-64-v3" and not (runs_v3 and v3):
