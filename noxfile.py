@@ -162,7 +162,9 @@ def wheel(session: nox.Session) -> None:
                 env={"PYCRAFTAX_CUDA": "1" if nvcc else "0", "PYCRAFTAX_JAX_FFI": "1"})
     session.run("auditwheel", "repair", *map(str, raw.glob("*.whl")), "--wheel-dir", str(dist))
     (built,) = dist.glob("*.whl")
-    session.log(f"portable wheel: {built.name}")
+    (ROOT / "dist").mkdir(exist_ok=True)
+    shutil.copy2(built, ROOT / "dist" / built.name)
+    session.log(f"portable wheel: dist/{built.name}")
     venv_bin = _fresh_venv(session, tmp / "smoke-venv")
     extra = ["pytest"] if nvcc else []
     session.run(str(venv_bin / "pip"), "install", "-q", str(built), "jax==0.10.2", "jaxlib==0.10.2", *extra,
