@@ -88,14 +88,14 @@ def _version(package: str) -> str | None:
 
 
 def pycraftax_machine_info() -> dict:
-    from pycraftax import _build
+    from pycraftax import _native
     from pycraftax.bench import machine_info
 
     # the commit goes to pytest-benchmark's commit_info: in the machine block it would make every
     # --benchmark-compare across commits warn that the machine differs
     info = {k: v for k, v in machine_info().items() if k != "commit"} | nvidia_smi()
     info.update(
-        c_compile_args=" ".join(_build.COMPILE_ARGS),
+        c_compile_args=_native.compile_args(), c_cpu_variant=_native.CPU_VARIANT,
         nvcc_flags=nvcc_flags(),
         jax=_version("jax"), jaxlib=_version("jaxlib"), craftax=_version("craftax"), envpool=_version("envpool"),
         settings={k: v for k, v in sorted(os.environ.items()) if k.startswith("PYCRAFTAX_") and k != "PYCRAFTAX_COMMIT"},

@@ -21,7 +21,7 @@ except ImportError as exc:
     raise ImportError(
         f"pycraftax's test extension ({_TEST_MODULE}) is not built; the parity tests need it. "
         "Build it from the repository root with: PYCRAFTAX_TEST_HOOKS=1 PYCRAFTAX_CUDA=0 "
-        "pip install --no-build-isolation --no-deps -e .  (nox -s tests does this)"
+        "pip install -e \".[test,jax]\"  (nox -s tests does this)"
     ) from exc
 ffi, lib = _test.ffi, _test.lib
 

@@ -92,7 +92,8 @@ def _check_abi(abi, name: str) -> None:
     if built[1:] != expected[1:] or (name == LIBRARY.name and built[0] != expected[0]):
         raise ImportError(
             f"{name} was built from another version of the C reference (api, state size, params words, "
-            f"obs size = {built}, this package {expected}); rebuild pycraftax"
+            f"obs size = {built}, this package {expected}); reinstall pycraftax (from the clone's root: "
+            f"{ffi_build.CLONE_FIX})"
         )
 
 
