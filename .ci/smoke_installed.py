@@ -80,6 +80,10 @@ def main() -> None:
         check(path is not None and path.parent == package, f"the CUDA library is installed ({path})")
         ffi, lib = cuda_env.bind(path)
         check(lib.craftax_cuda_api_version() > 0, "the CUDA library binds with its installed headers (no GPU needed)")
+        from pycraftax.train import cuda_ops
+
+        fast_ffi, fast_lib = cuda_ops._bind()
+        check(fast_lib.craftax_fast_api_version() > 0, "the fast recipe's kernels bind from the installed library")
 
     if args.jax:
         import jax

@@ -78,7 +78,7 @@ int craftax_classic_cuda_env_step_async(void *states, const int32_t *actions, co
                                         float *ret_acc, int32_t *len_acc, float *ep_return, int32_t *ep_length,
                                         float *discount, float *achievements_scaled, void *work, uintptr_t stream);
 
-/* For the trainer (cuda/ppo_*.cuh), as the full game's *_stream calls: enqueued on `stream`,
+/* As the full game's *_stream calls (for callers' own stream work or CUDA graphs): enqueued on `stream`,
  * actions must be valid, `key` a DEVICE pointer; done_list: num_envs + 1 int32 of device memory;
  * `worlds` (may be NULL): the step's num_envs / reset_ratio fresh worlds from
  * craftax_classic_cuda_generate_worlds_stream (worlds[s * num_worlds + j] = the j-th world of

@@ -1,5 +1,5 @@
-/* craftax_cuda.cu: the CUDA env library (cuda/build/libcraftax_cuda.so with the trainer,
- * cuda/ppo_cuda.cu): Craftax stepped and reset on one GPU over the very same rules headers as
+/* craftax_cuda.cu: the CUDA env library (cuda/build/libcraftax_cuda.so with Classic's env and
+ * the fast recipe's kernels): Craftax stepped and reset on one GPU over the very same rules headers as
  * the C reference (reference_c/include/craftax/*.h, compiled here as __host__ __device__).
  *
  * This file is the library's one translation unit and its extern "C" API (cuda/craftax_cuda.h);
@@ -434,9 +434,8 @@ int craftax_cuda_generate_worlds_stream(void *worlds, const uint32_t *keys, int6
     if (params->day_length <= 0) return CRAFTAX_ERR_ARGUMENT;
     const int64_t n = num_keys * num_worlds;
     if (n == 0) return 0;
-    /* A warp per world here, not per floor: the trainer generates these pools while its update
-     * runs, so throughput counts, not one world's latency (the floor layout is slower in the
-     * trainer). */
+    /* A warp per world here, not per floor: a pool of worlds is generated while other work runs,
+     * so throughput counts, not one world's latency (the floor layout measured slower there). */
     generate_worlds_kernel<<<grid_for_warps(n), THREADS, 0, (cudaStream_t)stream>>>(
         (CraftaxState *)worlds, keys, num_keys, num_worlds, *params, (CraftaxCudaScratch *)scratch, reset_floors());
     CUDA_TRY(cudaGetLastError(), "generate_worlds");

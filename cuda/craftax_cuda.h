@@ -112,7 +112,7 @@ int craftax_cuda_complete_floors(void *states, int64_t num_envs, const CraftaxPa
 
 /* The auto-reset step enqueued on `stream` (a cudaStream_t) without synchronising, action
  * check or chunking, for callers that launch it inside their own stream work or CUDA graph
- * (the trainer, cuda/ppo_cuda.cu): actions must be valid; done_list is caller-owned device
+ * (pycraftax.jax's GPU handlers): actions must be valid; done_list is caller-owned device
  * memory of num_envs + 1 int32 (the list and its counter); dones is required (it also
  * carries the done flags between the step, obs and reset kernels). Same results as
  * craftax_cuda_env_step's step. */

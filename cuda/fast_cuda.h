@@ -1,5 +1,5 @@
 /* fast_cuda.h: the kernels of the fast recipe's trainer (pycraftax/train/torch_trainer.py), in
- * cuda/build/libcraftax_cuda.so beside the env and the PPO trainer.
+ * cuda/build/libcraftax_cuda.so beside the envs.
  *
  * The fast recipe trains with PyTorch on the GPU; these are the steps PyTorch has no kernel for:
  * the cell encoder, which reads the env's compact obs records (craftax_cuda.h, obs_compact)

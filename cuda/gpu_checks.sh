@@ -7,15 +7,18 @@
 #   build      the C extension with the test hooks (when this checkout lacks it) and the CUDA library
 #              (make -C cuda, when it does not load)
 #   tests      every GPU test file: conformance/test_cuda*.py (anchors, C-vs-CUDA lockstep on every leaf,
-#              optimistic resets, lazy levels, the trainer against numpy_ppo), tests/test_cuda_contract.py,
-#              tests/test_learning_rate.py, the registry contract and gymnasium tests on both backends, the
-#              multi-GPU tests (they skip below two GPUs), pycraftax.jax's CUDA handlers against the C backend,
-#              Craftax-Classic on CUDA against C (conformance/test_cuda_classic.py, tests/test_classic_env.py)
-#   memcheck   compute-sanitizer memcheck: cuda/sanitize_run.py (env) and cuda/sanitize_trainer.py (the
-#              CUDA trainer on every env) with leak check, cuda/sanitize_fast.py (the fast recipe) without
+#              optimistic resets, lazy levels), the PyTorch engine's models against numpy_ppo and its runs
+#              (conformance/test_paper_cuda.py: model gru, the paper recipe and Classic, and the two-GPU run,
+#              which skips below two GPUs; conformance/test_fast_cuda.py: the fast recipe),
+#              tests/test_cuda_contract.py, the registry contract and gymnasium tests on both backends,
+#              pycraftax.jax's CUDA handlers against the C backend, Craftax-Classic on CUDA against C
+#              (conformance/test_cuda_classic.py, tests/test_classic_env.py)
+#   memcheck   compute-sanitizer memcheck: cuda/sanitize_run.py (env) with leak check,
+#              cuda/sanitize_trainer.py (model gru on every env) and cuda/sanitize_fast.py (the fast
+#              recipe) without (PyTorch keeps its memory to the end)
 #   racecheck  compute-sanitizer racecheck (shared-memory hazards) over the same three
-#   bench      the CUDA env suites of both games and the trainer's (bench/test_bench_cuda.py,
-#              bench/test_bench_cuda_classic.py, bench/test_bench_trainer.py -k cuda) into
+#   bench      the CUDA env suites of both games and the trainer's GPU configs (bench/test_bench_cuda.py,
+#              bench/test_bench_cuda_classic.py, bench/test_bench_trainer.py -k "gru_recipe or fast_recipe") into
 #              OUTDIR/<date>-<machine kind>-{cuda,cuda_classic,trainer}.json, the names `nox -s bench` gives them
 #   train      a short `pycraftax train --backend cuda --recipe paper` run (metrics, checkpoint, plot)
 # Knobs: PYTHON, STAGES, TEST_TIMEOUT, SANITIZE_TIMEOUT, BENCH_TIMEOUT, BENCH_ARGS, TRAIN_STEPS.
@@ -51,10 +54,10 @@ fi
 if want tests; then
     step tests ${TEST_TIMEOUT:-420} $PY -m pytest -q -rs --durations=10 -p no:cacheprovider \
         conformance/test_cuda.py conformance/test_cuda_optimistic.py conformance/test_cuda_lazy_floors.py \
-        conformance/test_cuda_trainer.py tests/test_cuda_contract.py tests/test_learning_rate.py \
-        tests/test_env_contract.py tests/test_gymnasium.py tests/test_distributed.py tests/test_train_gpus.py \
+        conformance/test_paper_cuda.py tests/test_cuda_contract.py \
+        tests/test_env_contract.py tests/test_gymnasium.py \
         conformance/test_cuda_classic.py tests/test_classic_env.py \
-        tests/test_cuda_trainer_classic.py conformance/test_cuda_final_obs.py tests/test_final_obs.py \
+        conformance/test_cuda_final_obs.py tests/test_final_obs.py \
         conformance/test_fast_cuda.py tests/test_step_async.py
     # conformance/conftest.py pins JAX to the CPU for the upstream comparisons: pycraftax.jax's
     # GPU tests run in a session of their own
@@ -67,23 +70,24 @@ if command -v compute-sanitizer >/dev/null; then
         want $tool || continue
         for run in sanitize_run sanitize_trainer sanitize_fast; do
             if [ $tool = racecheck ]; then args="--tool racecheck --racecheck-report all"
-            elif [ $run = sanitize_fast ]; then args="--tool memcheck"  # PyTorch keeps its memory to the end
+            elif [ $run != sanitize_run ]; then args="--tool memcheck"  # PyTorch keeps its memory to the end
             else args="--tool memcheck --leak-check full"; fi
             step ${tool}_${run#sanitize_} ${SANITIZE_TIMEOUT:-200} compute-sanitizer $args --error-exitcode 3 \
                 $PY cuda/$run.py
-            if [ $tool = racecheck ] && [ $run = sanitize_fast ] && [ "${RESULT[racecheck_fast]}" = 3 ]; then
+            name=${run#sanitize_}
+            if [ $tool = racecheck ] && [ $run != sanitize_run ] && [ "${RESULT[racecheck_$name]}" = 3 ]; then
                 # cuBLAS's Hopper GEMMs (nvjet_*) order their shared memory with TMA barriers, which
                 # racecheck does not follow, so it flags them (leaving them out with
                 # --kernel-name-exclude crashes the sanitizer): the check fails on a hazard in any
                 # other kernel, or when the program itself failed
-                log="$OUTDIR/racecheck_fast.log"
+                log="$OUTDIR/racecheck_$name.log"
                 others=$(grep -oE "(Read|Write) Thread \([0-9,]+\) at [A-Za-z_][A-Za-z0-9_]*" "$log" \
                          | awk '{print $NF}' | grep -v '^nvjet_' | sort -u)
-                if grep -q "^sanitize_fast: " "$log" && [ -z "$others" ]; then
-                    echo "=== racecheck_fast: every hazard is in cuBLAS's nvjet GEMMs: passed"
-                    RESULT[racecheck_fast]=0
+                if grep -q "^$run: " "$log" && [ -z "$others" ]; then
+                    echo "=== racecheck_$name: every hazard is in cuBLAS's nvjet GEMMs: passed"
+                    RESULT[racecheck_$name]=0
                 else
-                    echo "=== racecheck_fast: hazards outside cuBLAS's GEMMs: ${others:-none, but the run failed}"
+                    echo "=== racecheck_$name: hazards outside cuBLAS's GEMMs: ${others:-none, but the run failed}"
                 fi
             fi
         done
@@ -101,7 +105,8 @@ if want bench; then
         --benchmark-json="$OUTDIR/$DATE-$KIND-cuda.json" --benchmark-columns=median,rounds ${BENCH_ARGS:-}
     step bench_env_classic ${BENCH_TIMEOUT:-420} $PY -m pytest -p no:cacheprovider bench/test_bench_cuda_classic.py \
         --benchmark-json="$OUTDIR/$DATE-$KIND-cuda_classic.json" --benchmark-columns=median,rounds ${BENCH_ARGS:-}
-    step bench_trainer ${BENCH_TIMEOUT:-420} $PY -m pytest -p no:cacheprovider bench/test_bench_trainer.py -k cuda \
+    step bench_trainer ${BENCH_TIMEOUT:-420} $PY -m pytest -p no:cacheprovider bench/test_bench_trainer.py \
+        -k "gru_recipe or fast_recipe" \
         --benchmark-json="$OUTDIR/$DATE-$KIND-trainer.json" --benchmark-columns=median,rounds ${BENCH_ARGS:-}
 fi
 

@@ -177,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     step.add_argument("--seconds", type=float, default=5.0, help="how long to measure")
     step.set_defaults(func=cmd_bench)
 
-    train = sub.add_parser("train", help="train PPO-RNN (GPU trainer where usable, else NumPy + C env); see "
+    train = sub.add_parser("train", help="train PPO-RNN (PyTorch on the GPU where usable, else NumPy + C env); see "
                            "pycraftax.train", **fmt)
     train_cli.add_train_args(train)
     train.set_defaults(func=train_cli.cmd_train)

@@ -79,7 +79,7 @@ def header_dirs(library: Path) -> tuple[Path, ...]:
 
 
 def _find(name: str, dirs) -> Path | None:
-    # find_header's search; pycraftax/train/cuda_trainer.py calls it with header_dirs directly
+    # find_header's search
     for d in dirs:
         if (Path(d) / name).is_file():
             return Path(d) / name
@@ -87,7 +87,7 @@ def _find(name: str, dirs) -> Path | None:
 
 
 def find_header(name: str, library_path) -> Path:
-    """The header `name` (e.g. "craftax_cuda.h", "ppo_cuda.h", "params.h") that describes the
+    """The header `name` (e.g. "craftax_cuda.h", "fast_cuda.h", "params.h") that describes the
     CUDA library at `library_path`: pycraftax/cuda_include/ for an installed library, cuda/ and
     reference_c/include/craftax/ of the source tree for a `make -C cuda` build.
     FileNotFoundError naming the places searched when it is in none."""
@@ -926,7 +926,7 @@ class CudaCraftaxEnv(CraftaxVecEnv):
         except Exception:  # interpreter shutdown
             pass
 
-    # -- for native code that drives the buffers itself (the CUDA trainer) -------------------------
+    # -- for native code of the caller's that drives the buffers itself ----------------------------
     def native_handles(self) -> NativeHandles:
         """The device addresses of the states and scratch buffers and the host address of the
         env's CraftaxParams (all valid while the env is open), and sizeof(CraftaxParams)."""

@@ -2,7 +2,7 @@
 
 `prng_key(seed)` equals `jax.random.key_data(jax.random.PRNGKey(seed))` for the
 threefry2x32 default; `split` equals `jax.random.split` and `uniform` equals
-`jax.random.uniform(key, (num,))` under `jax_threefry_partitionable=True` (JAX's default
+`jax.random.uniform(key, (num,))` and `fold_in` equals `jax.random.fold_in` under `jax_threefry_partitionable=True` (JAX's default
 since 0.5), where both draw threefry2x32 of the key over the counters 0..num-1.
 Pure numpy so that every backend (the CUDA one loads without the C extension) shares it.
 """
@@ -66,6 +66,17 @@ def split(key: np.ndarray, num: int = 2) -> np.ndarray:
     return np.stack([bits0, bits1], axis=-1)
 
 
+def fold_in(key: np.ndarray, data: int) -> np.ndarray:
+    """jax.random.fold_in(key, data) -> uint32 [2]: threefry2x32 of the counter pair (0, data)."""
+    if isinstance(data, (bool, np.bool_)) or not isinstance(data, (int, np.integer)):
+        raise TypeError(f"data must be an int, got {type(data).__name__}")
+    if not 0 <= int(data) < 2**32:
+        raise ValueError(f"data must be in [0, 2**32), got {data}")
+    with np.errstate(over="ignore"):
+        y0, y1 = threefry2x32(_check_key(key), np.zeros(1, np.uint32), np.array([data], np.uint32))
+    return np.array([y0[0], y1[0]], dtype=np.uint32)
+
+
 def uniform(key: np.ndarray, num: int) -> np.ndarray:
     """jax.random.uniform(key, (num,)) -> float32 [num] in [0, 1)."""
     bits0, bits1 = _counter_blocks(_check_key(key), _check_num(num))
@@ -73,7 +84,7 @@ def uniform(key: np.ndarray, num: int) -> np.ndarray:
     return mantissa.view(np.float32) - np.float32(1.0)
 
 
-def fold_in(keys, data) -> np.ndarray:
+def fold_in_rows(keys, data) -> np.ndarray:
     """jax.vmap(jax.random.fold_in)(keys, data): keys uint32 [N, 2], data non-negative ints [N]
     below 2**32 -> uint32 [N, 2], a key of its own per row. Under the partitionable threefry,
     fold_in(key, d) is split(key, n)[d] for any n > d: threefry2x32 of the counter (0, d)."""

@@ -93,3 +93,23 @@ def test_record_episode_of_random_classic_actions():
     frames, summary = record_episode(None, seed=1, max_steps=6, tile=4, env_id=CLASSIC)
     assert summary["env_id"] == CLASSIC and len(frames) == 7
     assert frames[0].shape[1] == 9 * 4
+
+
+def test_pytorch_engine_is_sized_from_the_env(tmp_path):
+    """The PyTorch engine (model gru: the paper's network) on Classic, as the GPU trains it, here on
+    the CPU: 1,345 inputs, 17 actions, 22 achievements, a resumable checkpoint."""
+    pytest.importorskip("torch")
+    from pycraftax.train.torch_trainer import TorchTrainer
+
+    trainer = TorchTrainer(TrainConfig(**TINY), str(tmp_path), device="cpu")
+    assert (trainer.model_config.obs_size, trainer.model_config.num_actions) == (1345, 17)
+    assert trainer.params["params/Dense_0/kernel"].shape == (1345, 16)
+    state = trainer.env.get_state()
+    state["timestep"][:] = 10000 - 1  # every episode reaches max_timesteps on the next step
+    trainer.env.set_state(state)
+    lines = trainer.run(progress=False)
+    assert len(lines) == 3 and all(np.isfinite(m["total_loss"]) for m in lines)
+    assert all(0 < m["entropy"] <= np.log(17) + 1e-5 for m in lines)
+    assert lines[0]["episodes"] == 4 and list(lines[0]["achievements"]) == list(CLASSIC_NAMES_BY_INDEX)
+    resumed = TorchTrainer.resume(str(tmp_path / "checkpoint.npz"), device="cpu")
+    assert resumed.env.env_id == CLASSIC and resumed.update == 3

@@ -140,7 +140,7 @@ def test_help_lists_choices_and_defaults():
         seen += 1
     assert seen > 40
     train_help = parser._subparsers._group_actions[0].choices["train"].format_help()
-    for words in ("float32 or float64", "optimistic or auto", "{small,paper,fast}", "{auto,cuda,c}"):
+    for words in ("float32 or float64", "optimistic or auto", "{small,paper,fast,strong}", "{auto,cuda,c}"):
         assert words in train_help
 
 

@@ -1,6 +1,6 @@
 """The env contract (pycraftax.vec_env.CraftaxVecEnv) on backend="cuda": the same seeding,
 reset-before-step, threads, copy refusal and bad-input behaviour as the C env, plus the public
-interface the CUDA trainer uses (native_handles, key) and actions read in place on the GPU.
+interface for native callers (native_handles, key) and actions read in place on the GPU.
 Skipped, with the reason (which says "GPU"), where there is no GPU or CUDA build."""
 
 from __future__ import annotations

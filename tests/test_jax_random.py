@@ -1,5 +1,5 @@
 """pycraftax.jax_random (numpy threefry2x32) against the C reference's split and, where JAX is
-installed, jax.random.split / jax.random.uniform themselves."""
+installed, jax.random.split / uniform / fold_in themselves."""
 
 from __future__ import annotations
 
@@ -51,10 +51,24 @@ def test_bad_key_shape():
         jax_random.split(np.zeros(3, np.uint32))
 
 
-def test_fold_in_equals_jax_and_split_rows():
+@pytest.mark.parametrize("seed", SEEDS)
+def test_fold_in_equals_jax(seed):
+    jax = pytest.importorskip("jax")
+    for data in (0, 1, 2, 3, 1000, 2**32 - 1):
+        expected = np.asarray(jax.random.key_data(jax.random.fold_in(jax.random.PRNGKey(seed), data)))
+        np.testing.assert_array_equal(jax_random.fold_in(jax_random.prng_key(seed), data), expected)
+
+
+@pytest.mark.parametrize("data, exc", [(-1, ValueError), (2**32, ValueError), (1.0, TypeError), (True, TypeError)])
+def test_fold_in_bad_data(data, exc):
+    with pytest.raises(exc, match="data"):
+        jax_random.fold_in(jax_random.prng_key(0), data)
+
+
+def test_fold_in_rows_equals_jax_and_split_rows():
     keys = np.stack([jax_random.prng_key(s) for s in SEEDS] + [np.array([0xDEADBEEF, 0x12345678], np.uint32)])
     data = np.array([0, 1, 2, 999, 2**32 - 1, 7])
-    folded = jax_random.fold_in(keys, data)
+    folded = jax_random.fold_in_rows(keys, data)
     for key, d, row in zip(keys, data, folded):
         if d < 2000:  # split(key, n)[d] for n > d
             np.testing.assert_array_equal(row, jax_random.split(key, int(d) + 1)[d])
@@ -62,4 +76,4 @@ def test_fold_in_equals_jax_and_split_rows():
     expected = np.asarray(jax.vmap(jax.random.fold_in)(jax.numpy.asarray(keys), jax.numpy.asarray(data, jax.numpy.uint32)))
     np.testing.assert_array_equal(folded, expected)
     with pytest.raises(ValueError, match=r"data must be integers of shape \(6,\)"):
-        jax_random.fold_in(keys, data[:3])
+        jax_random.fold_in_rows(keys, data[:3])

@@ -236,20 +236,58 @@ def test_cli_summary_of_a_run(tmp_path, capsys):
         cli.main(["summary", out, "--final-fraction", "0"])
 
 
-def test_cuda_trainer_drives_the_env_through_its_public_interface():
-    """The GPU trainer (not runnable without a GPU) reads no private field of the env or of
-    pycraftax.cuda_env: it uses env.native_handles(), env.key and cuda_env.find_header."""
+def test_pytorch_engine_drives_the_env_through_its_public_interface():
+    """The PyTorch engine reads no private field of the env or of pycraftax.cuda_env: it steps
+    the env through step_async/step_wait and keeps its key stream through env.key."""
     import ast
 
-    from pycraftax.train import cuda_trainer
+    from pycraftax.train import torch_trainer
 
-    tree = ast.parse(open(cuda_trainer.__file__).read())
+    tree = ast.parse(open(torch_trainer.__file__).read())
     private = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
             owner = ast.unparse(node.value)
-            if owner in ("env", "self.env", "cuda_env", "env_lib"):
+            if owner in ("env", "self.env", "cuda_env"):
                 private.append(f"line {node.lineno}: {owner}.{node.attr}")
     assert not private, private
     used = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
-    assert {"native_handles", "key", "find_header"} <= used
+    assert {"step_async", "step_wait", "key"} <= used
+
+
+def test_a_cuda_trainer_checkpoint_evaluates_and_resumes_on_the_pytorch_engine(tmp_path, capsys):
+    """A checkpoint of the hand-written CUDA trainer (gone; its layout: the weights and Adam moments
+    by flax name, the Adam count in counters[1], backend "cuda", env states and obs of its own)
+    still evaluates, and `pycraftax train --resume` continues it on the PyTorch engine with its
+    learner."""
+    pytest.importorskip("torch")
+    from pycraftax.train.loop import read_checkpoint, write_npz_fast
+
+    out = tmp_path / "numpy"
+    assert cli.main(["train", "--backend", "c", "--num-envs", "4", "--num-steps", "4", "--num-minibatches", "2",
+                     "--update-epochs", "1", "--width", "8", "--hidden", "8", "--total-timesteps", "48",
+                     "--checkpoint-every", "2", "--quiet", "--out", str(out)]) == 0
+    data = read_checkpoint(str(out / "checkpoint.npz"))
+    meta = {k: v for k, v in data["meta"].items() if k not in ("opt_count", "rng")}
+    meta.update(backend="cuda", config=dict(meta["config"], total_timesteps=96))  # 3 of 6 updates done
+    old = {k: v for k, v in data.items() if k not in ("meta", "rng")}
+    old.update(counters=np.array([3, data["meta"]["opt_count"], 7, 0], np.int64),
+               env_episode_return=np.zeros(4, np.float32), meta=np.array(json.dumps(meta)))
+    legacy = tmp_path / "legacy"
+    legacy.mkdir()
+    write_npz_fast(str(legacy / "checkpoint.npz"), old)
+    capsys.readouterr()
+    assert cli.main(["eval", "--checkpoint", str(legacy / "checkpoint.npz"), "--episodes", "1", "--num-envs", "1",
+                     "--max-steps", "5", "--json"]) in (0, 1)
+    from pycraftax.train.torch_trainer import TorchTrainer
+
+    t = TorchTrainer.resume(str(legacy / "checkpoint.npz"), device="cpu")
+    assert t.update == 3 and t.config.num_updates == 6 and t.opt_steps == data["meta"]["opt_count"] == 6
+    for k, v in t.params.items():
+        np.testing.assert_array_equal(v, data[k])
+    t.env.close()
+    assert cli.main(["train", "--resume", str(legacy / "checkpoint.npz"), "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert "resumed" in text and "PPO-RNN (PyTorch)" in text and "the envs start new episodes" in text
+    resumed = read_checkpoint(str(legacy / "checkpoint.npz"))["meta"]
+    assert resumed["backend"] == "torch" and resumed["update"] == 6 and resumed["opt_count"] == 12

@@ -1,10 +1,12 @@
 """Training: the NumPy reference PPO-RNN (the spec), the config and recipes, the run loop
-both trainers share, the CPU trainer over the C env and the GPU trainer over the CUDA env.
+the trainers share, the NumPy trainer over the C env and the PyTorch engine (GPU or CPU, one
+process or several).
 
     from pycraftax.train import numpy_ppo, TrainConfig, Trainer
 
-Modules: config (TrainConfig, RECIPES), loop (the run loop, checkpoints), trainer (CPU),
-cuda_trainer (GPU), evaluation, cli (`pycraftax train` / `pycraftax eval`), interop (weights
+Modules: config (TrainConfig, RECIPES), loop (the run loop, checkpoints), trainer (NumPy, CPU),
+torch_trainer (PyTorch) with its models paper_model and fast_model, distributed (several
+processes over torch.distributed), evaluation, cli (`pycraftax train` / `pycraftax eval`), interop (weights
 by flax name), summary (a run's score), numpy_ppo (model, loss, optimiser, schedule).
 """
 

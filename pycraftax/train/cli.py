@@ -5,10 +5,13 @@ The recipe is always explicit: `--recipe` (default "small", the CPU job) picks t
 flags override single fields, and the recipe in effect is printed with its values at the
 start. The backend (`--backend`) chooses where to train, never what.
 
-Several GPUs: `--gpus N` (with `--backend cuda`) starts one `python -m pycraftax train`
-process per GPU of this host with the torchrun variables set (distributed.launch); a process
-started with those variables (by that launcher, torchrun or a scheduler) is one rank of the run:
-rank 0 prints, logs and checkpoints, the others write only their envs' state.
+The engines: the NumPy trainer (trainer.py) for model gru in one process on the CPU
+(`--backend c`), the PyTorch engine (torch_trainer.py) for everything else: the GPU (`--backend
+cuda`), the cell models (cell-gru, cell-mingru), and runs of several processes. Several
+processes: `--gpus N` runs torchrun on this host (`torchrun --standalone --nproc-per-node N -m
+pycraftax train ...`); a process started with torchrun's variables (by `--gpus`, torchrun or a
+scheduler) is one rank of the run (distributed.py): the recipe's envs and env steps are split
+over the ranks, rank 0 prints, logs and checkpoints.
 
 A new run never writes over another: an --out that holds a run's files is refused (the
 message says how to resume it) unless --force, which deletes those files first. Outputs and
@@ -96,12 +99,12 @@ def add_train_args(p) -> None:
                    help="PyTorch trainer: a bitwise-repeatable run for the seed on the same GPU model (deterministic "
                         "kernels; costs some speed, see docs/TRAINING.md) (default: off)")
     p.add_argument("--backend", choices=BACKENDS, default="auto",
-                   help="where to train, never what (the recipe does not depend on it): cuda: the GPU trainer "
-                        "(cuda/ppo_cuda.cu; model cell-gru: PyTorch on the GPU with the CUDA env); c: the CPU "
-                        "(NumPy, or PyTorch for model cell-gru) with the C env; auto: cuda where a GPU, the CUDA "
-                        "library and cuBLAS (cell-gru: PyTorch with CUDA) are usable and the env has a CUDA build, "
-                        "else c")
-    p.add_argument("--no-tf32", action="store_true", help="GPU trainer: exact fp32 GEMMs (default: TF32)")
+                   help="where to train, never what (the recipe does not depend on it): cuda: PyTorch on the GPU "
+                        "with the CUDA env; c: the CPU with the C env (NumPy for model gru in one process, else "
+                        "PyTorch); auto: cuda where PyTorch sees a GPU, the CUDA library loads and the env has a "
+                        "CUDA build, else c")
+    p.add_argument("--no-tf32", action="store_true",
+                   help="model gru on the GPU: exact fp32 GEMMs (default: TF32 GEMMs)")
     p.add_argument("--out", default=None, help="output directory (default: runs/ppo-rnn-seed<seed>)")
     p.add_argument("--force", action="store_true",
                    help="replace the run already in --out (default: refuse to start over an existing run)")
@@ -113,9 +116,10 @@ def add_train_args(p) -> None:
                         "with --resume); SIGTERM and Ctrl-C also stop after the current update with a checkpoint "
                         "(default: no limit)")
     p.add_argument("--gpus", type=int, default=None, metavar="N",
-                   help="train on N GPUs of this host, one process each, gradients averaged over NCCL; needs "
-                        "--backend cuda; --num-envs and --total-timesteps count per GPU (default: one GPU, or the "
-                        "world that torchrun's RANK/WORLD_SIZE variables describe)")
+                   help="train on N GPUs of this host: runs torchrun --standalone --nproc-per-node N with these "
+                        "options, one process per GPU, the recipe's envs and env steps split over them, gradients "
+                        "averaged over NCCL; needs --backend cuda (default: one GPU, or the world that torchrun's "
+                        "RANK/WORLD_SIZE variables describe)")
     p.add_argument("--blas-threads", type=int, default=1, help="OpenBLAS threads (see trainer.set_blas_threads)")
     p.add_argument("--quiet", action="store_true", help="no progress display (default: a bar on a terminal, "
                    "a line every 30 s otherwise)")
@@ -152,24 +156,24 @@ def describe_recipe(args) -> str:
 
 
 def resolve_backend(args) -> str:
-    from pycraftax.train import cuda_trainer
+    """"cuda" or "c": where this run trains (--backend, with auto resolved); ValueError where the
+    GPU was asked for and cannot be used."""
+    from pycraftax.train import torch_trainer
 
-    env_id = args.cfg_env_id or TrainConfig().env_id
-    cuda_ids = list_envs(backend="cuda")  # the ids with a CUDA env, which the GPU trainer runs
-    fast = config_from_args(args).model in CELL_MODELS
+    env_id = config_from_args(args).env_id
+    cuda_ids = list_envs(backend="cuda")  # the ids with a CUDA env
     if args.backend == "auto":
-        if fast:
-            from pycraftax.train import torch_trainer
+        if env_id in cuda_ids and torch_trainer.default_device() == "cuda":
+            return "cuda"
+        reason = torch_trainer.unavailable_reason("cuda")
+        if reason and "pip install torch" in reason:
+            from pycraftax import cuda_env
 
-            return "cuda" if torch_trainer.default_device() == "cuda" else "c"
-        return cuda_trainer.default_backend() if env_id in cuda_ids else "c"
+            if cuda_env.available():  # a GPU this run could use, but for PyTorch
+                print(f"pycraftax train: training on the CPU: {reason} to train on the GPU", file=sys.stderr)
+        return "c"
     if args.backend == "cuda":
-        if fast:
-            from pycraftax.train import torch_trainer
-
-            reason = torch_trainer.unavailable_reason("cuda")
-        else:
-            reason = cuda_trainer.unavailable_reason()
+        reason = torch_trainer.unavailable_reason("cuda")
         if reason:
             raise ValueError(f"--backend cuda: {reason}")
         if env_id not in cuda_ids:
@@ -180,16 +184,20 @@ def resolve_backend(args) -> str:
 
 class stop_on_signals:
     """While training: the first SIGTERM (batch schedulers send it before the kill) or Ctrl-C
-    asks the trainer to finish its update and checkpoint; a second Ctrl-C interrupts at once."""
+    asks the trainer to finish its update and checkpoint; a second Ctrl-C interrupts at once,
+    unless `interrupt` is False (a rank of several: torchrun passes on the Ctrl-C the ranks already
+    had from the terminal, and they must all reach the same update's end)."""
 
-    def __init__(self, trainer):
-        self.trainer, self.saved = trainer, {}
+    def __init__(self, trainer, interrupt: bool = True):
+        self.trainer, self.saved, self.interrupt = trainer, {}, interrupt
 
     def _handle(self, signum, frame):
         import signal
 
-        if self.trainer.stop_reason is not None and signum == signal.SIGINT:
-            raise KeyboardInterrupt
+        if self.trainer.stop_reason is not None:
+            if signum == signal.SIGINT and self.interrupt:
+                raise KeyboardInterrupt
+            return
         self.trainer.request_stop(signal.Signals(signum).name)
         sys.stderr.write(f"\n{signal.Signals(signum).name}: stopping after this update with a checkpoint\n")
 
@@ -228,11 +236,11 @@ def _check_out_dir(out: str, force: bool, keep_dir: str | None = None) -> None:
         os.remove(os.path.join(out, name))
 
 
-def closing_summary(trainer, start_update: int, seconds: float, world_size: int = 1) -> str:
-    """The run's first closing line (how far, how fast); env steps and steps/s count all
-    `world_size` ranks. The score follows it, once, as summary.report gives it."""
+def closing_summary(trainer, start_update: int, seconds: float) -> str:
+    """The run's first closing line (how far, how fast); env steps and steps/s count all ranks.
+    The score follows it, once, as summary.report gives it."""
     c = trainer.config
-    steps = (trainer.update - start_update) * c.steps_per_update * world_size
+    steps = (trainer.update - start_update) * c.steps_per_update
     state = "done" if trainer.stop_reason is None else f"stopped ({trainer.stop_reason})"
     return (f"{state}: {trainer.update:,}/{c.num_updates:,} updates, {steps:,} env steps in "
             f"{format_duration(seconds)} ({steps / max(seconds, 1e-9):,.0f} steps/s)")
@@ -247,18 +255,16 @@ def written_files(out_dir: str) -> str:
     return "files: " + (", ".join(os.path.join(out_dir, name) for name in names) if names else "none")
 
 
-TRAIN_COMMAND = (sys.executable, "-m", "pycraftax", "train")  # what the launcher runs on every rank
-
-
 def rank_argv(args, out: str) -> list[str]:
-    """The `pycraftax train` options that give a rank this command's run: every option as
+    """The `pycraftax train` options that give every rank this command's run: every option as
     parsed, --out resolved, --gpus left out (each rank is one of the N)."""
-    argv = ["--recipe", args.recipe, "--backend", args.backend, "--out", out, "--blas-threads", str(args.blas_threads)]
+    argv = ["train", "--recipe", args.recipe, "--backend", args.backend, "--out", out, "--blas-threads",
+            str(args.blas_threads)]
     for name in CONFIG_FLAGS:
         value = getattr(args, "cfg_" + name)
         if value is not None:
             argv += [_flag(name), repr(value) if isinstance(value, float) else str(value)]
-    for switch in ("no_anneal_lr", "no_tf32", "force", "quiet"):
+    for switch in ("no_anneal_lr", "deterministic", "no_tf32", "force", "quiet"):
         if getattr(args, switch):
             argv.append(_flag(switch))
     if args.resume:
@@ -268,44 +274,52 @@ def rank_argv(args, out: str) -> list[str]:
     return argv
 
 
-def _check_world(args, rdv, backend: str) -> None:
-    """--gpus, and a rendezvous of several ranks, need the CUDA trainer (`backend`: the one this
-    run would use); a launch needs as many GPUs visible."""
-    several = args.gpus is not None or rdv.world_size > 1
-    if several and not args.resume and config_from_args(args).model != "gru":
-        raise ValueError("--gpus / several ranks: the fast recipe (model cell-gru) trains on one GPU; several GPUs "
-                         "train model gru (the CUDA trainer)")
-    if several and backend != "cuda":
-        what = f"--gpus {args.gpus}" if args.gpus is not None else f"WORLD_SIZE={rdv.world_size}"
-        given = f"a checkpoint of the {backend!r} trainer" if args.resume else f"--backend {args.backend}"
-        raise ValueError(f"{what}: training on GPUs needs --backend cuda, not {given}")
-    if rdv.world_size == 1 and (args.gpus or 1) > 1:
-        from pycraftax.train import cuda_trainer
+def _checkpoint_backend(path: str) -> str:
+    from pycraftax.train.loop import read_checkpoint
 
-        visible = cuda_trainer.visible_gpu_count()
-        if visible < args.gpus:
-            raise ValueError(f"--gpus {args.gpus}: the CUDA driver sees {visible} GPU(s) (CUDA_VISIBLE_DEVICES="
-                             f"{os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}); ask for at most {visible}")
+    return read_checkpoint(path)["meta"].get("backend", "c")
+
+
+def _check_gpus(args, world) -> None:
+    """--gpus: an integer >= 1, with the GPU backend, no more than PyTorch sees, and inside a
+    torchrun world the world's size."""
+    if args.gpus is None:
+        return
+    if args.gpus < 1:
+        raise ValueError(f"--gpus must be an integer >= 1, got {args.gpus}")
+    if world.world_size > 1:
+        if args.gpus != world.world_size:
+            raise ValueError(f"--gpus {args.gpus} inside a run of WORLD_SIZE={world.world_size} ranks (torchrun or a "
+                             "scheduler set it): drop --gpus, the launcher already chose the GPUs")
+        return
+    if args.backend != "cuda" and not (args.backend == "auto" and _visible_gpus() > 0):
+        raise ValueError(f"--gpus {args.gpus}: training on GPUs needs --backend cuda, not --backend {args.backend}")
+    visible = _visible_gpus()
+    if visible < args.gpus:
+        raise ValueError(f"--gpus {args.gpus}: PyTorch sees {visible} GPU(s) (CUDA_VISIBLE_DEVICES="
+                         f"{os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}); ask for at most {visible}")
+
+
+def _visible_gpus() -> int:
+    try:
+        import torch
+    except ImportError:
+        return 0
+    return torch.cuda.device_count()
 
 
 def cmd_train(args) -> int:
     from pycraftax.train import distributed
-    from pycraftax.train.loop import read_checkpoint
 
-    rank = 0
+    world = distributed.World()
     try:
-        if args.gpus is not None and args.gpus < 1:
-            raise ValueError(f"--gpus must be an integer >= 1, got {args.gpus}")
-        rdv = distributed.Rendezvous.from_environ()
-        rank = rdv.rank
-        if rdv.world_size > 1 and args.gpus is not None and args.gpus != rdv.world_size:
-            raise ValueError(f"--gpus {args.gpus} inside a run of WORLD_SIZE={rdv.world_size} ranks (torchrun or a "
-                             "scheduler set it): drop --gpus, the launcher already chose the GPUs")
-        if rdv.world_size > 1:
-            distributed.bind_local_device(rdv)  # before anything touches CUDA: this rank's GPU is its device 0
+        world = distributed.World.from_environ()
+        if world.world_size > 1:
+            distributed.bind_local_device(world)  # before anything touches CUDA: this rank's GPU is its device 0
+        _check_gpus(args, world)
         if args.time_limit is not None and not (math.isfinite(args.time_limit) and args.time_limit > 0):
             raise ValueError(f"--time-limit must be a positive number of minutes, got {args.time_limit}")
-        launching = rdv.world_size == 1 and (args.gpus or 1) > 1
+        launching = world.world_size == 1 and (args.gpus or 1) > 1
         if args.resume:
             explicit = [_flag(n) for n in CONFIG_FLAGS if getattr(args, "cfg_" + n) is not None]
             if args.no_anneal_lr:
@@ -314,167 +328,156 @@ def cmd_train(args) -> int:
                 explicit.append("--recipe")
             if explicit:
                 raise ValueError("--resume continues with the checkpoint's own config; drop " + ", ".join(explicit))
-            if not os.path.exists(args.resume):
-                raise ValueError(f"--resume: no checkpoint at {args.resume}")
-            backend = read_checkpoint(args.resume)["meta"].get("backend", "c")
-            _check_world(args, rdv, backend)
             resume_dir = os.path.dirname(os.path.abspath(args.resume))
             out = args.out or resume_dir
-            if rank == 0:
+            if world.is_main:
+                if not os.path.exists(args.resume):
+                    raise ValueError(f"--resume: no checkpoint at {args.resume}")
+                if _checkpoint_backend(args.resume) == "c" and (world.world_size > 1 or launching):
+                    raise ValueError(f"--resume {args.resume}: a checkpoint of the NumPy trainer resumes in one "
+                                     "process on the CPU (--backend c, no --gpus)")
                 _check_out_dir(out, args.force, keep_dir=resume_dir)
+            backend = args.backend if launching else resolve_backend(args)
         else:
             config = config_from_args(args)
             # the launcher itself leaves CUDA alone: its ranks load it, each on its own GPU
             backend = args.backend if launching else resolve_backend(args)
-            _check_world(args, rdv, backend)
             out = args.out or f"runs/ppo-rnn-seed{config.seed}"
-            if rank == 0:
+            if world.is_main:
                 _check_out_dir(out, args.force)
     except ValueError as e:  # interop.NotACheckpointError and RendezvousError included
-        where = f" (rank {rank})" if rank else ""
+        where = f" (rank {world.rank})" if world.rank else ""
         print(f"pycraftax train{where}: error: {e}", file=sys.stderr)
         return 2
     if launching:
-        return _launch(args.gpus, [*TRAIN_COMMAND, *rank_argv(args, out)])
-    if rdv.world_size > 1:
-        return _train_rank(args, rdv, out, backend)
+        return _launch(args.gpus, rank_argv(args, out))
+    if world.world_size > 1:
+        return _train_rank(args, world, out, backend)
     return _train(args, out, backend)
 
 
 def _launch(gpus: int, argv: list[str]) -> int:
-    """distributed.launch, with Ctrl-C left to the ranks: they share the terminal's process group,
-    so each gets it and they stop together after an update with a checkpoint (a second Ctrl-C
-    interrupts them). SIGTERM to the launcher ends it, and launch passes it on to the ranks."""
+    """torchrun's own entry point (torch.distributed.run.main) in this process, as
+    `torchrun --standalone --nproc-per-node N -m pycraftax <argv>` (distributed.torchrun_command).
+    A rank that fails ends the others (torchrun prints which); a Ctrl-C or SIGTERM stops every rank
+    after the same update with a checkpoint. Returns 0, 1 (a rank failed) or 128 + the signal."""
     import signal
-    import threading
+
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.run import main as torchrun
 
     from pycraftax.train import distributed
 
-    def terminate(signum, frame):
-        raise SystemExit(128 + signum)
-
-    if threading.current_thread() is not threading.main_thread():
-        return distributed.launch(gpus, argv)
-    # a Python handler, not SIG_IGN: the ranks would inherit an ignored SIGINT through exec
-    saved = {signal.SIGINT: signal.signal(signal.SIGINT, lambda signum, frame: None),
-             signal.SIGTERM: signal.signal(signal.SIGTERM, terminate)}
+    sys.stdout.flush()
     try:
-        return distributed.launch(gpus, argv)
-    finally:
-        for sig, handler in saved.items():
-            signal.signal(sig, handler)
+        torchrun(distributed.torchrun_command(gpus, argv)[3:])
+    except SignalException as e:
+        name = signal.Signals(int(e.sigval)).name
+        print(f"pycraftax train: {name}: the ranks stopped after an update with a checkpoint", file=sys.stderr)
+        return 128 + int(e.sigval)
+    except ChildFailedError:
+        return 1  # torchrun has printed the failed rank and its error
+    return 0
 
 
 def _train(args, out: str, backend: str) -> int:
-    """One process: the CPU or the CUDA trainer."""
+    """One process: the NumPy trainer or the PyTorch engine."""
     from pycraftax.train.trainer import set_blas_threads
 
     set_blas_threads(args.blas_threads)
     try:
         trainer = _make_trainer(args, out, backend)
-    except (ValueError, MemoryError) as e:  # ReshardError included; a run too large for the memory
+    except (ValueError, MemoryError, RuntimeError) as e:  # a run too large for the memory, an unusable device
         print(f"pycraftax train: error: {e}", file=sys.stderr)
         return 2
-    if trainer is None:
-        return 2
-    _run_and_report(args, trainer, 1)
+    _run_and_report(args, trainer)
     return 0
 
 
-def _make_trainer(args, out: str, backend: str):
-    """The trainer of a new or resumed run (None, having said why, where it cannot run)."""
-    from pycraftax.train.trainer import Trainer
+def _uses_numpy_trainer(args, backend: str) -> bool:
+    """Model gru on the CPU in one process trains with the NumPy reference."""
+    if args.resume:
+        return _checkpoint_backend(args.resume) == "c"
+    return backend == "c" and config_from_args(args).model == "gru"
 
-    if backend == "torch" or (not args.resume and config_from_args(args).model in CELL_MODELS):
-        from pycraftax.train.torch_trainer import TorchTrainer, unavailable_reason
+
+def _make_trainer(args, out: str | None, backend: str, group=None):
+    """The trainer of a new or resumed run; with a group, this rank's (out None on ranks > 0)."""
+    if group is None and _uses_numpy_trainer(args, backend):
+        from pycraftax.train.trainer import Trainer
 
         if args.resume:
-            trainer = TorchTrainer.resume(args.resume, out_dir=out)
+            trainer = Trainer.resume(args.resume, out_dir=out)
+            _print_resumed(args.resume, trainer)
+        else:
+            print(describe_recipe(args))
+            trainer = Trainer(config_from_args(args), out)
+        return trainer
+    from pycraftax.train.torch_trainer import TorchTrainer
+
+    main = group is None or group.rank == 0
+    options = dict(tf32=not args.no_tf32, group=group, device="cuda" if backend == "cuda" else "cpu")
+    if args.resume:
+        trainer = TorchTrainer.resume(args.resume, out_dir=out if main else None, **options)
+        if main:
             _print_resumed(args.resume, trainer, "the envs start new episodes (the checkpoint holds the learner)")
-        else:
-            device = "cuda" if backend == "cuda" else "cpu"
-            reason = unavailable_reason(device)
-            if reason:
-                print(f"pycraftax train: error: {reason}", file=sys.stderr)
-                return None
-            print(describe_recipe(args))
-            trainer = TorchTrainer(config_from_args(args), out, device=device)
-    elif backend == "cuda":
-        from pycraftax.train import cuda_trainer
-
-        options = dict(tf32=not args.no_tf32)
-        if args.resume:
-            trainer, note = cuda_trainer.resume_rank(args.resume, out, **options)
-            _print_resumed(args.resume, trainer, note)
-        else:
-            print(describe_recipe(args))
-            trainer = cuda_trainer.start_rank(config_from_args(args), out, **options)
-    elif args.resume:
-        trainer = Trainer.resume(args.resume, out_dir=out)
-        _print_resumed(args.resume, trainer, None)
     else:
-        print(describe_recipe(args))
-        trainer = Trainer(config_from_args(args), out)
+        if main:
+            print(describe_recipe(args))
+        trainer = TorchTrainer(config_from_args(args), out if main else None, **options)
     return trainer
 
 
-def _train_rank(args, rdv, out: str, backend: str) -> int:
-    """One rank of a run over several GPUs. A rank that fails exits without leaving the group, so
-    the store sees it die and the other ranks stop with RankFailedError (or, inside an iteration,
-    NCCL's error at the trainer's timeout) instead of waiting."""
-    from pycraftax.train import cuda_trainer, distributed
+def _train_rank(args, world, out: str, backend: str) -> int:
+    """One rank of a run over several processes. A rank that fails says so and exits at once
+    (os._exit: no clean goodbye that could wait on the others), which ends the others: torchrun
+    stops them, and without it their next collective fails or times out."""
+    from pycraftax.train import distributed
     from pycraftax.train.trainer import set_blas_threads
 
     set_blas_threads(args.blas_threads)
+    group = None
     try:
-        group = distributed.init_process_group(rdv)
-        options = dict(tf32=not args.no_tf32)
-        if args.resume:
-            trainer, note = cuda_trainer.resume_rank(args.resume, out, rdv.rank, rdv.world_size, group, **options)
-            if rdv.is_main:
-                _print_resumed(args.resume, trainer, note)
-        else:
-            if rdv.is_main:
-                print(describe_recipe(args))
-            trainer = cuda_trainer.start_rank(config_from_args(args), out, rdv.rank, rdv.world_size, group,
-                                              **options)
-        _run_and_report(args, trainer, rdv.world_size, quiet=not rdv.is_main)
+        group = distributed.Group(world, "cuda" if backend == "cuda" else "cpu")
+        trainer = _make_trainer(args, out, backend, group)
+        _run_and_report(args, trainer, quiet=not world.is_main)
     except Exception as e:  # noqa: BLE001 - every failure of a rank ends it the same way
-        print(f"pycraftax train (rank {rdv.rank} of {rdv.world_size}): error: {type(e).__name__}: {e}",
+        print(f"pycraftax train (rank {world.rank} of {world.world_size}): error: {type(e).__name__}: {e}",
               file=sys.stderr)
         sys.stderr.flush()
         sys.stdout.flush()
-        os._exit(2 if isinstance(e, ValueError) else 1)  # no clean goodbye: the others must see this rank end
+        os._exit(2 if isinstance(e, ValueError) else 1)
     group.close()
     return 0
 
 
-def _print_resumed(path: str, trainer, note: str | None) -> None:
+def _print_resumed(path: str, trainer, note: str | None = None) -> None:
     config = trainer.config
     print(f"resumed {path} at update {trainer.update:,}/{config.num_updates:,}: {describe_sizes(config)}")
     if note:
         print(f"  {note}")
 
 
-def _run_and_report(args, trainer, world_size: int, quiet: bool = False) -> None:
+def _run_and_report(args, trainer, quiet: bool = False) -> None:
     """Train with the signal handlers on; rank 0 (quiet False) prints the run's summary."""
     from pycraftax.train.loop import now
 
     config = trainer.config
     if not quiet:
-        ranks = f" x {world_size} GPUs (per GPU)" if world_size > 1 else ""
-        print(f"{trainer.TITLE} ({config.dtype}) on {config.env_id} ({trainer.BACKEND} env): "
+        ranks = f" over {trainer.world_size} ranks of {trainer.local_envs} envs" if trainer.world_size > 1 else ""
+        print(f"{trainer.TITLE} ({config.dtype}) on {config.env_id} ({trainer.env.backend} env): "
               f"{describe_sizes(config)}{ranks}, {config.num_updates:,} updates -> {trainer.out_dir}")
     t0 = now()
     start_update = trainer.update
-    with stop_on_signals(trainer):
+    with stop_on_signals(trainer, interrupt=trainer.world_size == 1):
         trainer.run(progress=not (args.quiet or quiet),
                     time_limit_s=None if args.time_limit is None else 60.0 * args.time_limit)
     if quiet:
         return
-    print(closing_summary(trainer, start_update, now() - t0, world_size))
+    print(closing_summary(trainer, start_update, now() - t0))
     metrics_path = os.path.join(trainer.out_dir, "metrics.jsonl")
-    if trainer.update > 0 and os.path.exists(metrics_path):  # not a run stopped before its first update
+    if trainer.update > 0 and os.path.exists(metrics_path) and os.path.getsize(metrics_path):  # a line to sum up
         from pathlib import Path
 
         from pycraftax.train import summary

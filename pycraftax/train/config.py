@@ -36,10 +36,10 @@ RECIPES: dict[str, dict] = {
 }
 DEFAULT_RECIPE = "small"
 RESETS = ("optimistic", "auto")
-# "gru": the paper's ActorCriticRNN on the 8268 floats (numpy_ppo, the C and CUDA trainers);
-# "cell-gru": the same behind a per-cell code of the map (fast_model, the PyTorch trainer);
+# "gru": the paper's ActorCriticRNN on the float obs (numpy_ppo in the NumPy trainer, paper_model
+# in the PyTorch one); "cell-gru": the same behind a per-cell code of the map (fast_model, PyTorch);
 # "cell-mingru": the per-cell code, then a MinGRU whose recurrence is an elementwise scan and
-# heads that read [h, embedding] (fast_model, the PyTorch trainer)
+# heads that read [h, embedding] (fast_model, PyTorch)
 MODELS = ("gru", "cell-gru", "cell-mingru")
 CELL_MODELS = {"cell-gru": "gru", "cell-mingru": "mingru"}  # model -> fast_model's recurrence
 DTYPES = ("float32", "float64")

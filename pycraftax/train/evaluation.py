@@ -33,7 +33,7 @@ def episode_keys(seed: int, first: int, count: int) -> tuple[np.ndarray, np.ndar
 def step_uniforms(action_keys: np.ndarray, steps: np.ndarray) -> np.ndarray:
     """float64 [N] in [0, 1): the uniform that samples step steps[i] of the episode with action
     key action_keys[i] (53 bits of fold_in(key, step))."""
-    bits = jax_random.fold_in(action_keys, steps).astype(np.uint64)
+    bits = jax_random.fold_in_rows(action_keys, steps).astype(np.uint64)
     return ((bits[:, 0] >> np.uint64(5)) * np.uint64(1 << 26) + (bits[:, 1] >> np.uint64(6))) / float(1 << 53)
 
 
@@ -77,7 +77,7 @@ def evaluate(params: dict, num_episodes: int = 32, num_envs: int = 16, seed: int
             h, logits = policy.step(obs, done, h)
             t = np.full(n, step, np.int64)
             action = policy.act(None, logits, greedy, uniforms=None if greedy else step_uniforms(action_keys, t))
-            obs, reward, done, info = env.step_with_keys(action, jax_random.fold_in(step_keys, t))
+            obs, reward, done, info = env.step_with_keys(action, jax_random.fold_in_rows(step_keys, t))
             returns += np.where(finished, np.float32(0), reward)
             step += 1
             for i in np.flatnonzero(done & ~finished):

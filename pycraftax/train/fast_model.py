@@ -462,9 +462,10 @@ def _bf16_linear_function():
     return Bf16Linear
 
 
-def ppo_loss_torch(logits, values, batch: dict, lcfg: LossConfig):
+def ppo_loss_torch(logits, values, batch: dict, lcfg: LossConfig, moments=None):
     """numpy_ppo.ppo_loss's loss in torch (fp32) from the model's outputs [T, B, A] and [T, B]:
-    (total, dict of the statistics as 0-d tensors)."""
+    (total, dict of the statistics as 0-d tensors). moments: advantages -> the (mean, standard
+    deviation) that normalise them (default theirs; over several ranks, the whole minibatch's)."""
     torch = _torch()
     eps = lcfg.clip_eps
     logp_all = torch.log_softmax(logits, -1)
@@ -475,7 +476,8 @@ def ppo_loss_torch(logits, values, batch: dict, lcfg: LossConfig):
     log_ratio = log_prob - batch["log_probs"]
     ratio = torch.exp(log_ratio)
     gae = batch["advantages"]
-    gae = (gae - gae.mean()) / (gae.std(unbiased=False) + 1e-8)
+    mean, std = (gae.mean(), gae.std(unbiased=False)) if moments is None else moments(gae)
+    gae = (gae - mean) / (std + 1e-8)
     actor_loss = -torch.minimum(ratio * gae, ratio.clamp(1 - eps, 1 + eps) * gae).mean()
     entropy = -(logp_all.exp() * logp_all).sum(-1).mean()
     total = actor_loss + lcfg.vf_coef * value_loss - lcfg.ent_coef * entropy

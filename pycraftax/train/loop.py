@@ -1,9 +1,9 @@
-"""The run loop both trainers share: updates until the end of the run or a stop, one
+"""The run loop the trainers share: updates until the end of the run or a stop, one
 metrics.jsonl line per update, the 64-episode windows, checkpoints (atomic, resumable
 bit-exactly), the final weights, the learning-curve plot and the progress display.
 
-A trainer (trainer.Trainer on the CPU, cuda_trainer.CudaTrainer on the GPU) subclasses
-RunLoop and supplies its iteration and its own state:
+A trainer (trainer.Trainer, the NumPy reference on the CPU; torch_trainer.TorchTrainer, the
+PyTorch engine) subclasses RunLoop and supplies its iteration and its own state:
 
     iterate() -> Iteration            one update: rollout, GAE, the epochs of minibatches
     params                            the current weights, by flax name
@@ -15,10 +15,11 @@ Outputs in out_dir: metrics.jsonl (one line per update), checkpoint.npz (every
 names, see interop.py), skill_ladder.json (the first occurrence of each achievement, see
 skill_ladder.py) and learning_curve.png (the curve and the ladder, if matplotlib is importable).
 
-One rank of a run over several GPUs (`join_ranks`, see distributed.py): rank 0 writes all of
-the above; every other rank has no out_dir and writes only its envs' state, to its shard beside
-the checkpoint. Metrics count the env steps of all ranks; the ranks agree after every update
-on whether to stop, so a time limit or a signal on one rank stops them all at the same update.
+One rank of a run over several processes (`group`: a distributed.Group, set by the trainer):
+rank 0 writes all of the above, every other rank has no out_dir and writes nothing. The config
+is the run's (num_envs: of all ranks), so the metrics count the env steps of all ranks; the
+ranks agree after every update on whether to stop, so a time limit or a signal on one rank stops
+them all at the same update.
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ from pycraftax.train.skill_ladder import LADDER_FILE, SkillLadder, ordered
 CHECKPOINT_VERSION = 1
 WINDOW = 64  # episodes in the running return / achievement window
 RUN_FILES = ("metrics.jsonl", "checkpoint.npz", "params.npz", LADDER_FILE, "learning_curve.png")  # what a run writes
-SHARD_PATTERN = "checkpoint.rank*.npz"  # the other ranks' env states (distributed.shard_path)
 
 
 def now() -> float:
@@ -95,43 +95,8 @@ def read_checkpoint(path: str) -> dict:
 
 
 def existing_run_files(out_dir: str) -> list[str]:
-    """The files of a run already in out_dir, the ranks' shards included (empty when there is none)."""
-    import glob
-
-    shards = sorted(os.path.basename(p) for p in glob.glob(os.path.join(glob.escape(out_dir), SHARD_PATTERN)))
-    return [name for name in RUN_FILES if os.path.exists(os.path.join(out_dir, name))] + shards
-
-
-def read_rank_checkpoint(path: str, rank: int, world_size: int) -> tuple:
-    """(plan, arrays) for resuming checkpoint `path` as rank `rank` of `world_size`:
-    distributed.plan_resume's plan, and the arrays to load. With "restore", a rank above 0 gets
-    the replicated learner state of `path` with its own envs' state from its shard; with
-    "reset", the arrays hold the learner state to carry over (the envs start fresh).
-    ReshardError where the checkpoint cannot resume on this world size."""
-    from pycraftax.train import distributed
-
-    data = read_checkpoint(path)
-    meta = data["meta"]
-    config = TrainConfig.from_dict(meta["config"])
-    saved_world = int(meta.get("world_size", 1))
-    present = [r for r in range(1, saved_world) if os.path.exists(distributed.shard_path(path, r))]
-    plan = distributed.plan_resume(saved_world, config.num_envs, world_size, num_minibatches=config.num_minibatches,
-                                   shards_present=present)
-    if plan.envs == "restore" and rank > 0:
-        shard_file = distributed.shard_path(path, rank)
-        shard = interop.read_npz(shard_file)
-        if "shard" not in shard:
-            raise distributed.ReshardError(f"{shard_file} is not a rank's shard of a checkpoint")
-        info = json.loads(str(shard.pop("shard")))
-        if (info.get("update"), info.get("world_size"), info.get("rank")) != (meta["update"], saved_world, rank):
-            raise distributed.ReshardError(
-                f"{shard_file} holds rank {info.get('rank')} of {info.get('world_size')} at update "
-                f"{info.get('update')}, but {path} is at update {meta['update']} of {saved_world} rank(s): the shard "
-                "belongs to another checkpoint (restore the matching files, or resume on another world size to start "
-                "fresh envs)")
-        # a shard holds every per-rank entry (split_checkpoint): they replace rank 0's
-        data = {**data, **shard}
-    return plan, data
+    """The files of a run already in out_dir (empty when there is none)."""
+    return [name for name in RUN_FILES if os.path.exists(os.path.join(out_dir, name))]
 
 
 def progress_detail(m: dict) -> str:
@@ -159,19 +124,12 @@ class RunLoop:
         self.window_ach: deque = deque(maxlen=WINDOW)
         self.history: list[dict] = []
         self.update = 0
-        self.env_steps = 0  # of all ranks, over the whole run (resumes on other world sizes included)
+        self.env_steps = 0  # of all ranks, over the whole run
         self.train_seconds = 0.0  # the summed wall time of the run's updates, over all its parts
         self.ladder = SkillLadder(names_by_index(config.env_id))
         self.resumed_firsts: dict | None = None  # the ladder a checkpoint held, for the next metrics line
-        self.rank, self.world_size, self.group, self.shard_file = 0, 1, None, None
-
-    def join_ranks(self, rank: int, world_size: int, group, shard_file: str | None) -> None:
-        """Makes this loop rank `rank` of `world_size` (group: distributed.ProcessGroup). A rank
-        above 0 must have no out_dir; it writes its envs' state to `shard_file` whenever rank 0
-        checkpoints."""
-        if rank > 0 and (self.out_dir is not None or shard_file is None):
-            raise ValueError(f"rank {rank} writes no run files (out_dir None), only its shard (shard_file)")
-        self.rank, self.world_size, self.group, self.shard_file = rank, world_size, group, shard_file
+        self.rank, self.world_size, self.group = 0, 1, None
+        self.local_envs = config.num_envs  # this process's share of the envs
 
     def check_memory(self, where: str, rollout_obs_bytes: int, free: int | None) -> None:
         """MemoryError before a run whose rollout obs and a minibatch's gathered copy of its share
@@ -181,7 +139,7 @@ class RunLoop:
         if free is None or buffer_bytes <= free:
             return
         c = self.config
-        fits = int(free * c.num_envs // buffer_bytes)
+        fits = int(free * self.local_envs // buffer_bytes) * self.world_size
         self.env.close()  # the trainer will not exist; its env's memory goes back now
         raise MemoryError(
             f"{self.TITLE} on {where}: num_envs {c.num_envs} x num_steps {c.num_steps} need about "
@@ -211,7 +169,7 @@ class RunLoop:
         c = self.config
         self.update += 1
         steps_before = self.env_steps
-        self.env_steps += self.world_size * c.steps_per_update
+        self.env_steps += c.steps_per_update
         self.train_seconds += it.seconds
         episodes = it.episodes
         for ret, length, ach in episodes:
@@ -224,7 +182,7 @@ class RunLoop:
                  return_window=(float(np.mean(self.window_returns)) if self.window_returns else None),
                  length_window=(float(np.mean(self.window_lengths)) if self.window_lengths else None),
                  window_episodes=len(self.window_returns),
-                 **it.losses, sps=self.world_size * c.steps_per_update / it.seconds, **it.timings)
+                 **it.losses, sps=c.steps_per_update / it.seconds, **it.timings)
         if self.window_ach:
             rates = np.mean(np.stack(self.window_ach), 0)
             m["achievements"] = dict(zip(names_by_index(c.env_id), (float(r) for r in rates)))
@@ -248,8 +206,7 @@ class RunLoop:
         if it.episode_steps is None:
             end_steps = np.full(len(it.episodes), self.env_steps, np.int64)
         else:  # every rank steps its envs in lockstep: rollout step t ends at (t + 1) steps of all envs
-            steps_per_rollout_step = self.world_size * self.config.num_envs
-            end_steps = steps_before + (np.asarray(it.episode_steps, np.int64) + 1) * steps_per_rollout_step
+            end_steps = steps_before + (np.asarray(it.episode_steps, np.int64) + 1) * self.config.num_envs
         new = self.ladder.record(np.stack([e[2] for e in it.episodes]), end_steps, self.train_seconds, self.update)
         if new and self.out_dir:
             self.ladder.write(self.out_dir, self.config.env_id)
@@ -284,7 +241,7 @@ class RunLoop:
             self.ladder.write(self.out_dir, c.env_id)  # a resume from an older checkpoint drops later firsts
             metrics_f = open(os.path.join(self.out_dir, "metrics.jsonl"), "a")
         if progress is True:
-            left = (c.num_updates - self.update) * self.world_size * c.steps_per_update
+            left = (c.num_updates - self.update) * c.steps_per_update
             progress = Progress(self.env_steps + left, "steps", start=self.env_steps)
         bar = progress or None
         try:
@@ -292,8 +249,6 @@ class RunLoop:
             while self.update < end and stopping is None:
                 t_update = now()
                 m = self.step()
-                if self.group is not None:
-                    self.group.check()
                 longest = max(longest, now() - t_update)
                 lines.append(m)
                 if metrics_f:
@@ -307,13 +262,9 @@ class RunLoop:
                         and now() - t_start + longest > time_limit_s):
                     self.stop_reason = f"time limit of {time_limit_s:g} s"
                 stopping = self.stop_reason if self.group is None else self._agree_on_stop()
-                if self.update % c.checkpoint_every == 0 or self.update == end or stopping is not None:
-                    if self.out_dir:
-                        self.save_checkpoint(os.path.join(self.out_dir, "checkpoint.npz"))
-                    elif self.shard_file:
-                        self.save_shard(self.shard_file)
-                    if self.group is not None:  # a rank that failed to write ends the others here
-                        self.group.barrier(f"checkpoint {self.update}")
+                if self.out_dir and (self.update % c.checkpoint_every == 0 or self.update == end
+                                     or stopping is not None):
+                    self.save_checkpoint(os.path.join(self.out_dir, "checkpoint.npz"))
             self.stop_reason = stopping
         finally:
             if metrics_f:
@@ -327,15 +278,11 @@ class RunLoop:
         return lines
 
     def _agree_on_stop(self) -> str | None:
-        """This update's stop decision of all ranks: the first rank's reason to stop, or None
-        (every rank must run the same updates, or NCCL waits on the one that stopped)."""
-        store = self.group.store
-        store.set(f"stop/{self.update}/{self.rank}", (self.stop_reason or "").encode())
-        for r in range(self.world_size):
-            reason = store.get(f"stop/{self.update}/{r}").decode()
-            if reason:
-                return reason if r == self.rank else f"{reason} on rank {r}"
-        return None
+        """This update's stop decision of all ranks: this rank's reason to stop, another's, or None
+        (every rank must run the same updates, or the others wait on the one that stopped)."""
+        if not self.group.any(self.stop_reason is not None):
+            return None
+        return self.stop_reason or "a stop on another rank"
 
     # -- checkpoints ----------------------------------------------------------------------
     def state_arrays(self) -> dict[str, np.ndarray]:
@@ -361,18 +308,6 @@ class RunLoop:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         tmp = f"{path}.tmp{os.getpid()}"
         write_npz_fast(tmp, self.state_arrays())
-        os.replace(tmp, path)
-
-    def save_shard(self, path: str) -> None:
-        """This rank's envs' state (distributed.split_checkpoint's per-rank part), atomic, with
-        "shard": which rank of how many wrote it at which update."""
-        from pycraftax.train import distributed
-
-        _, per_rank = distributed.split_checkpoint(self.state_arrays(), self.params)
-        per_rank["shard"] = np.array(json.dumps(dict(rank=self.rank, world_size=self.world_size, update=self.update)))
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)  # rank 0's out dir may be on another host
-        tmp = f"{path}.tmp{os.getpid()}"
-        write_npz_fast(tmp, per_rank)
         os.replace(tmp, path)
 
     @classmethod

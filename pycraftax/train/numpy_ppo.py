@@ -426,8 +426,8 @@ def adam_update(params, grads, state, lr: float, b1: float = 0.9, b2: float = 0.
 
 def learning_rate(base_lr: float, anneal: bool, update: int, num_updates: int) -> float:
     """The learning rate of update `update` (0-based) of `num_updates`: the baseline's linear
-    annealing, in double, or `base_lr` throughout without annealing. The CUDA trainer's
-    craftax_ppo_learning_rate computes the same doubles (tests/test_learning_rate.py)."""
+    annealing, in double, or `base_lr` throughout without annealing (every trainer's schedule:
+    tests/test_learning_rate.py)."""
     if not anneal:
         return float(base_lr)
     return float(base_lr) * (1.0 - float(update) / float(num_updates))

@@ -1,20 +1,28 @@
-"""The fast recipe's trainer: PPO-RNN of fast_model.TorchActorCritic in PyTorch.
+"""The PyTorch engine: PPO-RNN of any model behind a small interface, on the GPU or the CPU, in
+one process or several (distributed.py).
 
-    trainer = TorchTrainer(TrainConfig.from_recipe("fast"))   # the GPU where there is one
+    trainer = TorchTrainer(TrainConfig.from_recipe("paper"))   # the GPU where there is one
     trainer.run()
 
-On the GPU the envs are the CUDA env with compact obs records (pycraftax.cuda_env,
-obs="compact"): the rollout keeps 1,008 bytes an env step, and the cell encoder reads them
-(cuda/fast_cuda.cu). Everything stays on the GPU: the env's outputs are read in place, the
-weights, the Adam moments and the rollout never leave it, and one minibatch's update (gather,
-forward, BPTT, clip, Adam) is captured once as a CUDA graph and replayed. Only the metrics of
-the episodes that ended come back, once an update. On the CPU (tests, smoke runs) the same loop
-runs eagerly on the C env's float obs.
+The models (config.model): "gru", the paper's ActorCriticRNN on the float obs
+(paper_model.PaperActorCritic: the paper recipe, Classic), and the cell models "cell-gru" and
+"cell-mingru", the fast and strong recipes' networks (fast_model.TorchActorCritic). A model gives `forward(obs [T, B, ...], dones [T, B],
+h0 [B, H]) -> (h_T, logits [T, B, A], values [T, B])`, `parameters()` and `names` (flax names, in
+the same order), `numpy_params()` and `load(params)`.
 
-The loss, GAE, advantage normalisation, global-norm clip and Adam are the paper recipe's
-(numpy_ppo); the GEMMs run in bfloat16 with fp32 accumulation on the GPU. Checkpoints hold the
-learner (weights, moments, the env key, counters) but not the env states (GBs at these sizes): a
-resumed run continues the learning exactly and starts new episodes.
+On the GPU the envs are the CUDA env: compact obs records (1,008 bytes an env step, which the
+cell encoder reads: cuda/fast_cuda.cu) for the cell models, float obs for "gru". Everything stays on
+the GPU: the env's outputs are read in place, the weights, the Adam moments and the rollout
+never leave it; the work between two env steps is a CUDA graph per step boundary, and one
+minibatch's update (gather, forward, BPTT, gradient average over the ranks, clip, Adam) is
+captured once as a CUDA graph and replayed. Only the metrics of the episodes that ended come
+back, once an update. On the CPU the same loop runs eagerly on the C env's float obs.
+
+The loss, GAE, advantage normalisation, global-norm clip, Adam and learning-rate schedule are
+numpy_ppo's. Precision: the cell models run their GEMMs in bfloat16 with fp32 accumulation on the GPU;
+"gru" runs in the config's dtype, with TF32 GEMMs on the GPU unless tf32=False. Checkpoints hold
+the learner (weights, moments, the env key, the sampling generator, counters) but not the env
+states: a resumed run continues the learning exactly and starts new episodes.
 """
 
 from __future__ import annotations
@@ -26,11 +34,17 @@ import numpy as np
 
 from pycraftax.train import numpy_ppo
 from pycraftax.train.config import CELL_MODELS, TrainConfig
-from pycraftax.train.fast_model import FastModelConfig, TorchActorCritic, init_params, param_shapes, ppo_loss_torch
-from pycraftax.train.loop import Iteration, RunLoop, now
+from pycraftax.train.fast_model import FastModelConfig, TorchActorCritic, ppo_loss_torch
+from pycraftax.train.fast_model import init_params as fast_init_params
+from pycraftax.train.loop import Iteration, RunLoop, now, read_checkpoint
 from pycraftax.vec_env import available_host_memory
 
 LOSS_STATS = ("total_loss", "value_loss", "actor_loss", "entropy", "approx_kl", "clip_frac", "grad_norm")
+TITLES = {"gru": "PPO-RNN (PyTorch)", "cell-gru": "PPO-RNN, fast recipe (PyTorch)",
+          "cell-mingru": "PPO-RNN, fast recipe (PyTorch)"}
+# the trainers whose checkpoints TorchTrainer resumes: its own, and the learner of the CUDA
+# trainer's (model "gru", the same flax names; its Adam count in counters[1])
+RESUMABLE_BACKENDS = ("torch", "cuda")
 
 
 def _torch():
@@ -51,11 +65,11 @@ def default_device() -> str:
 
 
 def unavailable_reason(device: str) -> str | None:
-    """Why the fast trainer cannot run on `device`, or None."""
+    """Why the PyTorch engine cannot run on `device`, or None."""
     try:
         torch = _torch()
     except ImportError:
-        return "the fast recipe trains with PyTorch: pip install torch"
+        return "the PyTorch engine needs PyTorch: pip install torch"
     if device == "cuda":
         from pycraftax import cuda_env
 
@@ -67,58 +81,77 @@ def unavailable_reason(device: str) -> str | None:
 
 class TorchTrainer(RunLoop):
     BACKEND = "torch"
-    TITLE = "PPO-RNN, fast recipe (PyTorch)"
+    TITLE = TITLES["cell-gru"]
     CHECKPOINT_ENVS = False
 
     def __init__(self, config: TrainConfig, out_dir: str | None = None, *, device: str | None = None,
-                 graphs: bool = True, _restore: dict | None = None):
+                 graphs: bool = True, tf32: bool = True, group=None, _restore: dict | None = None):
         import pycraftax
+        from pycraftax.train import distributed
 
         torch = _torch()
         c = config
-        if c.model not in CELL_MODELS:
-            raise ValueError(f"TorchTrainer trains the models {sorted(CELL_MODELS)}, got {c.model!r}")
         device = device or (_restore["meta"].get("device") if _restore else None) or default_device()
         reason = unavailable_reason(device)
         if reason:
-            raise RuntimeError(f"fast trainer on {device}: {reason}")
+            raise RuntimeError(f"PyTorch trainer on {device}: {reason}")
         on_gpu = device == "cuda"
         if c.deterministic and on_gpu:
             # cuBLAS reads it when a handle is made: before this process's first GEMM
             os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-        env = pycraftax.make(c.env_id, num_envs=c.num_envs, backend="cuda" if on_gpu else "c", seed=c.seed,
-                             obs="compact" if on_gpu else "float", resets=c.resets, reset_ratio=c.reset_ratio)
+        rank, world = (group.rank, group.world_size) if group is not None else (0, 1)
+        if rank > 0 and out_dir is not None:
+            raise ValueError(f"rank {rank} writes no run files: out_dir must be None")
+        local_envs = (distributed.envs_per_rank(c.num_envs, world, c.num_minibatches, c.reset_ratio)
+                      if group is not None else c.num_envs)
+        env = pycraftax.make(c.env_id, num_envs=local_envs, backend="cuda" if on_gpu else "c", seed=c.seed,
+                             obs="compact" if on_gpu and c.model in CELL_MODELS else "float", resets=c.resets,
+                             reset_ratio=c.reset_ratio)
         super().__init__(config, out_dir, env)
+        self.TITLE = TITLES[c.model]
+        self.group, self.rank, self.world_size, self.local_envs = group, rank, world, local_envs
         self.device = torch.device(device)
         self.graphs = graphs and on_gpu
-        self.model_config = FastModelConfig(cell_dim=c.cell_dim, width=c.width, hidden=c.hidden,
-                                            num_actions=env.num_actions, recurrence=CELL_MODELS[c.model])
+        self.tf32 = bool(tf32)
+        if on_gpu:  # the float32 GEMMs of model "gru" (the cell models' bf16 ones do not depend on it)
+            torch.backends.cuda.matmul.fp32_precision = "tf32" if self.tf32 else "ieee"
+        self.dtype = torch.float64 if c.dtype == "float64" else torch.float32
+        self.model = self._build_model(c, env, on_gpu)
         self.loss_config = numpy_ppo.LossConfig(clip_eps=c.clip_eps, vf_coef=c.vf_coef, ent_coef=c.ent_coef)
-        self.model = TorchActorCritic(init_params(self.model_config, seed=c.seed), self.device, bf16=on_gpu)
         lr = torch.tensor(float(c.lr), device=self.device) if on_gpu else float(c.lr)
         self.opt = torch.optim.Adam(self.model.parameters(), lr=lr, eps=1e-5, capturable=on_gpu,
                                     foreach=True)
         self.gen = torch.Generator(device=self.device)
-        self.gen.manual_seed(c.seed)
-        T, N, H = c.num_steps, c.num_envs, c.hidden
-        obs, _ = env.reset(seed=c.seed)
+        self.gen.manual_seed(distributed.rank_seed(c.seed, rank))
+        T, N, H = c.num_steps, self.local_envs, c.hidden
+        if rank == 0:
+            obs, _ = env.reset(seed=c.seed)
+        else:
+            env.key = distributed.rank_env_key(env.key, rank)
+            obs, _ = env.reset()
         obs = self._tensor(obs)
-        dev = self.device
+        dev, fp = self.device, self.dtype
         self.check_memory("the GPU" if on_gpu else "the CPU",
                           (T + 1) * N * obs[0].numel() * obs.element_size(),  # the current obs in slot T
                           torch.cuda.mem_get_info(dev)[0] if on_gpu else available_host_memory())
         self.buf = dict(obs=torch.empty((T + 1, N, *obs.shape[1:]), dtype=obs.dtype, device=dev),
                         dones=torch.zeros((T + 1, N), dtype=torch.bool, device=dev),
                         actions=torch.empty((T, N), dtype=torch.int32, device=dev),
-                        log_probs=torch.empty((T, N), device=dev), values=torch.empty((T + 1, N), device=dev),
-                        rewards=torch.empty((T, N), device=dev), advantages=torch.empty((T, N), device=dev),
-                        targets=torch.empty((T, N), device=dev), h0=torch.zeros((N, H), device=dev))
+                        log_probs=torch.empty((T, N), dtype=fp, device=dev),
+                        values=torch.empty((T + 1, N), dtype=fp, device=dev),
+                        rewards=torch.empty((T, N), dtype=fp, device=dev),
+                        advantages=torch.empty((T, N), dtype=fp, device=dev),
+                        targets=torch.empty((T, N), dtype=fp, device=dev),
+                        h0=torch.zeros((N, H), dtype=fp, device=dev))
         self.buf["obs"][T].copy_(obs)  # slot T holds the current obs between updates
-        self.hstate = torch.zeros((N, H), device=dev)
+        self.hstate = torch.zeros((N, H), dtype=fp, device=dev)
         self.ep = dict(ret=torch.zeros((T, N), device=dev), length=torch.zeros((T, N), dtype=torch.int32, device=dev),
                        ach=torch.zeros((T, N, len(self.ladder.names)), dtype=torch.bool, device=dev))
         self.mb_index = torch.zeros(N // c.num_minibatches, dtype=torch.int64, device=dev)
         self.stats = torch.zeros(len(LOSS_STATS), dtype=torch.float64, device=dev)
+        self.flat_grad = None
+        if group is not None:
+            self._join(group)
         self.graph = None
         self.rollout_graphs = []  # one per step boundary t = 0..T, captured in the first rollout
         self._rollout_pool = torch.cuda.graph_pool_handle() if self.graphs else None
@@ -127,6 +160,38 @@ class TorchTrainer(RunLoop):
         self.opt_steps = 0
         if _restore is not None:
             self.load_state(_restore)
+
+    def _build_model(self, c: TrainConfig, env, on_gpu: bool):
+        """The model of c.model, initialised from c.seed, sized from the env (self.model_config)."""
+        if c.model in CELL_MODELS:
+            self.model_config = FastModelConfig(cell_dim=c.cell_dim, width=c.width, hidden=c.hidden,
+                                                num_actions=env.num_actions, recurrence=CELL_MODELS[c.model])
+            return TorchActorCritic(fast_init_params(self.model_config, seed=c.seed), self.device, bf16=on_gpu,
+                                    dtype=None if on_gpu else self.dtype)
+        from pycraftax.train.paper_model import PaperActorCritic
+
+        self.model_config = numpy_ppo.ModelConfig(obs_size=env.obs_size, num_actions=env.num_actions, width=c.width,
+                                                  hidden=c.hidden)
+        return PaperActorCritic(numpy_ppo.init_params(self.model_config, seed=c.seed), self.device, dtype=self.dtype)
+
+    def _join(self, group) -> None:
+        """Makes this trainer one replica of the run: the same configuration on every rank, rank 0's
+        initial weights everywhere, and every gradient a view of one flat buffer (self.flat_grad)
+        that one all-reduce averages."""
+        torch = _torch()
+        params = self.model.parameters()
+        group.check_same("the training configuration", dict(self.config.to_dict(), model_dtype=str(self.dtype),
+                                                              parameters=sum(p.numel() for p in params)))
+        with torch.no_grad():
+            weights = [p.detach().contiguous() for p in params]  # NCCL sends contiguous tensors only
+            group.broadcast_(weights, "sending rank 0's weights")
+            for p, w in zip(params, weights):
+                p.copy_(w)
+        self.flat_grad = torch.zeros(sum(p.numel() for p in params), dtype=params[0].dtype, device=self.device)
+        offset = 0
+        for p in params:  # each gradient laid out as its parameter (a transposed kernel included)
+            p.grad = self.flat_grad.as_strided(p.shape, p.stride(), offset)
+            offset += p.numel()
 
     # -- helpers ---------------------------------------------------------------------------
     def _tensor(self, x):
@@ -272,12 +337,27 @@ class TorchTrainer(RunLoop):
         h0 = b["h0"].index_select(0, idx)
         self.opt.zero_grad(set_to_none=False)
         _, logits, values = self.model.forward(mb["obs"], mb["dones"], h0)
-        total, stats = ppo_loss_torch(logits, values, mb, self.loss_config)
+        moments = None if self.group is None else self._minibatch_moments
+        total, stats = ppo_loss_torch(logits, values, mb, self.loss_config, moments=moments)
         total.backward()
+        if self.group is not None:
+            self.group.average_(self.flat_grad)
         norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), c.max_grad_norm, foreach=True)
         self.opt.step()
         self.stats += torch.stack([total.detach(), stats["value_loss"], stats["actor_loss"], stats["entropy"],
                                    stats["approx_kl"], stats["clip_frac"], norm]).double()
+
+    def _minibatch_moments(self, advantages):
+        """(mean, standard deviation) of the whole minibatch's advantages, every rank's share of
+        it included (the normalisation one process over all the envs applies)."""
+        torch = _torch()
+        count = advantages.numel() * self.group.world_size
+        total = advantages.sum().reshape(1)
+        self.group.sum_(total)
+        mean = total[0] / count
+        squares = torch.square(advantages - mean).sum().reshape(1)
+        self.group.sum_(squares)
+        return mean, torch.sqrt(squares[0] / count)
 
     def _capture(self) -> None:
         """self.graph = one minibatch step, captured after warm-up steps whose effects are undone."""
@@ -307,7 +387,7 @@ class TorchTrainer(RunLoop):
     def learn(self) -> dict:
         torch = _torch()
         c = self.config
-        B = c.num_envs // c.num_minibatches
+        B = self.local_envs // c.num_minibatches
         lr = self.learning_rate()
         group = self.opt.param_groups[0]
         if torch.is_tensor(group["lr"]):
@@ -319,7 +399,7 @@ class TorchTrainer(RunLoop):
             self._capture()
         self.stats.zero_()
         for _ in range(c.update_epochs):
-            perm = torch.randperm(c.num_envs, generator=self.gen, device=self.device)
+            perm = self.minibatch_order()
             for m in range(c.num_minibatches):
                 self.mb_index.copy_(perm[m * B:(m + 1) * B])
                 if self.graph is not None:
@@ -328,9 +408,17 @@ class TorchTrainer(RunLoop):
                     self._minibatch_step()
                 self.opt_steps += 1
         n = c.update_epochs * c.num_minibatches
-        losses = dict(zip(LOSS_STATS, (self.stats / n).cpu().tolist()))
+        stats = self.stats / n
+        if self.group is not None:  # the ranks' losses of their shares; grad_norm is already the same on all
+            stats = self.group.mean_of(stats, "averaging the loss statistics")
+        losses = dict(zip(LOSS_STATS, stats.cpu().tolist()))
         losses["lr"] = lr
         return losses
+
+    def minibatch_order(self):
+        """An epoch's order of this rank's envs: minibatch m is the m-th slice of it (on every rank:
+        the run's minibatch m is the union of the ranks' m-th slices)."""
+        return _torch().randperm(self.local_envs, generator=self.gen, device=self.device)
 
     @contextlib.contextmanager
     def _determinism(self):
@@ -372,22 +460,48 @@ class TorchTrainer(RunLoop):
         return dict(opt_count=self.opt_steps, device=self.device.type)
 
     def restore_backend(self, data: dict) -> None:
-        """The learner from a checkpoint; the envs start new episodes from the saved env key."""
+        """The learner from a checkpoint (of this trainer or the CUDA trainer's: the same names);
+        the envs start new episodes from the saved env key, each rank's from its own fold of it
+        (distributed.rank_env_key). Rank 0 takes up the saved sampling generator; the other ranks,
+        and checkpoints without one, seed theirs from the seed, the rank and the update."""
+        from pycraftax.train import distributed
+
         torch = _torch()
-        self.model.load({k: data[k] for k in param_shapes(self.model_config)})
-        self.opt_steps = int(data["meta"]["opt_count"])
+        self.model.load({k: data[k] for k in self.model.names})
+        meta = data["meta"]
+        counters = data.get("counters")
+        self.opt_steps = int(meta["opt_count"]) if "opt_count" in meta else int(np.asarray(counters)[1])
         if self.opt_steps:
             for name, p in zip(self.model.names, self.model.parameters()):
-                step = torch.tensor(float(self.opt_steps), device=self.device)
-                self.opt.state[p] = dict(step=step,
-                                         exp_avg=torch.as_tensor(data[f"opt/mu/{name}"], device=self.device).clone(),
-                                         exp_avg_sq=torch.as_tensor(data[f"opt/nu/{name}"],
-                                                                    device=self.device).clone())
-        self.gen.set_state(torch.as_tensor(data["generator"], dtype=torch.uint8))
-        self.env.key = data["envkey"]
-        obs, _ = self.env.reset()  # new worlds from the saved key stream
+                step = torch.tensor(float(self.opt_steps), device=self.device if self.opt.defaults["capturable"]
+                                    else "cpu")
+                moments = [torch.as_tensor(np.asarray(data[f"opt/{m}/{name}"]), dtype=p.dtype,
+                                           device=self.device).clone() for m in ("mu", "nu")]
+                self.opt.state[p] = dict(step=step, exp_avg=moments[0], exp_avg_sq=moments[1])
+        if self.rank == 0 and "generator" in data:
+            self.gen.set_state(torch.as_tensor(data["generator"], dtype=torch.uint8))
+        else:
+            self.gen.manual_seed(distributed.rank_seed(self.config.seed, self.rank, salt=self.update + 1))
+        self.env.key = distributed.rank_env_key(data["envkey"], self.rank)
+        obs, _ = self.env.reset()  # new worlds from the key stream
         T = self.config.num_steps
         self.buf["obs"][T].copy_(self._tensor(obs))
         self.buf["dones"][T].fill_(True)
         self.hstate.zero_()
 
+    @classmethod
+    def resume(cls, path: str, out_dir: str | None = None, *, group=None, **options) -> "TorchTrainer":
+        """Continue the run of checkpoint `path` (this trainer's, or the CUDA trainer's) with its own
+        config, on any device and world size whose ranks split its envs; out_dir default: the
+        checkpoint's directory (rank 0 only). With a group, rank 0 reads the file and sends it to
+        the others (they need no copy of it)."""
+        data = read_checkpoint(path) if group is None or group.rank == 0 else None
+        if group is not None:
+            data = group.broadcast_object(data, "sending the checkpoint")
+        backend = data["meta"].get("backend", "c")
+        if backend not in RESUMABLE_BACKENDS:
+            raise ValueError(f"{path}: a checkpoint of the {backend!r} trainer (NumPy: it resumes in one process on "
+                             "the CPU, pycraftax train --backend c), not the PyTorch trainer's")
+        if out_dir is None and (group is None or group.rank == 0):
+            out_dir = os.path.dirname(os.path.abspath(path))
+        return cls(TrainConfig.from_dict(data["meta"]["config"]), out_dir, group=group, _restore=data, **options)
