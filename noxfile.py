@@ -63,47 +63,74 @@ def tests(session: nox.Session) -> None:
         _check_no_parity_skips(junit)
 
 
+def _install_sanitized(session: nox.Session) -> dict:
+    """The C reference built with AddressSanitizer + UBSan and installed, in a copy of the tree
+    (an in-place sanitizer build would replace the extension that the other sessions' editable
+    installs load); the session then runs in that copy. Returns the environment its Python
+    processes need (the sanitizer runtimes preloaded, their options)."""
+    session.install("cffi", "numpy", "gymnasium>=1.0", "pytest", "hypothesis", "jax==0.10.2", "jaxlib==0.10.2", "craftax==1.6.1", "scipy>=1.12",
+                    "setuptools", "wheel")
+    tree = _clean_copy(session, "tree")
+    session.chdir(tree)
+    session.run("pip", "install", "--no-build-isolation", "--force-reinstall", "--no-deps", "-e", ".",
+                env={"PYCRAFTAX_SANITIZE": "1", **C_ONLY, "PYCRAFTAX_TEST_HOOKS": "1"})
+    libasan = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
+    libubsan = subprocess.run(["gcc", "-print-file-name=libubsan.so"], capture_output=True, text=True).stdout.strip()
+    return {
+        "LD_PRELOAD": f"{libasan} {libubsan}",
+        # CPython and jaxlib keep allocations alive at exit by design; leaks are not checked.
+        "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",
+        "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1",
+    }
+
+
 @nox.session
 def sanitize(session: nox.Session) -> None:
     """C reference built with AddressSanitizer + UBSan: API, robustness, reset and anchor tests run clean."""
-    session.install("cffi", "numpy", "gymnasium>=1.0", "pytest", "hypothesis", "jax==0.10.2", "jaxlib==0.10.2", "craftax==1.6.1", "scipy>=1.12",
-                    "setuptools", "wheel")
-    # Build in a copy of the tree: an in-place sanitizer build would replace the extension
-    # that the other sessions' editable installs load.
+    sanitizer_env = _install_sanitized(session)
     build = Path(session.create_tmp()).resolve()
-    tree = _clean_copy(session, "tree")
-    session.chdir(tree)
-    env = {"PYCRAFTAX_SANITIZE": "1"}
-    session.run("pip", "install", "--no-build-isolation", "--force-reinstall", "--no-deps", "-e", ".",
-                env={**env, **C_ONLY, "PYCRAFTAX_TEST_HOOKS": "1"})
     tool = build / "craftax_tool_asan"
     tool_sources = ["reference_c/tools/craftax_tool.c"] + sorted(str(p) for p in Path("reference_c/src").glob("*.c"))
-    flags = ["-std=c11", "-O1", "-g", "-ffp-contract=off", "-fopenmp", "-fsanitize=address,undefined",
+    flags = ["-std=c11", "-O1", "-g", "-ffp-contract=off", "-fwrapv", "-fopenmp", "-fsanitize=address,undefined",
              "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer", "-Ireference_c/include"]
     session.run("gcc", *flags, *tool_sources, "-lm",
                 "-o", str(tool), external=True)
     plain = build / "craftax_tool"
-    session.run("gcc", "-std=c11", "-O3", "-ffp-contract=off", "-fopenmp", "-Ireference_c/include",
+    session.run("gcc", "-std=c11", "-O3", "-ffp-contract=off", "-fwrapv", "-fopenmp", "-Ireference_c/include",
                 *tool_sources, "-lm", "-o", str(plain),
                 external=True)
     for command in (["hash-reset", "32", "7"], ["hash-steps", "16", "400", "3"]):
         hashes = [session.run(str(exe), *command, external=True, silent=True) for exe in (tool, plain)]
         if hashes[0] != hashes[1]:
             session.error(f"sanitizer build differs from the plain build on {command}: {hashes}")
-    libasan = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
-    libubsan = subprocess.run(["gcc", "-print-file-name=libubsan.so"], capture_output=True, text=True).stdout.strip()
-    test_env = {
-        "LD_PRELOAD": f"{libasan} {libubsan}",
-        # CPython and jaxlib keep allocations alive at exit by design; leaks are not checked.
-        "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",
-        "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1",
-        "HYPOTHESIS_PROFILE": "ci",
-        "PYCRAFTAX_WORLD_KEYS": "32",
-    }
+    test_env = {**sanitizer_env, "HYPOTHESIS_PROFILE": "ci", "PYCRAFTAX_WORLD_KEYS": "32"}
     # API, step contract and arbitrary-state robustness, reset parity, and the pinned
     # trajectories (tens of thousands of steps with auto-resets) under the sanitizers.
     session.run("pytest", "-x", "-q", "tests", "conformance/test_worldgen.py", "conformance/test_anchors.py",
                 "-k", "not upstream", *session.posargs, env=test_env)
+
+
+@nox.session(default=False)
+def fuzz(session: nox.Session) -> None:
+    """pycraftax's own fuzz suite (fuzz/run.py): 10^5 inputs over every public entry point in child
+    processes, a crash or hang a finding with its reproducer; prints the outcome table and fails on
+    anything but accepted-and-right or refused-clearly. Arguments go to fuzz/run.py (`-- --inputs
+    2000 --workers 2`, `--report fuzz.json`), plus:
+      --asan            the C reference built with AddressSanitizer + UBSan (the sanitize session's build)
+      --backend cuda    the CUDA build on this machine's GPU; add
+                        --wrap "compute-sanitizer --tool memcheck --error-exitcode 86" to run every
+                        worker under compute-sanitizer (see docs/STATE_DOMAIN.md)"""
+    args = list(session.posargs)
+    env = {}
+    if "--asan" in args:
+        args.remove("--asan")
+        env = _install_sanitized(session)
+    else:
+        cuda = "--backend=cuda" in args or any(a == "--backend" and b == "cuda" for a, b in zip(args, args[1:]))
+        session.install("-e", ".[test]", env={"PYCRAFTAX_CUDA": "1" if cuda else "0"})
+    # torch's CPU build: the torch special-tensor inputs (sparse, meta, bfloat16, ...) run rather than fall back
+    session.install("torch==2.13.0")
+    session.run("python", "-m", "fuzz.run", *args, env=env)
 
 
 @nox.session(default=False)
@@ -218,12 +245,16 @@ def _last_committed_result(session: nox.Session, kind: str, suite: str) -> Path 
 def bench(session: nox.Session) -> None:
     """The pytest-benchmark suites bench/test_bench_*.py, one pytest run each, on this machine:
     the C reference, the trainers and the peers (upstream craftax, EnvPool) on the CPU; the CUDA
-    env and trainer where a GPU is usable (else skipped, saying why). Each suite's JSON lands in
-    bench/results/<date>-<machine kind>-<suite>.json, replacing that kind's older one; then
+    env and trainer where a GPU is usable (else skipped, saying why). First the verification gate
+    (bench/gate.py: the pinned anchors, a short lockstep against upstream craftax, C vs CUDA where a
+    GPU is, the trainers' gradient checks): when it fails, no result is written. Each suite's JSON,
+    with the gate's record (checks, rules fingerprint, whether training is deterministic), lands in
+    bench/results/<date>-<machine kind>-<suite>.json, replacing that kind's older one (modified
+    rules: bench/results/variants/<fingerprint>/, apart from the released game's); then
     bench/REPORT.md. Extra arguments go to every pytest run (`-- --bench-quick`: small sizes);
     `-- --benchmark-compare` compares each suite with its last committed result of this machine kind."""
     if session.venv_backend != "none":  # with --no-venv the calling environment must have these
-        session.install("pytest", "pytest-benchmark")
+        session.install("pytest", "pytest-benchmark", "hypothesis", "torch==2.13.0")  # the gate's tests need the last two
         session.install("-e", ".[jax]")
     kind = session.run("python", "-c", MACHINE_KIND, silent=True).strip().splitlines()[-1]
     date = time.strftime("%Y-%m-%d", time.gmtime())
@@ -232,6 +263,19 @@ def bench(session: nox.Session) -> None:
     if compare:
         args.remove("--benchmark-compare")
     tmp = Path(session.create_tmp())
+    gate_file = tmp / "gate.json"
+    gate_file.unlink(missing_ok=True)
+    session.run("python", "bench/gate.py", "--out", str(gate_file), success_codes=[0, 1])
+    gate = json.loads(gate_file.read_text())
+    if not gate["passed"]:
+        failed = [name for name, c in gate["checks"].items() if c["status"] != "passed" and c["status"] != "skipped"]
+        session.error(f"the verification gate failed ({', '.join(failed) or 'anchors not run'}; bench/gate.py): "
+                      "no benchmark result is written from an unverified build")
+    results_dir = BENCH_RESULTS
+    if gate["released"] is None:
+        results_dir = BENCH_RESULTS / "variants" / gate["rules_fingerprint"]
+        results_dir.mkdir(parents=True, exist_ok=True)
+        session.log(f"{gate['rules']}: results go to {results_dir.relative_to(ROOT)}, not among the released game's")
     for test_file in sorted((ROOT / "bench").glob("test_bench_*.py")):
         suite = test_file.stem.removeprefix("test_bench_")
         out = tmp / f"{suite}.json"
@@ -250,15 +294,28 @@ def bench(session: nox.Session) -> None:
         if not out.exists():
             session.log(f"{suite}: no benchmark ran here (the skip reasons are above), no result written")
             continue
-        for older in BENCH_RESULTS.glob(f"*-{kind}-{suite}.json"):
+        for older in results_dir.glob(f"*-{kind}-{suite}.json"):
             older.unlink()
         result = json.loads(out.read_text())
         for b in result["benchmarks"]:
             b["stats"].pop("data", None)  # every round's time: the statistics stay, the files stay small
-        target = BENCH_RESULTS / f"{date}-{kind}-{suite}.json"
+        result["pycraftax_gate"] = gate
+        target = results_dir / f"{date}-{kind}-{suite}.json"
         target.write_text(json.dumps(result, indent=1) + "\n")
         session.log(f"wrote {target.relative_to(ROOT)}")
     session.run("python", "bench/report.py")
+
+
+@nox.session(default=False)
+def conformance(session: nox.Session) -> None:
+    """The divergence finder against the installed craftax (docs/PORTING.md): `nox -s conformance --
+    [pycraftax conformance options]`, e.g. `-- --env Craftax-Symbolic-v1 --num-envs 64 --steps 500`.
+    Installs the package with the parity-test extension (the subsystem replay needs it) and craftax
+    1.6.1; to check against a fork, put it first with `-- ...` run from a venv where it is installed
+    (nox --no-venv), or use `pycraftax conformance` directly."""
+    if session.venv_backend != "none":
+        session.install("-e", ".[test,jax]", env={**C_ONLY, "PYCRAFTAX_TEST_HOOKS": "1"})
+    session.run("pycraftax", "conformance", *session.posargs)
 
 
 @nox.session(default=False)

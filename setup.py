@@ -57,7 +57,7 @@ class BuildExtWithCuda(build_ext):
             return
         built = ROOT / "cuda" / "build" / CUDA_LIBRARY
         try:
-            subprocess.run(["make", "-C", str(ROOT / "cuda"), f"NVCC={nvcc}"], check=True)
+            subprocess.run(["make", "-C", str(ROOT / "cuda"), f"NVCC={nvcc}", f"PYTHON={sys.executable}"], check=True)
         except (OSError, subprocess.CalledProcessError) as exc:
             if mode == "1":
                 raise SystemExit(f"pycraftax: the CUDA build failed: {exc}")

@@ -84,6 +84,20 @@ def main() -> None:
 
         fast_ffi, fast_lib = cuda_ops._bind()
         check(fast_lib.craftax_fast_api_version() > 0, "the fast recipe's kernels bind from the installed library")
+        from pycraftax import rules
+
+        cuda_rules = ffi.string(lib.craftax_cuda_rules_fingerprint()).decode()
+        check(cuda_rules == pycraftax.rules_fingerprint(), f"the CUDA library carries the C extension's rules "
+                                                            f"({cuda_rules})")
+        ours = rules.rules_fingerprint
+        rules.rules_fingerprint = lambda: "000000000000"
+        try:
+            cuda_env._Lib(path)
+            refused = ""
+        except RuntimeError as exc:
+            refused = str(exc)
+        rules.rules_fingerprint = ours
+        check("other rules" in refused, "a CUDA library of other rules than the C extension's is refused at load")
 
     if args.jax:
         import jax

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from pycraftax.porting.inject import perturb, put_mob  # noqa: F401  (shared with the divergence finder)
+
 NOOP, LEFT, RIGHT, UP, DOWN, DO, SLEEP = 0, 1, 2, 3, 4, 5, 6
 PLACE_STONE, PLACE_TABLE, PLACE_FURNACE, PLACE_PLANT = 7, 8, 9, 10
 MAKE_WOOD_PICKAXE, MAKE_STONE_PICKAXE, MAKE_IRON_PICKAXE = 11, 12, 13
@@ -46,14 +48,6 @@ def clear_around(s: dict, i: int, radius: int = 4, block: int = GRASS) -> None:
 def give(s: dict, i: int, **counts: int) -> None:
     for name, n in counts.items():
         s["inventory." + name][i] = n
-
-
-def put_mob(s: dict, i: int, cls: str, slot: int, pos, health: int, cooldown: int = 0) -> None:
-    s[cls + ".position"][i, slot] = pos
-    s[cls + ".health"][i, slot] = health
-    s[cls + ".mask"][i, slot] = True
-    s[cls + ".attack_cooldown"][i, slot] = cooldown
-    s["mob_map"][i, pos[0], pos[1]] = True
 
 
 def _crafting(s, i):
@@ -273,47 +267,6 @@ def scenario_batch(reset_state: dict, num_steps: int, seed: int):
         edit(s, i)
         actions[: len(script), i] = script[:num_steps]
     return s, actions
-
-
-def perturb(reset_state: dict, rng: np.random.Generator) -> dict:
-    """Reset states with random inventories, intrinsics, sleep, direction, mobs around the
-    player (cells under them made walkable), arrows in flight and plants about to ripen."""
-    s = {k: v.copy() for k, v in reset_state.items()}
-    n = s["map"].shape[0]
-    for i in range(n):
-        for name in INVENTORY:
-            s["inventory." + name][i] = rng.integers(0, 10) if rng.random() < 0.5 else rng.integers(0, 2)
-        for name in ("player_health", "player_food", "player_drink", "player_energy"):
-            s[name][i] = rng.integers(1, 10)
-        s["is_sleeping"][i] = rng.random() < 0.2
-        s["player_direction"][i] = rng.integers(1, 5)
-        s["timestep"][i] = rng.integers(0, 400)
-        centre = s["player_position"][i]
-        for cls, slots, health in (("zombies", 3, 5), ("cows", 3, 3), ("skeletons", 2, 3)):
-            for slot in range(slots):
-                if rng.random() < 0.6:
-                    pos = np.clip(centre + rng.integers(-5, 6, 2), 0, 63)
-                    if (pos == centre).all() or s["mob_map"][i, pos[0], pos[1]]:
-                        continue
-                    s["map"][i, pos[0], pos[1]] = PATH if cls == "skeletons" else GRASS
-                    put_mob(s, i, cls, slot, pos, int(rng.integers(1, health + 1)), int(rng.integers(0, 6)))
-        for slot in range(3):
-            if rng.random() < 0.3:
-                s["arrows.position"][i, slot] = np.clip(centre + rng.integers(-4, 5, 2), 0, 63)
-                s["arrows.mask"][i, slot] = True
-                s["arrow_directions"][i, slot] = [(0, 1), (0, -1), (1, 0), (-1, 0)][rng.integers(0, 4)]
-        for slot in range(10):
-            if rng.random() < 0.2:
-                pos = np.clip(centre + rng.integers(-3, 4, 2), 0, 63)
-                s["map"][i, pos[0], pos[1]] = PLANT
-                s["growing_plants_positions"][i, slot] = pos
-                s["growing_plants_age"][i, slot] = rng.integers(590, 600)
-                s["growing_plants_mask"][i, slot] = True
-        for _ in range(4):
-            pos = np.clip(centre + rng.integers(-2, 3, 2), 0, 63)
-            if not (pos == centre).all() and not s["mob_map"][i, pos[0], pos[1]]:
-                s["map"][i, pos[0], pos[1]] = rng.choice([TABLE, FURNACE, WATER, STONE, TREE, COAL, IRON, DIAMOND])
-    return s
 
 
 def biased_actions(rng: np.random.Generator, num_steps: int, n: int) -> np.ndarray:

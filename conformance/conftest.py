@@ -24,12 +24,11 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _ROOT not in sys.path:
     sys.path.append(_ROOT)
 
-# jaxlib 0.10.2 builds wrong batched noise without this flag (CONFORMANCE.md, the spec's setup).
+# jaxlib 0.10.2 builds wrong batched noise without its XLA flag (CONFORMANCE.md, the spec's setup).
 # Set it before anything imports jax, as conformance/upstream.py does.
-_XLA_FLAG = "--xla_cpu_experimental_ynn_fusion_type="
-if _XLA_FLAG not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _XLA_FLAG).strip()
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
+from pycraftax.porting import set_reference_jax_flags  # noqa: E402
+
+set_reference_jax_flags()
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402

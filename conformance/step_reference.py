@@ -11,8 +11,6 @@ import functools
 
 import numpy as np
 
-import pycraftax
-
 from conformance import upstream  # noqa: F401  (sets XLA_FLAGS before jax is imported)
 from conformance.upstream import DEFAULT_PARAMS, ENV, flatten_state
 
@@ -168,113 +166,9 @@ def subsystem(name, flat_state, keys, actions, params=None):
     return {k: v[:n] for k, v in flatten_state(out).items()}
 
 
-# -- injected states -----------------------------------------------------------------------
+# -- injected states (shared with the divergence finder) ----------------------------------
 
-# (passive, melee, ranged) mob types per floor, upstream FLOOR_MOB_MAPPING
-FLOOR_MOB_MAPPING = [(0, 0, 0), (2, 2, 2), (1, 1, 1), (2, 3, 3), (2, 4, 4), (1, 5, 5), (1, 6, 6), (1, 7, 7), (0, 0, 0)]
-DIRS = np.array([[0, -1], [0, 1], [-1, 0], [1, 0]], dtype=np.int32)
-
-NUM_INJECT_ENVS = 32
-_RESET_CACHE: dict[int, dict[str, np.ndarray]] = {}
-
-
-def reset_states(seed: int, n: int = NUM_INJECT_ENVS) -> dict[str, np.ndarray]:
-    """C reset states (equal to upstream's, checked by the reset tests) for n keys."""
-    if seed not in _RESET_CACHE:
-        env = pycraftax.make("Craftax-Symbolic-v1", num_envs=n, backend="c", seed=0)
-        keys = pycraftax.jax_random.split(pycraftax.jax_random.prng_key(seed), n)
-        env.reset_with_keys(keys)
-        _RESET_CACHE[seed] = env.get_state()
-    return {k: v.copy() for k, v in _RESET_CACHE[seed].items()}
-
-
-def mutate(state: dict[str, np.ndarray], rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Push every env of a reset batch into a random, busy situation (see module doc)."""
-    s = state
-    n = s["timestep"].shape[0]
-    for e in range(n):
-        level = int(rng.integers(0, 9))
-        s["player_level"][e] = level
-        pos = rng.integers(2, 46, size=2).astype(np.int32)
-        s["player_position"][e] = pos
-        s["player_direction"][e] = rng.integers(1, 5)
-        s["mob_map"][e, level] = False
-        occupied = {tuple(pos)}
-
-        def near(radius):
-            for _ in range(50):
-                p = np.clip(pos + rng.integers(-radius, radius + 1, size=2), 0, 47).astype(np.int32)
-                if tuple(p) not in occupied:
-                    return p
-            return None
-
-        for cls, key, nslots in ((1, "melee_mobs", 3), (0, "passive_mobs", 3), (2, "ranged_mobs", 2)):
-            for i in range(nslots):
-                alive = rng.random() < 0.7
-                radius = int(rng.choice([1, 2, 4, 7, 12]))
-                p = near(radius)
-                if p is None:
-                    alive = False
-                    p = np.zeros(2, np.int32)
-                s[f"{key}.position"][e, level, i] = p
-                s[f"{key}.mask"][e, level, i] = alive
-                typ = FLOOR_MOB_MAPPING[level][cls] if rng.random() < 0.8 else int(rng.integers(0, 8))
-                s[f"{key}.type_id"][e, level, i] = typ
-                s[f"{key}.health"][e, level, i] = np.float32(rng.choice([0.5, 1.0, 2.5, 3.0, 7.25]))
-                s[f"{key}.attack_cooldown"][e, level, i] = rng.integers(-2, 6)
-                if alive:
-                    occupied.add(tuple(p))
-                    s["mob_map"][e, level, p[0], p[1]] = True
-        for key, dkey in (("mob_projectiles", "mob_projectile_directions"),
-                          ("player_projectiles", "player_projectile_directions")):
-            for i in range(3):
-                r = int(rng.choice([0, 1, 2, 3, 6]))
-                p = pos + rng.integers(-r, r + 1, size=2)
-                if rng.random() < 0.1:
-                    p = np.array([rng.choice([-1, 0, 47, 48]), rng.integers(0, 48)])
-                s[f"{key}.position"][e, level, i] = p.astype(np.int32)
-                s[f"{key}.mask"][e, level, i] = rng.random() < 0.7
-                s[f"{key}.type_id"][e, level, i] = rng.integers(0, 8)
-                s[dkey][e, level, i] = DIRS[rng.integers(0, 4)]
-        # sprinkle tables/furnaces/water near the player for projectile effects
-        for _ in range(int(rng.integers(0, 6))):
-            p = np.clip(pos + rng.integers(-3, 4, size=2), 0, 47)
-            if tuple(p) not in occupied:
-                s["map"][e, level, p[0], p[1]] = rng.choice([11, 12, 3, 4, 14, 2, 7, 33])
-        s["is_sleeping"][e] = rng.random() < 0.3
-        s["is_resting"][e] = rng.random() < 0.2
-        s["player_health"][e] = np.float32(rng.choice([0.0, 0.3, 1.0, 4.6, 9.0, 13.0, -0.5]))
-        for k in ("player_food", "player_drink", "player_energy", "player_mana"):
-            s[k][e] = rng.integers(0, 12)
-        for k, hi in (("player_recover", 26), ("player_hunger", 26), ("player_thirst", 21),
-                      ("player_fatigue", 31), ("player_recover_mana", 31)):
-            s[k][e] = np.float32(rng.uniform(-16, hi))
-        for k in ("player_dexterity", "player_strength", "player_intelligence"):
-            s[k][e] = rng.integers(1, 6)
-        s["inventory.armour"][e] = rng.integers(0, 3, size=4)
-        s["armour_enchantments"][e] = rng.integers(0, 3, size=4)
-        s["bow_enchantment"][e] = rng.integers(0, 3)
-        s["sword_enchantment"][e] = rng.integers(0, 3)
-        for k in ("wood", "stone", "coal", "iron", "diamond", "sapling", "bow", "arrows", "torches", "ruby",
-                  "sapphire", "books"):
-            s[f"inventory.{k}"][e] = rng.integers(0, 3)
-        s["inventory.potions"][e] = rng.integers(0, 3, size=6)
-        s["learned_spells"][e] = rng.random(2) < 0.5
-        s["player_xp"][e] = rng.integers(0, 3)
-        s["inventory.pickaxe"][e] = rng.integers(0, 5)
-        s["inventory.sword"][e] = rng.integers(0, 5)
-        s["monsters_killed"][e, level] = rng.integers(0, 12)
-        s["boss_progress"][e] = rng.integers(0, 9)
-        s["boss_timesteps_to_spawn_this_round"][e] = rng.integers(-3, 8)
-        s["light_level"][e] = np.float32(rng.random())
-        s["achievements"][e] = rng.random(67) < 0.2
-        s["timestep"][e] = rng.choice([0, 17, 99_998, 99_999, 100_000])
-        for i in range(10):
-            s["growing_plants_positions"][e, i] = rng.integers(0, 48, size=2)
-            s["growing_plants_age"][e, i] = rng.choice([0, 5, 598, 599, 600, 1000])
-            s["growing_plants_mask"][e, i] = rng.random() < 0.6
-    return s
-
+from pycraftax.porting.inject import DIRS, FLOOR_MOB_MAPPING, NUM_INJECT_ENVS, mutate, reset_states  # noqa: E402,F401
 
 
 # -- comparison -----------------------------------------------------------------------------

@@ -93,14 +93,14 @@ def step_pair(t: int, c, g, actions) -> None:
 @pytest.mark.parametrize("case", sorted(anchors.ANCHORS))
 def test_pinned_anchor_cuda(case):
     num_envs, steps, seed = case
-    assert anchors.trajectory_hash(num_envs, steps, seed, backend="cuda") == anchors.ANCHORS[case]
+    assert anchors.trajectory_hash(num_envs, steps, seed, backend="cuda") == anchors.pinned()[case]
 
 
 @pytest.mark.parametrize("case", sorted(anchors.ANCHORS))
 def test_pinned_anchor_cuda_compact(case):
     """The anchors again, hashed over obs="compact" records expanded in numpy."""
     num_envs, steps, seed = case
-    assert anchors.trajectory_hash(num_envs, steps, seed, backend="cuda", obs="compact") == anchors.ANCHORS[case]
+    assert anchors.trajectory_hash(num_envs, steps, seed, backend="cuda", obs="compact") == anchors.pinned()[case]
 
 
 # -- reset ----------------------------------------------------------------------------------------

@@ -121,7 +121,7 @@ def cuda_trajectory_hash(num_envs: int, steps: int, seed: int, obs: str) -> str:
 @pytest.mark.parametrize("obs", ["float", "compact"])
 @pytest.mark.parametrize("case", sorted(CLASSIC_ANCHORS))
 def test_pinned_classic_anchor_cuda(case, obs):
-    assert cuda_trajectory_hash(*case, obs=obs) == CLASSIC_ANCHORS[case]
+    assert cuda_trajectory_hash(*case, obs=obs) == anchors.pinned(ENV_ID)[case]
 
 
 # -- worlds -------------------------------------------------------------------------------------

@@ -7,12 +7,9 @@ upstream call jitted and vmapped over a batch of at least 2 envs (how trainers r
 
 from __future__ import annotations
 
-import os
+from pycraftax.porting import set_reference_jax_flags
 
-_FLAG = "--xla_cpu_experimental_ynn_fusion_type="
-if _FLAG not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _FLAG).strip()
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
+set_reference_jax_flags()
 
 import functools  # noqa: E402
 

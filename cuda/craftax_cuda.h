@@ -27,7 +27,7 @@ extern "C" {
 
 /* The version of this API; craftax_cuda_api_version() returns it, so a caller can tell a
  * library built from another version of this header. */
-#define CRAFTAX_CUDA_API_VERSION 11
+#define CRAFTAX_CUDA_API_VERSION 12
 
 #define CRAFTAX_ERR_NULL -1
 #define CRAFTAX_ERR_NUM_ENVS -2
@@ -37,6 +37,10 @@ extern "C" {
 #define CRAFTAX_ERR_NO_DEVICE -6
 
 int craftax_cuda_api_version(void);
+/* The rules fingerprint of this library (pycraftax/_rules_hash.py: a hash of the rules headers it
+ * compiled, both games'), 12 hex digits; Python refuses a library whose fingerprint is not the C
+ * extension's. */
+const char *craftax_cuda_rules_fingerprint(void);
 size_t craftax_cuda_state_size(void);
 size_t craftax_cuda_scratch_size(void);
 /* World-generation scratch entries (craftax_cuda_scratch_size() bytes each) that the calls

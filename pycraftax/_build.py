@@ -22,6 +22,11 @@ Environment knobs (for developers, not users):
   PYCRAFTAX_TEST_HOOKS=1 also build the test extension pycraftax._craftax_test (the parity
                          tests of conformance/ need it; noxfile.py's tests and sanitize set it),
                          one per CPU variant, each sharing its variant's types
+
+Both extensions carry the rules fingerprint of the headers they compile (pycraftax/_rules_hash.py)
+as CRAFTAX_RULES_FINGERPRINT; pycraftax.rules reads it back. `builders(defines=...)` makes the
+pair with extra rules-changing -D switches into the fingerprint too: only the perturbed test
+build of conformance/test_porting.py uses them, never setup.py.
 """
 
 from __future__ import annotations
@@ -42,6 +47,10 @@ API_HEADERS = [INCLUDE_DIR / "craftax_api.h"] + sorted(INCLUDE_DIR.glob("craftax
 SOURCES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "reference_c" / "src").glob("*.c"))
 TEST_HEADERS = sorted(TESTING_DIR.glob("craftax_test_*.h"))
 TEST_SOURCES = sorted(str(p.relative_to(ROOT)) for p in TESTING_DIR.glob("*.c"))
+# Every header the sources include: setuptools rebuilds an extension only when one of its
+# sources or `depends` is newer than it, and a rules edit touches headers only.
+DEPENDS = sorted(str(p.relative_to(ROOT)) for d in (INCLUDE_DIR, ROOT / "reference_c" / "src", TESTING_DIR)
+                 for p in d.rglob("*.h"))
 
 # Float flags are part of the conformance contract (docs/ARCHITECTURE.md, "The rules headers"):
 # -ffp-contract=off: gcc would otherwise fuse a*b+c into FMAs wherever it likes, and the
@@ -50,7 +59,10 @@ TEST_SOURCES = sorted(str(p.relative_to(ROOT)) for p in TESTING_DIR.glob("*.c"))
 #   change float bits of the noise, light maps and observations.
 # -fno-math-errno lets sqrtf inline to one instruction; it changes no result.
 # -fopenmp: batched calls run envs on all cores.
-COMPILE_ARGS = ["-std=c11", "-O3", "-ffp-contract=off", "-fno-fast-math", "-fno-math-errno", "-fopenmp"]
+# -fwrapv: int32 sums wrap as XLA's do; states set_state accepts reach them (the timestep and
+#   other counters at INT32_MAX, god mode's far positions), and C leaves signed overflow
+#   undefined otherwise (CPython's own CFLAGS usually carry -fwrapv too; this does not rely on it).
+COMPILE_ARGS = ["-std=c11", "-O3", "-ffp-contract=off", "-fno-fast-math", "-fno-math-errno", "-fwrapv", "-fopenmp"]
 LINK_ARGS = ["-fopenmp", "-lm"]
 
 for knob in ("PYCRAFTAX_NATIVE", "PYCRAFTAX_SANITIZE"):
@@ -83,12 +95,9 @@ def module_name(variant: str, test: bool = False) -> str:
     return base if variant == BASELINE else base + "_" + variant.replace("-", "_")
 
 
-def compile_args(variant: str) -> list[str]:
-    return COMPILE_ARGS + VARIANT_FLAGS[variant]
-
-
 # Which variant this CPU runs (pycraftax._native asks the baseline module): GCC >= 12 and clang
-# know the x86-64-v3 level by name; elsewhere the baseline runs.
+# know the x86-64-v3 level by name; elsewhere the baseline runs. The flags a module was built with
+# are compiled in too (benchmarks record them).
 CPU_CHECK = """
 static int pycraftax_cpu_runs_x86_64_v3(void) {
 #if defined(__x86_64__) && (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12))
@@ -102,61 +111,83 @@ static int pycraftax_cpu_runs_x86_64_v3(void) {
 CPU_CHECK_CDEF = "int pycraftax_cpu_runs_x86_64_v3(void);\nconst char *pycraftax_compile_args(void);"
 
 
-def _binding_source(variant: str, headers: list[Path]) -> str:
-    """The C source cffi wraps: the API headers, the CPU check, and the flags this variant was
-    compiled with (benchmarks record them)."""
-    flags = " ".join(compile_args(variant)).replace("\\", "\\\\").replace('"', '\\"')
-    return ("\n".join(f'#include "{h.name}"' for h in headers) + "\n" + CPU_CHECK
-            + f'static const char *pycraftax_compile_args(void) {{ return "{flags}"; }}\n')
-
-
-def _load_cdef_module():
+def _load_sibling(name: str):
     # By path: the package itself cannot be imported before its extension is built.
-    spec = importlib.util.spec_from_file_location("_pycraftax_cdef", Path(__file__).with_name("_cdef.py"))
+    spec = importlib.util.spec_from_file_location(f"_pycraftax{name}", Path(__file__).with_name(f"{name}.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
 def cdef_text(header: Path) -> str:
-    return _load_cdef_module().cdef_declarations(header.read_text())
+    return _load_sibling("_cdef").cdef_declarations(header.read_text())
 
 
-def _builders(variant: str) -> tuple[FFI, FFI]:
-    """(the extension, its test extension) of one CPU variant; the test one shares its types."""
-    ffi = FFI()
-    ffi.cdef("\n".join(cdef_text(h) for h in [PARAMS_HEADER] + API_HEADERS) + "\n" + CPU_CHECK_CDEF)
-    ffi.set_source(
+def rules_fingerprint(defines: tuple[str, ...] = ()) -> str:
+    """The fingerprint of this tree's rules headers built with the -D switches `defines`."""
+    return _load_sibling("_rules_hash").fingerprint(ROOT, defines)
+
+
+def compile_args(defines: tuple[str, ...] = (), variant: str = BASELINE) -> list[str]:
+    """COMPILE_ARGS, the CPU variant's flags, the rules-changing -D switches `defines` and the
+    fingerprint they make."""
+    return (COMPILE_ARGS + VARIANT_FLAGS[variant] + [f"-D{d}" for d in defines]
+            + [f'-DCRAFTAX_RULES_FINGERPRINT="{rules_fingerprint(defines)}"'])
+
+
+def _binding_source(args: list[str]) -> str:
+    """The C source cffi wraps: the API headers, the CPU check and the flags the module was built with."""
+    flags = " ".join(a for a in args if not a.startswith("-DCRAFTAX_RULES_FINGERPRINT"))
+    flags = flags.replace("\\", "\\\\").replace('"', '\\"')
+    return ("\n".join(f'#include "{h.name}"' for h in API_HEADERS) + "\n" + CPU_CHECK
+            + f'static const char *pycraftax_compile_args(void) {{ return "{flags}"; }}\n')
+
+
+def builders(defines: tuple[str, ...] = (), absolute_paths: bool = False, variant: str = BASELINE) -> tuple[FFI, FFI]:
+    """(the C extension's builder, the test extension's builder) of one CPU variant, compiled
+    with the extra -D switches `defines`; the test extension shares its variant's types.
+    Sources are named relative to the repository root, as setuptools wants them;
+    absolute_paths for FFI.compile, which builds from its own directory."""
+    args = compile_args(defines, variant)
+
+    def sources(paths):
+        return [str(ROOT / p) for p in paths] if absolute_paths else paths
+
+    main = FFI()
+    main.cdef("\n".join(cdef_text(h) for h in [PARAMS_HEADER] + API_HEADERS) + "\n" + CPU_CHECK_CDEF)
+    main.set_source(
         module_name(variant),
-        _binding_source(variant, API_HEADERS),
-        sources=SOURCES,
+        _binding_source(args),
+        sources=sources(SOURCES),
+        depends=sources(DEPENDS),
         include_dirs=[str(INCLUDE_DIR)],
-        extra_compile_args=compile_args(variant),
+        extra_compile_args=args,
         extra_link_args=LINK_ARGS,
     )
     test = FFI()
-    test.include(ffi)
+    test.include(main)
     test.cdef("\n".join(cdef_text(h) for h in TEST_HEADERS))
     test.set_source(
         module_name(variant, test=True),
         "\n".join(f'#include "{h.name}"' for h in API_HEADERS + TEST_HEADERS),
-        sources=TEST_SOURCES,
+        sources=sources(TEST_SOURCES),
+        depends=sources(DEPENDS),
         include_dirs=[str(INCLUDE_DIR), str(TESTING_DIR)],
-        extra_compile_args=compile_args(variant),
+        extra_compile_args=args,
         extra_link_args=LINK_ARGS,
     )
-    return ffi, test
+    return main, test
 
 
 # setup.py names these in cffi_modules: "pycraftax/_build.py:ffibuilder", ...
-ffibuilder, test_ffibuilder = _builders(BASELINE)
-ffibuilder_x86_64_v3, test_ffibuilder_x86_64_v3 = _builders(X86_64_V3)
+ffibuilder, test_ffibuilder = builders()
+ffibuilder_x86_64_v3, test_ffibuilder_x86_64_v3 = builders(variant=X86_64_V3)
 BUILDER_NAMES = {BASELINE: ("ffibuilder", "test_ffibuilder"),
                  X86_64_V3: ("ffibuilder_x86_64_v3", "test_ffibuilder_x86_64_v3")}
 
 if __name__ == "__main__":
     for variant in VARIANTS:
-        shipped, test_hooks = (globals()[name] for name in BUILDER_NAMES[variant])
-        shipped.compile(tmpdir=str(ROOT / "build" / "cffi"), verbose=True)
+        main_builder, test_builder = builders(absolute_paths=True, variant=variant)
+        main_builder.compile(tmpdir=str(ROOT / "build" / "cffi"), verbose=True)
         if os.environ.get("PYCRAFTAX_TEST_HOOKS") == "1":
-            test_hooks.compile(tmpdir=str(ROOT / "build" / "cffi"), verbose=True)
+            test_builder.compile(tmpdir=str(ROOT / "build" / "cffi"), verbose=True)

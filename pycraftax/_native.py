@@ -86,10 +86,20 @@ ERRORS = {
 }
 
 
-def check(code: int, what: str) -> None:
-    """Turn a negative return code of the C API into an exception."""
+def check(code: int, what: str, arguments: str | None = None, table=None) -> None:
+    """Turn a negative return code of the C API into an exception. `arguments` says what the
+    call's arguments must be (for CRAFTAX_ERR_ARGUMENT); `table` is the game's
+    pycraftax._state.LeafTable, which names the leaf of a CRAFTAX_ERR_STATE."""
     if code >= 0:
         return
+    if code == lib.CRAFTAX_ERR_ARGUMENT and arguments:
+        raise ValueError(f"{what} failed: {arguments}; nothing changed")
+    if code == lib.CRAFTAX_ERR_STATE and table is not None:
+        error = ffi.new("CraftaxStateError *")
+        lib.craftax_last_state_error(error)
+        raise RuntimeError(f"{what} refused, nothing changed: {table.error_message(error)}. reset, step and "
+                           "set_state keep every state inside this domain, so the env's state buffer was written "
+                           "some other way")
     message = f"{what} failed: {ERRORS.get(code, f'error {code}')}"
     if code == lib.CRAFTAX_ERR_NO_MEMORY:
         raise MemoryError(message)

@@ -54,11 +54,15 @@ def git_commit() -> str:
 
 
 def machine_info() -> dict:
+    from pycraftax import rules
+
     return {
         "cpu": cpu_model(),
         "cores": usable_cores(),
         "python": platform.python_version(),
         "commit": git_commit(),
+        "rules_fingerprint": rules.rules_fingerprint(),  # the rules measured (pycraftax.rules)
+        "rules": rules.describe(),
     }
 
 

@@ -86,6 +86,7 @@ class CudaClassicEnv(CudaCraftaxEnv):
     compact_size = COMPACT_SIZE
     achievement_table = CLASSIC_ACHIEVEMENTS
     ended_by_rules = CraftaxClassicEnv.ended_by_rules
+    _observation_low = CraftaxClassicEnv._observation_low
     _observation_high = CraftaxClassicEnv._observation_high
 
     # Classic generates a world in one pass, with scratch of the library's own: no scratch buffer

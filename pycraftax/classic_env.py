@@ -61,6 +61,9 @@ class CraftaxClassicEnv(CBackendEnv):
         standing_on = state["map"][rows, state["player_position"][:, 0], state["player_position"][:, 1]]
         return (state["player_health"] <= 0) | (standing_on == _LAVA)
 
+    def _observation_low(self) -> np.ndarray:
+        return np.zeros(classic_state.OBS_SIZE, dtype=np.float32)
+
     def _observation_high(self) -> np.ndarray:
         return observation_high()
 

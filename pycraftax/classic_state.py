@@ -38,8 +38,8 @@ def _load_leaves() -> tuple[Leaf, ...]:
                 storage=_NUMPY_DTYPES[c.storage_dtype],
                 dtype=_NUMPY_DTYPES[c.dtype],
                 shape=tuple(int(c.shape[k]) for k in range(c.ndim)),
-                min_value=int(c.min_value),
-                max_value=int(c.max_value),
+                min_value=float(c.min_float) if c.storage_dtype == lib.CRAFTAX_DTYPE_FLOAT32 else int(c.min_value),
+                max_value=float(c.max_float) if c.storage_dtype == lib.CRAFTAX_DTYPE_FLOAT32 else int(c.max_value),
                 level_stride=int(c.level_stride),
             )
         )
@@ -52,7 +52,8 @@ LEAF_BY_NAME = {leaf.name: leaf for leaf in LEAVES}
 # Mob classes whose masked entries have health > 0 in every reachable state (arrows keep
 # health 0: it is never read).
 LIVING_MOB_CLASSES = ("zombies", "cows", "skeletons")
-TABLE = LeafTable(LEAVES, LIVING_MOB_CLASSES, "Craftax-Classic's EnvState")
+TABLE = LeafTable(LEAVES, LIVING_MOB_CLASSES, "Craftax-Classic's EnvState", STATE_SIZE,
+                  "craftax_classic_check_states")
 get_state = TABLE.get_state
 validate_state = TABLE.validate_state
 write_state = TABLE.write_state

@@ -7,6 +7,7 @@
     pycraftax eval --checkpoint CKPT | --pretrained NAME [--episodes N] [--greedy]       run a trained policy
     pycraftax summary RUN [RUN2 ...] [--json] [--png curve.png]                         score, curve, achievements
     pycraftax render [--checkpoint CKPT | --pretrained NAME] [--out episode.gif]       GIF of one episode
+    pycraftax conformance [--env ID] [--num-envs N] [--steps T] [--seed S] [--replay FILE]  the divergence finder
 """
 
 from __future__ import annotations
@@ -82,6 +83,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     info = machine_info()
     print(f"CPU: {info['cpu']} ({info['cores']} cores), commit {info['commit'][:12]}")
+    from pycraftax import rules
+
+    if rules.modified_note():
+        print(rules.modified_note())
     progress = _timed_progress(args.seconds)
     if args.what == "reset":
         result = bench_worldgen(num_envs=args.num_envs, threads=args.threads, min_seconds=args.seconds,
@@ -209,6 +214,15 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the env to play (default: the one the checkpoint's policy reads; Craftax-Symbolic-v1 "
                              "for random actions)")
     render.set_defaults(func=cmd_render)
+
+    conformance = sub.add_parser(
+        "conformance", help="compare the built rules with the installed craftax (both games, lockstep); at the "
+        "first divergence name the leaves, the upstream function responsible and a reproducer (docs/PORTING.md)",
+        **fmt)
+    from pycraftax.porting import finder
+
+    finder.add_arguments(conformance)
+    conformance.set_defaults(func=finder.run)
     return parser
 
 

@@ -34,11 +34,11 @@ from pathlib import Path
 
 import numpy as np
 
-from pycraftax import _state, obs_compact
+from pycraftax import _state, obs_compact, rules
 from pycraftax._cdef import cdef_declarations
 from pycraftax.achievements import ACHIEVEMENTS, NUM_ACHIEVEMENTS
 from pycraftax.params import EnvParams, StaticEnvParams, to_c
-from pycraftax.vec_env import NUM_ACTIONS, OBS_SIZE, CraftaxVecEnv, check_actions
+from pycraftax.vec_env import OBS_SIZE, CraftaxVecEnv, check_actions
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _ROOT = _PACKAGE_DIR.parent
@@ -141,6 +141,7 @@ class _Lib:
         if int(self.lib.craftax_cuda_api_version()) != expected:
             raise RuntimeError(f"{path}: API version {int(self.lib.craftax_cuda_api_version())}, but its header "
                                f"{find_header(API_HEADER, path)} says {expected}; rebuild it (make -C cuda)")
+        rules.check_cuda_agrees(self.ffi.string(self.lib.craftax_cuda_rules_fingerprint()).decode(), path)
         if int(self.lib.craftax_cuda_params_size()) != self.ffi.sizeof("CraftaxParams"):
             raise RuntimeError(f"{path}: CraftaxParams of the library and of craftax/params.h differ; rebuild it")
         if int(self.lib.craftax_cuda_obs_size()) != OBS_SIZE:
@@ -446,8 +447,8 @@ def _contiguous_strides(shape, itemsize: int) -> tuple[int, ...]:
 def _int32_on_device(actions, dtype: np.dtype):
     """Integer device actions of another width converted on their own device (torch's .int(),
     CuPy's and JAX's .astype): a policy's int64 samples need no host round trip."""
-    if not np.issubdtype(dtype, np.integer):
-        raise TypeError(f"actions must have an integer dtype, got {dtype}")
+    if dtype.kind not in "iu":  # timedelta64 is an integer subtype to numpy, not an action
+        raise TypeError(f"actions must have an integer dtype (int8..int64 or uint8..uint64), got {dtype}")
     if callable(getattr(actions, "int", None)):
         return actions.int()
     if callable(getattr(actions, "astype", None)):
@@ -462,7 +463,7 @@ def _device_actions(actions, num_envs: int):
     cai = getattr(actions, "__cuda_array_interface__", None)
     if cai is None:
         return None
-    dtype = np.dtype(cai["typestr"])
+    dtype = _cai_dtype(cai)
     if dtype != np.int32:
         if tuple(cai["shape"]) != (num_envs,):
             raise ValueError(f"actions must have shape ({num_envs},), got {tuple(cai['shape'])}")
@@ -470,10 +471,24 @@ def _device_actions(actions, num_envs: int):
         cai = actions.__cuda_array_interface__
     if tuple(cai["shape"]) != (num_envs,):
         raise ValueError(f"actions must have shape ({num_envs},), got {tuple(cai['shape'])}")
+    _cai_dtype(cai)
     strides = cai.get("strides")
     if strides is not None and tuple(strides) != (4,):
         raise ValueError("actions on the GPU must be contiguous")
     return actions, cai
+
+
+def _cai_dtype(cai) -> np.dtype:
+    """The dtype of a __cuda_array_interface__, checked to be a readable one (version 2/3 dict
+    with typestr, shape and a (pointer, read-only) data pair); TypeError naming actions else."""
+    try:
+        dtype = np.dtype(cai["typestr"])
+        tuple(cai["shape"])
+        int(cai["data"][0])
+    except Exception as exc:  # a malformed interface: its own error would not name the argument
+        raise TypeError(f"actions: the __cuda_array_interface__ given is malformed ({type(exc).__name__}: {exc}); "
+                        "actions must be an int32 device array of shape (num_envs,) (torch, CuPy, JAX)") from exc
+    return dtype
 
 
 @dataclass(frozen=True)
@@ -745,7 +760,7 @@ class CudaCraftaxEnv(CraftaxVecEnv):
                 self._p("states"), actions_p, lib.ffi.from_buffer("uint32_t[]", sub), self._p("keys", "uint32_t *"),
                 n, self._params, *outputs, *self._episode_ptrs(), self._p("scratch"))
         if code == ERR_ARGUMENT:
-            raise ValueError(f"step failed: actions must be integers in [0, {NUM_ACTIONS}) "
+            raise ValueError(f"step failed: actions must be integers in [0, {self.num_actions}) "
                              f"({lib.last_error()}); no env changed")
         lib.check(code, "step")
         v = self._views
@@ -830,7 +845,7 @@ class CudaCraftaxEnv(CraftaxVecEnv):
             self._p("states"), actions_p, self._p("keys", "uint32_t *"), n, self._params,
             *self._obs_ptrs(), self._p("reward", "float *"), self._p("done", "uint8_t *"), self._p("scratch"))
         if code == ERR_ARGUMENT:
-            raise ValueError(f"step_with_keys failed: actions must be integers in [0, {NUM_ACTIONS}) "
+            raise ValueError(f"step_with_keys failed: actions must be integers in [0, {self.num_actions}) "
                              f"({lib.last_error()}); no env changed")
         lib.check(code, "step_with_keys")
         return self._views["obs"], self._views["reward"], self._views["done"], self._done_info()
@@ -903,6 +918,9 @@ class CudaCraftaxEnv(CraftaxVecEnv):
 
     def _native_host_states(self) -> np.ndarray:
         return self._host_states()
+
+    def _native_read_leaf(self, name: str) -> np.ndarray:
+        return self._read_leaf(name)
 
     def _native_write_states(self, converted: dict[str, np.ndarray]) -> None:
         host = self._host_states()

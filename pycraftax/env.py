@@ -11,7 +11,7 @@ from pycraftax import _state
 from pycraftax._native import check, ffi, lib, ptr
 from pycraftax.achievements import ACHIEVEMENTS, NUM_ACHIEVEMENTS, log_achievements_to_info
 from pycraftax.params import to_c
-from pycraftax.vec_env import NUM_ACTIONS, OBS_SIZE, CraftaxVecEnv, available_host_memory
+from pycraftax.vec_env import NUM_ACTIONS, OBS_SIZE, CraftaxVecEnv, available_host_memory, plain_copy
 
 __all__ = ["CBackendEnv", "CraftaxEnv", "HOST_BYTES_PER_ENV", "NUM_ACTIONS", "OBS_SIZE"]
 
@@ -67,19 +67,32 @@ class CBackendEnv(CraftaxVecEnv):
 
     @episode_progress.setter
     def episode_progress(self, value: dict) -> None:
+        n = self.num_envs
         expected = {"episode_return", "episode_length"}
         if not isinstance(value, dict) or set(value) != expected:
-            keys = sorted(value) if isinstance(value, dict) else type(value).__name__
+            keys = sorted(map(repr, value)) if isinstance(value, dict) else type(value).__name__
             raise ValueError(f"episode_progress must be a dict with exactly the keys {sorted(expected)}, got {keys}")
-        ret = np.asarray(value["episode_return"])
-        length = np.asarray(value["episode_length"])
+        ret = plain_copy(value["episode_return"], "episode_progress['episode_return']",
+                         f"a numpy float array of shape ({n},)")
+        length = plain_copy(value["episode_length"], "episode_progress['episode_length']",
+                            f"a numpy integer array of shape ({n},)")
         for name, arr in (("episode_return", ret), ("episode_length", length)):
-            if arr.shape != (self.num_envs,):
-                raise ValueError(f"episode_progress[{name!r}] must have shape ({self.num_envs},), got {arr.shape}")
-        if not np.issubdtype(ret.dtype, np.floating) or not np.all(np.isfinite(ret)):
-            raise ValueError(f"episode_progress['episode_return'] must be finite floats, got {ret.dtype}")
-        if not np.issubdtype(length.dtype, np.integer) or length.min(initial=0) < 0:
-            raise ValueError(f"episode_progress['episode_length'] must be integers >= 0, got {length.dtype}")
+            if arr.shape != (n,):
+                raise ValueError(f"episode_progress[{name!r}] must have shape ({n},), got {arr.shape}")
+        if ret.dtype.kind != "f":
+            raise ValueError(f"episode_progress['episode_return'] must be finite floats, got dtype {ret.dtype}")
+        with np.errstate(over="ignore"):  # stored as float32: checked as such (1e300 becomes inf)
+            ret = ret.astype(np.float32)
+        if not np.all(np.isfinite(ret)):
+            raise ValueError("episode_progress['episode_return'] must be finite floats (as float32), got "
+                             f"{ret[~np.isfinite(ret)][0]}")
+        int32_max = int(np.iinfo(np.int32).max)
+        if length.dtype.kind not in "iu":
+            raise ValueError(f"episode_progress['episode_length'] must be integers >= 0 (and <= {int32_max}), got "
+                             f"dtype {length.dtype}")
+        if np.any((length < 0) | (length > int32_max)):
+            raise ValueError(f"episode_progress['episode_length'] must be integers >= 0 (and <= {int32_max}: stored "
+                             f"as int32), got min {length.min()} max {length.max()}")
         with self._lock:
             self._episode_return[:] = ret
             self._episode_length[:] = length
@@ -90,10 +103,19 @@ class CBackendEnv(CraftaxVecEnv):
     def _c(self, name: str):
         return getattr(lib, f"{self._c_prefix}_{name}")
 
+    def _check(self, code: int, what: str, arguments: str | None = None) -> None:
+        """check() of a C call of this env: for a refused argument, what the arguments must be
+        (default: the step's action range; actions and params are validated before they reach
+        C), and the env's leaf table for a refused state."""
+        if arguments is None:
+            arguments = f"actions must be integers in [0, {self.num_actions})"
+        check(code, what, arguments=arguments, table=self._state_table())
+
     def _native_reset(self, keys: np.ndarray) -> np.ndarray:
         obs = np.empty((self.num_envs, self.obs_size), dtype=np.float32)
-        check(self._c("reset_with_keys")(ptr(self._states, "void *"), ptr(keys, "uint32_t *"), self.num_envs,
-                                          self._c_params, ptr(obs, "float *")), "reset")
+        self._check(self._c("reset_with_keys")(ptr(self._states, "void *"), ptr(keys, "uint32_t *"), self.num_envs,
+                                                self._c_params, ptr(obs, "float *")), "reset",
+                    arguments="params.day_length must be >= 1")
         self._episode_return[:] = 0.0
         self._episode_length[:] = 0
         return obs
@@ -113,15 +135,15 @@ class CBackendEnv(CraftaxVecEnv):
                    ptr(truncated, "uint8_t *"), ptr(final_ach, "uint8_t *"))
         if self.resets == "optimistic":
             sub_key = np.ascontiguousarray(sub_key)
-            check(self._c("step_optimistic")(ptr(self._states, "void *"), ptr(actions, "int32_t *"),
-                                              ptr(sub_key, "uint32_t *"), n, self.reset_ratio, self._c_params,
-                                              *outputs, ffi.NULL), "step")
+            self._check(self._c("step_optimistic")(ptr(self._states, "void *"), ptr(actions, "int32_t *"),
+                                                    ptr(sub_key, "uint32_t *"), n, self.reset_ratio, self._c_params,
+                                                    *outputs, ffi.NULL), "step")
         else:
             from pycraftax import jax_random
 
             keys = jax_random.split(sub_key, n)
-            check(self._c("step_autoreset")(ptr(self._states, "void *"), ptr(actions, "int32_t *"),
-                                             ptr(keys, "uint32_t *"), n, self._c_params, *outputs), "step")
+            self._check(self._c("step_autoreset")(ptr(self._states, "void *"), ptr(actions, "int32_t *"),
+                                                   ptr(keys, "uint32_t *"), n, self._c_params, *outputs), "step")
         done = done.astype(bool)
         self._episode_return += reward
         self._episode_length += 1
@@ -147,7 +169,7 @@ class CBackendEnv(CraftaxVecEnv):
         obs = np.empty((n, self.obs_size), dtype=np.float32)
         reward = np.empty(n, dtype=np.float32)
         done = np.empty(n, dtype=np.uint8)
-        check(
+        self._check(
             self._c("step_with_keys")(
                 ptr(self._states, "void *"), ptr(actions, "int32_t *"), ptr(keys, "uint32_t *"), n,
                 self._c_params, ptr(obs, "float *"), ptr(reward, "float *"), ptr(done, "uint8_t *"),
@@ -162,7 +184,7 @@ class CBackendEnv(CraftaxVecEnv):
 
     def _native_observe(self) -> np.ndarray:
         obs = np.empty((self.num_envs, self.obs_size), dtype=np.float32)
-        check(self._c("observe")(ptr(self._states, "void *"), self.num_envs, ptr(obs, "float *")), "observe")
+        self._check(self._c("observe")(ptr(self._states, "void *"), self.num_envs, ptr(obs, "float *")), "observe")
         return obs
 
     def _native_host_states(self) -> np.ndarray:
@@ -194,8 +216,8 @@ class CraftaxEnv(CBackendEnv):
         (pycraftax.obs_compact; what backend="cuda" returns with obs="compact"):
         obs_compact.expand(records) is observe() bit for bit, in 1/33 of the bytes."""
         with self._lock:
-            self._check_open()
+            self._check_has_states("observe_compact")
             records = np.empty((self.num_envs, int(lib.craftax_obs_compact_size())), dtype=np.uint8)
-            check(lib.craftax_observe_compact(ptr(self._states, "void *"), self.num_envs, ptr(records, "uint8_t *")),
-                  "observe_compact")
+            self._check(lib.craftax_observe_compact(ptr(self._states, "void *"), self.num_envs,
+                                                    ptr(records, "uint8_t *")), "observe_compact")
             return records

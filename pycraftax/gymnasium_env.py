@@ -19,8 +19,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from pycraftax import registry
-from pycraftax import jax_random
+from pycraftax import jax_random, registry, rules
 from pycraftax.vec_env import check_reset_options
 
 NAMESPACE = "pycraftax"
@@ -45,11 +44,22 @@ def gym_id(env_id: str) -> str:
 def register_envs() -> list[str]:
     """Register every id of `registry.list_envs()` with gymnasium (idempotent); returns the
     gymnasium ids. `gymnasium.make(id)` gives a `CraftaxGymEnv`, `gymnasium.make_vec(id,
-    num_envs=N)` a `CraftaxVectorEnv` (its vector entry point)."""
+    num_envs=N)` a `CraftaxVectorEnv` (its vector entry point).
+
+    A build of modified rules (pycraftax.rules) registers its variant ids instead
+    ("pycraftax/Craftax-Symbolic-v1-rules-<fingerprint>"), and the official ids raise, naming
+    the variant's: a modified game cannot publish under the official name by accident."""
+    from gymnasium.envs import registration
+
+    try:
+        fingerprint = rules.rules_fingerprint()
+    except ImportError:
+        fingerprint = None  # neither the C extension nor the CUDA library: nothing to tell apart
     ids = []
     for env_id in registry.list_envs():
-        name = gym_id(env_id)
-        if name not in gymnasium.registry:
+        variant = rules.variant_id(env_id, fingerprint) if fingerprint else env_id
+        name = gym_id(variant)
+        if name not in registration.registry:
             gymnasium.register(
                 id=name,
                 entry_point=f"{__name__}:CraftaxGymEnv",
@@ -60,8 +70,22 @@ def register_envs() -> list[str]:
                 order_enforce=False,
                 disable_env_checker=True,
             )
+        official = registration.registry.get(gym_id(env_id))
+        if variant != env_id and (official is None or official.entry_point != f"{__name__}:refuse_official_id"):
+            registration.registry.pop(gym_id(env_id), None)
+            gymnasium.register(id=gym_id(env_id), entry_point=f"{__name__}:refuse_official_id",
+                               vector_entry_point=f"{__name__}:refuse_official_id",
+                               kwargs={"env_id": env_id, "variant": name}, order_enforce=False,
+                               disable_env_checker=True)
         ids.append(name)
     return ids
+
+
+def refuse_official_id(env_id: str, variant: str, **kwargs):
+    """The entry point of an official id in a build of modified rules."""
+    raise RuntimeError(f"this pycraftax build runs {rules.describe()}, not the released game: its gymnasium id for "
+                       f"{env_id} is {variant!r} (pycraftax.rules.variant_id); {gym_id(env_id)!r} stays the released "
+                       "rules' (docs/PORTING.md)")
 
 
 # -- spaces ------------------------------------------------------------------------------------
@@ -110,6 +134,10 @@ class CraftaxGymEnv(gymnasium.Env):
         if render_mode is not None:
             raise ValueError(f"render_mode must be None (pycraftax envs render with `pycraftax render`), "
                              f"got {render_mode!r}")
+        if "num_envs" in params:
+            raise TypeError(f"num_envs does not apply to the single env (gymnasium.make gives one env); for "
+                            f"{params['num_envs']!r} envs use gymnasium.make_vec({gym_id(env_id)!r}, "
+                            f"num_envs=..., vectorization_mode='vector_entry_point')")
         for name in ("seed", "resets", "reset_ratio"):
             if name in params:
                 raise TypeError(f"{name!r} does not apply to the single env, which resets only on reset() "

@@ -103,54 +103,83 @@ def split_params(kwargs: dict, classic: bool = False):
         else:
             raise TypeError(
                 f"unknown parameter {name!r}; EnvParams fields are {list(env_names)}, "
-                f"StaticEnvParams fields are {list(static_names)}"
+                f"StaticEnvParams fields are {list(static_names)}: a parameter must be one of them"
             )
-    for name, value in env_kwargs.items():
-        _check_env_param(name, value, shapes)
+    env_kwargs = {name: _check_env_param(name, value, shapes) for name, value in env_kwargs.items()}
     static = static_cls(**static_kwargs)
     default = static_cls()
     for name in static_kwargs:
         given, expected = getattr(static, name), getattr(default, name)
-        if tuple(np.atleast_1d(given).tolist()) != tuple(np.atleast_1d(expected).tolist()):
+        try:
+            same = tuple(np.atleast_1d(given).tolist()) == tuple(np.atleast_1d(expected).tolist())
+        except Exception:  # not even array-like: not the default either
+            same = False
+        if not same:
             raise ValueError(
                 f"StaticEnvParams.{name}={given!r} is not supported: the C and CUDA builds fix the "
-                f"state layout at upstream's defaults ({name}={expected!r})"
+                f"state layout at upstream's defaults, so it must be {name}={expected!r}"
             )
     return env_cls(**env_kwargs), static
 
 
-def _check_env_param(name: str, value, noise_angle_shapes=NOISE_ANGLE_SHAPES) -> None:
+# Noise-angle overrides are in turns: upstream multiplies them by 2*pi in float32 before cos/sin.
+# |angle| <= 1e5 keeps that product inside [-1e6, 1e6], where mathf.h's cosf/sinf are verified
+# bit for bit against XLA (conformance/test_mathf.py); upstream's own draws are in [0, 1).
+MAX_NOISE_ANGLE = 1e5
+
+
+def _check_env_param(name: str, value, noise_angle_shapes=NOISE_ANGLE_SHAPES):
+    """The value make() stores for parameter `name` (a plain bool, int or float, the angle
+    overrides as float32 copies), or TypeError/ValueError naming it and its allowed values."""
     if name in ("always_diamond", "god_mode"):
         if not isinstance(value, (bool, np.bool_)):
             raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
-        return
+        return bool(value)
     if name == "fractal_noise_angles":
-        if not isinstance(value, (tuple, list)) or len(value) != 4:
-            raise TypeError("fractal_noise_angles must be a tuple of 4 entries, each None or a float array")
-        for i, (angles, shape) in enumerate(zip(value, noise_angle_shapes)):
-            if angles is None:
-                continue
-            array = np.asarray(angles)
-            if array.shape != shape or not np.issubdtype(array.dtype, np.floating):
-                raise ValueError(
-                    f"fractal_noise_angles[{i}] must be None or a float array of shape {shape}, "
-                    f"got {array.dtype} {array.shape}"
-                )
-            if not np.all(np.isfinite(array)):
-                raise ValueError(f"fractal_noise_angles[{i}] must be finite")
-        return
+        return _check_noise_angles(value, noise_angle_shapes)
     if name in _FLOAT_LIMITS:
         lo, hi = _FLOAT_LIMITS[name]
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-            raise TypeError(f"{name} must be a float, got {type(value).__name__} {value!r}")
+            raise TypeError(f"{name} must be a float in [{lo}, {hi}], got {type(value).__name__} {value!r}")
         if not lo <= float(value) <= hi:
             raise ValueError(f"{name} must be in [{lo}, {hi}], got {value}")
-        return
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+        return float(value)
     lo, hi = _INT_LIMITS[name]
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int in [{lo}, {hi}], got {type(value).__name__} {value!r}")
     if not lo <= int(value) <= hi:
         raise ValueError(f"{name} must be in [{lo}, {hi}], got {value}")
+    return int(value)
+
+
+def _check_noise_angles(value, shapes) -> tuple:
+    expected = (f"fractal_noise_angles must be a tuple of 4 entries, each None or a float array of shapes "
+                f"{', '.join(map(str, shapes))} respectively, with finite values in [-{MAX_NOISE_ANGLE:g}, {MAX_NOISE_ANGLE:g}]")
+    if not isinstance(value, (tuple, list)) or len(value) != 4:
+        raise TypeError(f"{expected}, got {type(value).__name__}")
+    checked = []
+    for i, (angles, shape) in enumerate(zip(value, shapes)):
+        if angles is None:
+            checked.append(None)
+            continue
+        if isinstance(angles, np.ma.MaskedArray):
+            raise TypeError(f"fractal_noise_angles[{i}] must be a plain float array, got a numpy masked array")
+        try:
+            array = np.array(angles, copy=True, subok=False)
+        except Exception as exc:
+            raise TypeError(f"fractal_noise_angles[{i}] could not be read as an array ({type(exc).__name__}: "
+                            f"{exc}); {expected}") from exc
+        if array.shape != shape or array.dtype.kind != "f":
+            raise ValueError(f"fractal_noise_angles[{i}] must be None or a float array of shape {shape}, "
+                             f"got {array.dtype} {array.shape}")
+        # used as float32 (upstream multiplies the override by 2*pi in float32): checked as such
+        with np.errstate(over="ignore"):  # an overflow becomes inf, refused below
+            array = array.astype(np.float32)
+        if not np.all(np.abs(array) <= MAX_NOISE_ANGLE):  # NaN fails too
+            raise ValueError(f"fractal_noise_angles[{i}] must hold finite values in [-{MAX_NOISE_ANGLE:g}, "
+                             f"{MAX_NOISE_ANGLE:g}] (as float32), got min {array.min()} max {array.max()}")
+        checked.append(array)
+    return tuple(checked)
 
 
 def to_c(params: EnvParams, ffi=None):

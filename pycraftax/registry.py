@@ -62,9 +62,11 @@ def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, o
     memory it would use (host memory for "c", GPU memory for "cuda") raises MemoryError here,
     saying how many envs fit. Seeding, threads and spaces: pycraftax.vec_env.CraftaxVecEnv.
     """
-    from pycraftax import vec_env
+    from pycraftax import rules, vec_env
     from pycraftax.jax_random import prng_key
 
+    if isinstance(env_id, str) and rules.VARIANT_MARK in env_id:
+        env_id = rules.official_id(env_id)  # this build's variant id ("...-rules-<fingerprint>") names its game
     if env_id not in _ENV_IDS:
         raise ValueError(f"unknown env id {env_id!r}; available: {list(_ENV_IDS)}")
     num_envs = vec_env.check_num_envs(num_envs)

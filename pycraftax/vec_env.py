@@ -80,14 +80,26 @@ def check_resets(resets: str, reset_ratio, num_envs: int) -> tuple[str, int | No
     return resets, int(reset_ratio)
 
 
+def plain_copy(value, what: str, expected: str) -> np.ndarray:
+    """`value` (a numpy array) as a copy in a plain numpy.ndarray: checks run on the copy, and the
+    copy is what reaches C, whatever the caller's object does meanwhile. Masked arrays are
+    refused (every element would be used, masked or not), so is anything but a numpy array."""
+    if isinstance(value, np.ma.MaskedArray):
+        raise TypeError(f"{what} must be {expected}, got a numpy masked array (its mask would be ignored): "
+                        "pass array.filled(...)")
+    if not isinstance(value, np.ndarray):
+        raise TypeError(f"{what} must be {expected}, got {type(value).__name__}")
+    return np.array(value, copy=True, subok=False)
+
+
 def check_keys(keys, num_envs: int) -> np.ndarray:
-    """Validate raw JAX keys: uint32 [num_envs, 2]."""
-    if not isinstance(keys, np.ndarray):
-        raise TypeError(f"keys must be a numpy uint32 array of shape ({num_envs}, 2), got {type(keys).__name__}")
+    """Validate raw JAX keys: uint32 [num_envs, 2]; returns a C-contiguous copy."""
+    expected = f"a numpy uint32 array of shape ({num_envs}, 2) (raw jax.random key data)"
+    keys = plain_copy(keys, "keys", expected)
     if keys.dtype != np.uint32:
-        raise TypeError(f"keys must have dtype uint32 (raw jax.random key data), got {keys.dtype}")
+        raise TypeError(f"keys must be {expected}, got dtype {keys.dtype}")
     if keys.shape != (num_envs, 2):
-        raise ValueError(f"keys must have shape ({num_envs}, 2), got {keys.shape}")
+        raise ValueError(f"keys must be {expected}, got shape {keys.shape}")
     return np.ascontiguousarray(keys)
 
 
@@ -96,35 +108,72 @@ def _dlpack_on_cpu(actions) -> bool:
     return device is not None and int(device()[0]) == 1  # kDLCPU
 
 
+def _tensor_problem(actions) -> str | None:
+    """Why a torch tensor cannot be actions (sparse, on the meta device, not integer), or None;
+    said here because torch's own errors (from DLPack) do not name the argument."""
+    if not type(actions).__module__.startswith("torch"):
+        return None
+    layout = getattr(actions, "layout", None)
+    if layout is not None and str(layout) != "torch.strided":
+        return f"a torch tensor with layout {layout} (call .to_dense())"
+    if getattr(actions, "is_meta", False):
+        return "a torch tensor on the meta device (it holds no values)"
+    dtype = getattr(actions, "dtype", None)
+    if dtype is not None and (getattr(dtype, "is_floating_point", False) or getattr(dtype, "is_complex", False)
+                              or str(dtype) == "torch.bool"):
+        return f"a torch tensor of dtype {dtype} (actions must have an integer dtype)"
+    return None
+
+
 def host_array(actions, num_envs: int) -> np.ndarray:
     """`actions` as a numpy array: numpy itself; a CPU tensor through DLPack without a copy
     (torch, JAX); an array on a device through its `.cpu()` (torch) or `__array__` (JAX),
-    one host copy. Python lists are refused, so that a per-element Python loop is never hidden here."""
+    one host copy. Python lists, masked arrays and anything these paths cannot read are refused
+    with a TypeError that says what actions must be (a per-element Python loop is never hidden
+    here)."""
+    expected = (f"an integer array of shape ({num_envs},) (a numpy array, a torch tensor or a JAX array) with values "
+                "in [0, num_actions)")
+    if isinstance(actions, np.ma.MaskedArray):
+        raise TypeError(f"actions must be {expected}, got a numpy masked array (its mask would be ignored): "
+                        "pass array.filled(...)")
     if isinstance(actions, np.ndarray):
         return actions
-    if _dlpack_on_cpu(actions):
-        return np.from_dlpack(actions)
-    if hasattr(actions, "__dlpack__") and callable(getattr(actions, "cpu", None)):
-        return np.from_dlpack(actions.cpu())
-    if hasattr(actions, "__array__"):
-        return np.asarray(actions)
-    raise TypeError(
-        f"actions must be an integer array of shape ({num_envs},): a numpy array, a torch tensor or a "
-        f"JAX array, got {type(actions).__name__}"
-    )
+    problem = _tensor_problem(actions)
+    if problem:
+        raise TypeError(f"actions must be {expected}, got {problem}")
+    readable = any(hasattr(actions, a) for a in ("__dlpack_device__", "__dlpack__", "__array__"))
+    if not readable:
+        raise TypeError(f"actions must be {expected}, got {type(actions).__name__}")
+    try:
+        if _dlpack_on_cpu(actions):
+            array = np.from_dlpack(actions)
+        elif hasattr(actions, "__dlpack__") and callable(getattr(actions, "cpu", None)):
+            array = np.from_dlpack(actions.cpu())
+        else:
+            array = np.asarray(actions)
+    except Exception as exc:  # the array library's own error names no argument: say which one
+        raise TypeError(f"actions must be {expected}; reading the {type(actions).__name__} given failed with "
+                        f"{type(exc).__name__}: {exc}") from exc
+    if not isinstance(array, np.ndarray) or array.dtype == object:
+        raise TypeError(f"actions must be {expected}; the {type(actions).__name__} given reads as "
+                        f"{type(array).__name__} {getattr(array, 'dtype', '')}")
+    return array
 
 
 def check_actions(actions, num_envs: int, num_actions: int = NUM_ACTIONS) -> np.ndarray:
     """Validate actions: an integer array (numpy, torch, JAX) of shape (num_envs,) with values
-    in [0, num_actions) (43 for full Craftax); returns them as a C-contiguous numpy int32 array."""
+    in [0, num_actions) (43 for full Craftax); returns them as a C-contiguous int32 copy (the
+    values checked are the values stepped, whatever the caller's array does meanwhile)."""
     actions = host_array(actions, num_envs)
-    if not np.issubdtype(actions.dtype, np.integer):
-        raise TypeError(f"actions must have an integer dtype, got {actions.dtype}")
+    if actions.dtype.kind not in "iu":  # bool, float, timedelta64 (NaT), object, ... are not actions
+        raise TypeError(f"actions must have an integer dtype (int8..int64 or uint8..uint64), got {actions.dtype}")
     if actions.shape != (num_envs,):
         raise ValueError(f"actions must have shape ({num_envs},), got {actions.shape}")
-    if actions.size and (actions.min() < 0 or actions.max() >= num_actions):
-        bad = int(np.flatnonzero((actions < 0) | (actions >= num_actions))[0])
-        raise ValueError(f"actions[{bad}] = {actions[bad]} is outside [0, {num_actions})")
+    actions = np.array(actions, copy=True, subok=False)
+    outside = (actions < 0) | (actions >= num_actions)
+    if np.any(outside):
+        bad = int(np.flatnonzero(outside)[0])
+        raise ValueError(f"actions[{bad}] = {actions[bad]} is outside [0, {num_actions}): actions must be integers in it")
     return np.ascontiguousarray(actions, dtype=np.int32)
 
 
@@ -144,34 +193,65 @@ def available_host_memory() -> int | None:
 
 
 # -- observation bounds ------------------------------------------------------------------------
-def _div10_max(n: int) -> float:
-    """The larger of upstream's two roundings of n / 10 (craftax_div10 in obs.h)."""
-    return float(max(np.float32(n) / np.float32(10), np.float32(n) * np.float32(0.1)))
+def _div10_range(lo: float, hi: float) -> tuple[float, float]:
+    """The smallest and largest of upstream's two roundings of x / 10 (craftax_div10 in
+    obs.h: x * 0.1f, or x / 10 in a fresh world's obs) over x in [lo, hi] (monotone in x)."""
+    def both(x):
+        return np.float32(x) / np.float32(10), np.float32(x) * np.float32(0.1)
+
+    return float(min(both(lo))), float(max(both(hi)))
 
 
-# The 51 scalars after the map view, in obs.h's CRAFTAX_OBS_SCALARS order, at their largest:
-# integer fields at the top of their set_state domain (the leaf table), player_health at
-# get_max_health = 8 + strength with strength <= 99, light_level <= 1 (1 - |cos|^3). The
-# map view before them is one-hot and visibility flags, all in [0, 1].
-_SCALAR_HIGH = (
-    [1.0] * 10  # sqrt(n) / 10 of wood .. arrows, n <= 99
-    + [49.5, 1.0, 1.0]  # books / 2, pickaxe / 4, sword / 4
-    + [2.0, 2.0, 99.0]  # sword and bow enchantment, bow
-    + [1.0] * 6  # sqrt(potions) / 10
-    + [_div10_max(8 + 99)]  # health / 10
-    + [_div10_max(99)] * 8  # food, drink, energy, mana, xp, dexterity, strength, intelligence / 10
-    + [1.0] * 4  # direction one-hot
-    + [1.0] * 4  # armour / 2, armour <= 2
-    + [2.0] * 4  # armour enchantments
-    + [1.0] * 5  # light level, sleeping, resting, two learned spells
-    + [_div10_max(8)]  # player_level / 10
-    + [1.0, 1.0]  # level cleared, boss vulnerable
-)
+def _scalar_bounds() -> tuple[list[float], list[float]]:
+    """(low, high) of the 51 scalars after the map view, in obs.h's CRAFTAX_OBS_SCALARS order,
+    over the states set_state accepts (the leaf table's domains): every state a step can
+    produce is one of them (docs/STATE_DOMAIN.md)."""
+    from pycraftax import _state  # the leaf table as data: no extension is loaded
+
+    leaf = _state.LEAF_BY_NAME
+
+    def div10(name):
+        return _div10_range(leaf[name].min_value, leaf[name].max_value)
+
+    def scaled(name, factor):
+        return leaf[name].min_value * factor, leaf[name].max_value * factor
+
+    def sqrt_div10(name):
+        return float(np.sqrt(np.float32(leaf[name].min_value)) * np.float32(0.1)), float(
+            np.sqrt(np.float32(leaf[name].max_value)) * np.float32(0.1))
+
+    sqrt_counts = ("wood", "stone", "coal", "iron", "diamond", "sapphire", "ruby", "sapling", "torches", "arrows")
+    bounds = [sqrt_div10("inventory." + name) for name in sqrt_counts]
+    bounds += [scaled("inventory.books", 0.5), scaled("inventory.pickaxe", 0.25), scaled("inventory.sword", 0.25)]
+    bounds += [scaled("sword_enchantment", 1), scaled("bow_enchantment", 1), scaled("inventory.bow", 1)]
+    bounds += [sqrt_div10("inventory.potions")] * 6
+    bounds += [div10(name) for name in ("player_health", "player_food", "player_drink", "player_energy", "player_mana",
+                                        "player_xp", "player_dexterity", "player_strength", "player_intelligence")]
+    bounds += [(0.0, 1.0)] * 4  # direction one-hot
+    bounds += [scaled("inventory.armour", 0.5)] * 4
+    bounds += [scaled("armour_enchantments", 1)] * 4
+    bounds += [(leaf["light_level"].min_value, leaf["light_level"].max_value)]
+    bounds += [(0.0, 1.0)] * 4  # sleeping, resting, two learned spells
+    bounds += [div10("player_level")]
+    bounds += [(0.0, 1.0)] * 2  # level cleared, boss vulnerable
+    return [float(lo) for lo, _ in bounds], [float(hi) for _, hi in bounds]
+
+
+_SCALAR_LOW, _SCALAR_HIGH = _scalar_bounds()
 NUM_OBS_SCALARS = len(_SCALAR_HIGH)
 
 
+def observation_low() -> np.ndarray:
+    """float32 [8268]: the smallest value each symbolic obs entry takes: 0, except the xp
+    scalar (xp is a counter that wraps in int32, as upstream's does)."""
+    low = np.zeros(OBS_SIZE, dtype=np.float32)
+    low[OBS_SIZE - NUM_OBS_SCALARS:] = _SCALAR_LOW
+    return low
+
+
 def observation_high() -> np.ndarray:
-    """float32 [8268]: the largest value each symbolic obs entry takes (the lower bound is 0)."""
+    """float32 [8268]: the largest value each symbolic obs entry takes; the map view (one-hot
+    and visibility flags) is in [0, 1]."""
     high = np.ones(OBS_SIZE, dtype=np.float32)
     high[OBS_SIZE - NUM_OBS_SCALARS:] = _SCALAR_HIGH
     return high
@@ -247,7 +327,7 @@ class CraftaxVecEnv:
         if self.obs_mode == "compact":
             self.single_observation_space = gymnasium.spaces.Box(0, 255, (obs_compact.COMPACT_SIZE,), np.uint8)
         else:
-            self.single_observation_space = gymnasium.spaces.Box(np.float32(0.0), self._observation_high(),
+            self.single_observation_space = gymnasium.spaces.Box(self._observation_low(), self._observation_high(),
                                                                  (self.obs_size,), np.float32)
         self.single_action_space = gymnasium.spaces.Discrete(self.num_actions)
         self._batched_spaces = None
@@ -256,6 +336,9 @@ class CraftaxVecEnv:
         """bool [N]: whether each state of a get_state() dict is over by the game's rules
         (upstream's is_game_over without its time limit): died, or beat the necromancer."""
         return (state["player_health"] <= 0) | (state["boss_progress"] >= self.static_params.num_levels - 1)
+
+    def _observation_low(self) -> np.ndarray:
+        return observation_low()
 
     def _observation_high(self) -> np.ndarray:
         return observation_high()
@@ -277,6 +360,14 @@ class CraftaxVecEnv:
         return self._batched_spaces
 
     @property
+    def spec_id(self) -> str:
+        """The id this env's results are reported under: env_id on the released rules, the
+        variant id "<env_id>-rules-<fingerprint>" on modified ones (pycraftax.rules)."""
+        from pycraftax import rules
+
+        return rules.variant_id(self.env_id)
+
+    @property
     def observation_space(self):
         """The batched observation space (gymnasium Box [num_envs, ...]), built on first use."""
         return self._batched()[0]
@@ -295,12 +386,12 @@ class CraftaxVecEnv:
 
     @key.setter
     def key(self, value) -> None:
-        if not isinstance(value, np.ndarray) or value.dtype != np.uint32 or value.shape != (2,):
-            shape = getattr(value, "shape", None)
-            dtype = getattr(value, "dtype", type(value).__name__)
-            raise TypeError(f"key must be a numpy uint32 array of shape (2,), got {dtype} {shape}")
+        expected = "a numpy uint32 array of shape (2,) (a raw jax.random key)"
+        value = plain_copy(value, "key", expected)
+        if value.dtype != np.uint32 or value.shape != (2,):
+            raise TypeError(f"key must be {expected}, got {value.dtype} {value.shape}")
         with self._lock:
-            self._key = value.copy()
+            self._key = value
 
     @property
     def report_final_obs(self) -> bool:
@@ -434,23 +525,28 @@ class CraftaxVecEnv:
     def observe(self):
         """render_craftax_symbolic of the current states (the compact records with obs="compact")."""
         with self._lock:
-            self._check_open()
+            self._check_has_states("observe")
             return self._native_observe()
 
     # -- states -----------------------------------------------------------------------------
     def get_state(self) -> dict[str, np.ndarray]:
         """Every EnvState leaf, [num_envs, *upstream shape], upstream dtype (a host copy)."""
         with self._lock:
-            self._check_open()
+            self._check_has_states("get_state")
             return self._state_table().get_state(self._native_host_states())
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
-        """Replace every env's state (a dict as get_state returns). Validates all leaves first
-        (dtypes, shapes, value domains, and health > 0 at every masked mob of the classes
-        that live, as in every state reachable from reset); on error nothing changes."""
+        """Replace every env's state (a dict as get_state returns: plain numpy arrays, masked
+        arrays refused). Copies and validates all leaves first (dtypes, shapes, the value
+        domain of docs/STATE_DOMAIN.md, and health > 0 at every masked mob of the classes
+        that live, as in every state reachable from reset), then the C extension checks the
+        bytes as they will be written; on error nothing changes. Every state step() or
+        step_with_keys() can produce from an accepted state is accepted again."""
         with self._lock:
             self._check_open()
-            converted = self._state_table().validate_state(state, self.num_envs)
+            table = self._state_table()
+            converted = table.validate_state(state, self.num_envs)
+            table.check_written(converted, self.num_envs)
             self._native_write_states(converted)
             self._needs_reset = False
 
@@ -488,10 +584,39 @@ class CraftaxVecEnv:
         if settle:
             self._settle_async()
 
+    def _check_has_states(self, what: str) -> None:
+        """Raise if closed, or before the first reset: until then the env holds no game state
+        (zeroed buffers, which no reset or step produces and set_state would refuse)."""
+        self._check_open()
+        if self._needs_reset:
+            raise RuntimeError(f"{what}() before the first reset: call env.reset() (or reset_with_keys / set_state)")
+
     def _check_stepping(self, what: str, settle: bool = True) -> None:
         self._check_open(settle)
         if self._needs_reset:
             raise RuntimeError(f"{what}() before the first reset: call env.reset() (or reset_with_keys / set_state)")
+        if getattr(self.params, "god_mode", False):
+            self._check_room_to_walk(what)
+
+    def _check_room_to_walk(self, what: str) -> None:
+        """With god_mode the player walks through anything, off the map too, one cell a step.
+        Player positions are kept to the leaf table's range (docs/STATE_DOMAIN.md: beyond it
+        upstream's squared int32 distances to the map's cells wrap), so a step is refused while
+        a player stands on its edge, where one more step could leave it."""
+        self._settle_async()  # the positions after every step in flight
+        leaf = self._state_table().by_name["player_position"]
+        positions = self._native_read_leaf("player_position")
+        on_edge = (positions <= leaf.min_value) | (positions >= leaf.max_value)
+        if np.any(on_edge):
+            env = int(np.argwhere(on_edge)[0][0])
+            raise ValueError(
+                f"{what}: with god_mode, every player_position must stay inside ({leaf.min_value}, {leaf.max_value}) "
+                f"on both axes to be stepped (one step could take it out of the range where pycraftax reproduces "
+                f"craftax 1.6.1), but env {env}'s is {positions[env].tolist()}; nothing changed")
+
+    def _native_read_leaf(self, name: str) -> np.ndarray:
+        """One leaf of every env in storage dtype (a backend with device states overrides this)."""
+        return self._state_table().by_name[name].view(self._native_host_states())
 
     def _repr_details(self) -> str:
         return ""
@@ -500,7 +625,7 @@ class CraftaxVecEnv:
         resets = "" if self.resets == "auto" else f", resets='optimistic', reset_ratio={self.reset_ratio}"
         obs = "" if self.obs_mode == "float" else f", obs={self.obs_mode!r}"
         closed = ", closed" if self._closed else ""
-        return (f"{type(self).__name__}({self.env_id!r}, num_envs={self.num_envs}, backend={self.backend!r}"
+        return (f"{type(self).__name__}({self.spec_id!r}, num_envs={self.num_envs}, backend={self.backend!r}"
                 f"{self._repr_details()}{obs}{resets}{closed})")
 
     # -- what a backend implements ------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Robustness of set_state/step against arbitrary (not only realistic) input.
 
 Hypothesis draws whole state dicts leaf by leaf: every value inside the domain that
-set_state accepts must step without a crash (the sanitize nox session runs this file under
+set_state accepts (docs/STATE_DOMAIN.md) must step without a crash (the sanitize nox session runs this file under
 AddressSanitizer + UBSan), and any value outside it must be rejected with an error naming
 the leaf, leaving the env unchanged.
 """
@@ -32,9 +32,11 @@ def leaf_values(leaf: _state.Leaf, seed: int) -> np.ndarray:
         return rng.integers(0, 2, size=shape).astype(np.bool_)
     if leaf.dtype == np.uint32:
         return rng.integers(0, 2**32, size=shape, dtype=np.uint64).astype(np.uint32)
-    if leaf.dtype == np.float32:
-        choices = np.array([0.0, -0.0, 1.0, -1.0, 0.05, 9.0, -1e6, 1e6, 3.4e38, -3.4e38, 1e-45], dtype=np.float32)
-        values = rng.normal(0, 10, size=shape).astype(np.float32)
+    if leaf.dtype == np.float32:  # finite, inside the leaf's bounds (health, light level, mana recovery)
+        lo, hi = np.float32(leaf.min_value), np.float32(leaf.max_value)
+        choices = np.array([0.0, -0.0, 1.0, -1.0, 0.05, 9.0, -1e6, 1e6, 3.4e38, -3.4e38, 1e-45, lo, hi], dtype=np.float32)
+        choices = choices[(choices >= lo) & (choices <= hi)]
+        values = np.clip(rng.normal(0, 10, size=shape), lo, hi).astype(np.float32)
         edge = rng.random(size=shape) < 0.3
         values[edge] = rng.choice(choices, size=int(edge.sum()))
         return values
@@ -88,7 +90,12 @@ def test_out_of_domain_values_are_rejected(leaf_index, data):
         with pytest.raises(TypeError, match=leaf.name):
             env.set_state(state)
     elif target.dtype == np.float32:
-        bad = data.draw(st.sampled_from([np.nan, np.inf, -np.inf]))
+        outside = [np.nan, np.inf, -np.inf]
+        if leaf.min_value > -_state.FLOAT32_MAX:
+            outside.append(np.nextafter(np.float32(leaf.min_value), np.float32(-np.inf)))
+        if leaf.max_value < _state.FLOAT32_MAX:
+            outside.append(np.nextafter(np.float32(leaf.max_value), np.float32(np.inf)))
+        bad = data.draw(st.sampled_from(outside))
         index = data.draw(st.integers(0, target.size - 1))
         target.reshape(-1)[index] = bad
         with pytest.raises(ValueError, match=leaf.name):

@@ -22,7 +22,7 @@ import pytest
 
 import pycraftax
 from pycraftax import _state, cuda_env, jax_random
-from pycraftax.vec_env import NUM_ACTIONS, OBS_SIZE, observation_high
+from pycraftax.vec_env import NUM_ACTIONS, OBS_SIZE, observation_high, observation_low
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -92,12 +92,17 @@ def test_injected_extreme_states_obs_stay_in_the_box(which):
     env.reset(seed=0)
     env.set_state(extreme_state(env, which))
     obs = env.observe()
-    high = observation_high()
-    outside = np.argwhere((obs < 0) | (obs > high))
+    low, high = observation_low(), observation_high()
+    assert env.single_observation_space.contains(obs[0])
+    outside = np.argwhere((obs < low) | (obs > high))
     assert outside.size == 0, f"obs entries outside the Box: {outside[:5].tolist()}"
+    scalars = obs[0, OBS_SIZE - 51:]
     if which == "max":  # the bounds are tight where the state is extreme
-        scalars = obs[0, OBS_SIZE - 51:]
-        np.testing.assert_allclose(scalars[[10, 15, 22, 23]], high[OBS_SIZE - 51:][[10, 15, 22, 23]], rtol=1e-6)
+        # books / 2, bow, health / 10, food / 10, mana / 10, xp / 10
+        tight = [10, 15, 22, 23, 26, 27]
+        np.testing.assert_allclose(scalars[tight], high[OBS_SIZE - 51:][tight], rtol=1e-6)
+    else:  # xp / 10 is the one scalar below 0: xp is a counter that wraps in int32
+        assert scalars[27] == low[OBS_SIZE - 51 + 27] < 0
 
 
 # -- seeding -----------------------------------------------------------------------------------
@@ -130,13 +135,16 @@ def test_reset_seed_restarts_the_key_stream_at_prng_key():
 
 def test_step_before_reset_raises_and_changes_nothing():
     env = make(2)
-    before = env.get_state()
+    before = env._states.copy()
     with pytest.raises(RuntimeError, match="reset"):
         env.step(np.zeros(2, np.int32))
     with pytest.raises(RuntimeError, match="reset"):
         env.step_with_keys(np.zeros(2, np.int32), np.zeros((2, 2), np.uint32))
-    for name, value in env.get_state().items():
-        np.testing.assert_array_equal(value, before[name])
+    # there is no game state before a reset to read either (set_state would refuse the zeros)
+    for call in (env.get_state, env.observe):
+        with pytest.raises(RuntimeError, match=r"before the first reset: call env.reset\(\)"):
+            call()
+    np.testing.assert_array_equal(env._states, before)
     env.reset_with_keys(jax_random.split(jax_random.prng_key(0), 2))
     env.step(np.zeros(2, np.int32))  # any reset (or set_state) allows stepping
 

@@ -33,7 +33,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
-from pycraftax import _native, _state
+from pycraftax import _native, _state, rules
 from pycraftax._native import lib
 from pycraftax.jax import ffi_build
 from pycraftax.jax.params import PARAMS_WORDS, pack_on_host, pack_params
@@ -76,6 +76,7 @@ def _load() -> ctypes.CDLL:
     except OSError as exc:
         raise ImportError(f"pycraftax.jax: cannot load {path} ({exc}); reinstall pycraftax (from the clone's root: "
                           f"{ffi_build.CLONE_FIX})") from exc
+    # the layout compiled into the handlers; their rules are the loaded extension's by construction
     _check_abi(library.pycraftax_xla_abi, LIBRARY.name)
     for target, symbol in _HANDLERS.items():
         jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(getattr(library, symbol + "Cpu")), platform="cpu")
@@ -95,6 +96,16 @@ def _check_abi(abi, name: str) -> None:
             f"obs size = {built}, this package {expected}); reinstall pycraftax (from the clone's root: "
             f"{ffi_build.CLONE_FIX})"
         )
+
+
+def _rules_of(library: ctypes.CDLL, symbol: str, name: str) -> str:
+    """The rules fingerprint a library (or the CUDA library it links) was built with."""
+    try:
+        fingerprint = getattr(library, symbol)
+    except AttributeError:
+        raise ImportError(f"{name} predates rules fingerprints (no {symbol}); rebuild pycraftax") from None
+    fingerprint.restype = ctypes.c_char_p
+    return fingerprint().decode()
 
 
 def _cuda_library_path() -> Path | None:
@@ -122,6 +133,8 @@ def _load_cuda() -> ctypes.CDLL | None:
         return None
     library = ctypes.CDLL(str(path))
     _check_abi(library.pycraftax_xla_cuda_abi, CUDA_LIBRARY.name)
+    # the handlers call libcraftax_cuda.so directly, not through cuda_env's loader: the same check
+    rules.check_cuda_agrees(_rules_of(library, "craftax_cuda_rules_fingerprint", CUDA_LIBRARY.name), path)
     library.pycraftax_xla_cuda_take_invalid_action.restype = ctypes.c_int
     library.pycraftax_xla_cuda_take_invalid_action.argtypes = [ctypes.POINTER(ctypes.c_int64)] * 2
     for target, symbol in _HANDLERS.items():

@@ -459,6 +459,15 @@ def _print_resumed(path: str, trainer, note: str | None = None) -> None:
         print(f"  {note}")
 
 
+def _print_rules_note(env_id: str) -> None:
+    """On modified rules, say so (results then belong to the variant, not to the released game)."""
+    from pycraftax import rules
+
+    note = rules.modified_note()
+    if note:
+        print(f"{note}: not the released game; results are {rules.variant_id(env_id)}'s")
+
+
 def _run_and_report(args, trainer, quiet: bool = False) -> None:
     """Train with the signal handlers on; rank 0 (quiet False) prints the run's summary."""
     from pycraftax.train.loop import now
@@ -468,6 +477,7 @@ def _run_and_report(args, trainer, quiet: bool = False) -> None:
         ranks = f" over {trainer.world_size} ranks of {trainer.local_envs} envs" if trainer.world_size > 1 else ""
         print(f"{trainer.TITLE} ({config.dtype}) on {config.env_id} ({trainer.env.backend} env): "
               f"{describe_sizes(config)}{ranks}, {config.num_updates:,} updates -> {trainer.out_dir}")
+        _print_rules_note(config.env_id)
     t0 = now()
     start_update = trainer.update
     with stop_on_signals(trainer, interrupt=trainer.world_size == 1):
@@ -551,6 +561,7 @@ def cmd_eval(args) -> int:
     if not res["episodes"]:
         print("no episode finished within the step limit")
         return 1
+    _print_rules_note(res["env_id"])
     print(f"{res['env_id']}, {res['episodes']:,} episodes: return {res['return_mean']:.2f} +- {res['return_std']:.2f}, "
           f"length {res['length_mean']:,.0f}")
     for name, rate in sorted(res["achievements"].items(), key=lambda kv: -kv[1]):

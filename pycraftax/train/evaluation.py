@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pycraftax import jax_random
+from pycraftax import jax_random, rules
 from pycraftax.achievements import names_by_index
 from pycraftax.progress import Progress
 from pycraftax.train import interop
@@ -99,4 +99,5 @@ def evaluate(params: dict, num_episodes: int = 32, num_envs: int = 16, seed: int
     return dict(episodes=len(rets), returns=rets, return_mean=float(np.mean(rets)) if rets else None,
                 return_std=float(np.std(rets)) if rets else None,
                 length_mean=float(np.mean(lens)) if lens else None,
-                env_id=env_id, achievements=dict(zip(names, (float(r) for r in rates))))
+                env_id=env_id, rules=rules.rules_fingerprint(),
+                achievements=dict(zip(names, (float(r) for r in rates))))

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pycraftax import rules
 from pycraftax.achievements import names_by_index
 from pycraftax.progress import Progress
 from pycraftax.train import interop
@@ -176,7 +177,8 @@ class RunLoop:
             self.window_returns.append(ret)
             self.window_lengths.append(length)
             self.window_ach.append(ach)
-        m = dict(update=self.update, env_steps=self.env_steps, env_id=c.env_id, episodes=len(episodes),
+        m = dict(update=self.update, env_steps=self.env_steps, env_id=c.env_id, rules=rules.rules_fingerprint(),
+                 episodes=len(episodes),
                  episode_return=(float(np.mean([e[0] for e in episodes])) if episodes else None),
                  episode_length=(float(np.mean([e[1] for e in episodes])) if episodes else None),
                  return_window=(float(np.mean(self.window_returns)) if self.window_returns else None),

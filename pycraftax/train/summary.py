@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pycraftax import rules
 from pycraftax.achievements import names_by_index
 from pycraftax.params import CRAFTAX_ENV_ID
 from pycraftax.progress import format_count, format_duration
@@ -183,7 +184,8 @@ def summarize(lines: list[dict], final_fraction: float = 0.01) -> dict:
                 median_update_steps_per_s=float(np.median([m["sps"] for m in lines])),
                 curve=curve, achievement_success_rates=dict(sorted(rates.items(), key=lambda x: -x[1])),
                 achievements=len(names_by_index(lines[-1].get("env_id", CRAFTAX_ENV_ID))),
-                skill_ladder=skill_ladder.ladder_from_lines(lines), time_to_scoreboard=time_to_scores(lines, k))
+                skill_ladder=skill_ladder.ladder_from_lines(lines), time_to_scoreboard=time_to_scores(lines, k),
+                rules=sorted({m["rules"] for m in lines if "rules" in m}))
 
 
 def report(s: dict) -> str:
@@ -196,6 +198,9 @@ def report(s: dict) -> str:
     span = f"over {s['updates']:,} updates" if s["first_update"] == 1 else \
         f"(updates {s['first_update']:,}..{s['last_update']:,} of a resumed run)"
     lines = [f"{s['env_steps']:,} env steps {span}; {score}"]
+    modified = [note for note in map(rules.modified_note, s.get("rules") or []) if note]
+    if modified:  # runs recorded before the fingerprint have no "rules"
+        lines.insert(0, f"{', '.join(modified)}: not the released game's rules")
     if s["curve"]:
         lines.append("curve: " + ", ".join(f"{format_count(c['env_steps'])} steps {c['episode_return']:.2f}"
                                            for c in s["curve"]))

@@ -3,6 +3,7 @@
  */
 #include "craftax_api_classic.h"
 
+#include <float.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "craftax/step.h"
 #include "craftax_classic/step.h"
 #include "optimistic_step.h"
+#include "state_domain.h"
 
 int craftax_classic_obs_size(void) { return CRAFTAX_CLASSIC_OBS_SIZE; }
 int craftax_classic_num_actions(void) { return CRAFTAX_CLASSIC_NUM_ACTIONS; }
@@ -27,7 +29,10 @@ size_t craftax_classic_state_size(void) { return sizeof(CraftaxClassicState); }
 #define BOOL CRAFTAX_DTYPE_BOOL
 #define M CRAFTAX_CLASSIC_MAP_SIZE
 #define LEAF(name, member, storage, dtype, ndim, s0, s1, lo, hi) \
-    {name, (uint32_t)offsetof(CraftaxClassicState, member), storage, dtype, ndim, {s0, s1, 0, 0}, lo, hi, 0}
+    {name, (uint32_t)offsetof(CraftaxClassicState, member), storage, dtype, ndim, {s0, s1, 0, 0}, lo, hi, 0, 0.0f, 0.0f}
+/* A float32 leaf: finite values in [lo, hi]. */
+#define FLOAT_LEAF(name, member, lo, hi) \
+    {name, (uint32_t)offsetof(CraftaxClassicState, member), F32, F32, 0, {0, 0, 0, 0}, 0, 0, 0, lo, hi}
 #define MOBS(prefix, member, n, pos_lo, pos_hi, health_lo)                                   \
     LEAF(prefix ".position", member.position, I32, I32, 2, n, 2, pos_lo, pos_hi),             \
         LEAF(prefix ".health", member.health, I32, I32, 1, n, 0, health_lo, INT_MAX),          \
@@ -35,10 +40,13 @@ size_t craftax_classic_state_size(void) { return sizeof(CraftaxClassicState); }
         LEAF(prefix ".attack_cooldown", member.attack_cooldown, I32, I32, 1, n, 0, INT_MIN, INT_MAX)
 #define INV(name) LEAF("inventory." #name, inventory.name, I32, I32, 0, 0, 0, 0, 9)
 
-/* Leaves in upstream EnvState field order. Integer domains are what set_state accepts: block
- * ids, map coordinates, intrinsics and inventory as a step leaves them (0..9; health 9 at
- * most, the obs shows counts / 10 as float16); counters that upstream lets run freely
- * (cooldowns, plant ages, dead arrows' positions and health) take any int32. */
+/* Leaves in upstream EnvState field order. The domain set_state accepts (docs/STATE_DOMAIN.md)
+ * holds every state reset or step can reach under any params make() accepts, and nothing the
+ * step can leave: block ids, map coordinates, intrinsics and inventory as a step leaves them
+ * (0..9; health 9 at most, the obs shows counts / 10 as float16); counters that upstream lets
+ * run freely and wrap in int32 as XLA's do (cooldowns, plant ages, the timestep, dead arrows'
+ * positions and health) take any int32; floats are finite, the light level (which the obs
+ * shows) in 0..1. */
 static const CraftaxLeaf LEAVES[] = {
     LEAF("map", map, U8, I32, 2, M, M, 0, CRAFTAX_CLASSIC_NUM_BLOCK_TYPES - 1),
     LEAF("mob_map", mob_map, U8, BOOL, 2, M, M, 0, 1),
@@ -49,10 +57,10 @@ static const CraftaxLeaf LEAVES[] = {
     LEAF("player_drink", player_drink, I32, I32, 0, 0, 0, 0, 9),
     LEAF("player_energy", player_energy, I32, I32, 0, 0, 0, 0, 9),
     LEAF("is_sleeping", is_sleeping, U8, BOOL, 0, 0, 0, 0, 1),
-    LEAF("player_recover", player_recover, F32, F32, 0, 0, 0, 0, 0),
-    LEAF("player_hunger", player_hunger, F32, F32, 0, 0, 0, 0, 0),
-    LEAF("player_thirst", player_thirst, F32, F32, 0, 0, 0, 0, 0),
-    LEAF("player_fatigue", player_fatigue, F32, F32, 0, 0, 0, 0, 0),
+    FLOAT_LEAF("player_recover", player_recover, -FLT_MAX, FLT_MAX),
+    FLOAT_LEAF("player_hunger", player_hunger, -FLT_MAX, FLT_MAX),
+    FLOAT_LEAF("player_thirst", player_thirst, -FLT_MAX, FLT_MAX),
+    FLOAT_LEAF("player_fatigue", player_fatigue, -FLT_MAX, FLT_MAX),
     INV(wood),
     INV(stone),
     INV(coal),
@@ -74,10 +82,10 @@ static const CraftaxLeaf LEAVES[] = {
          M - 1),
     LEAF("growing_plants_age", growing_plants_age, I32, I32, 1, CRAFTAX_CLASSIC_MAX_GROWING_PLANTS, 0, INT_MIN, INT_MAX),
     LEAF("growing_plants_mask", growing_plants_mask, U8, BOOL, 1, CRAFTAX_CLASSIC_MAX_GROWING_PLANTS, 0, 0, 1),
-    LEAF("light_level", light_level, F32, F32, 0, 0, 0, 0, 0),
+    FLOAT_LEAF("light_level", light_level, 0.0f, 1.0f),
     LEAF("achievements", achievements, U8, BOOL, 1, CRAFTAX_CLASSIC_NUM_ACHIEVEMENTS, 0, 0, 1),
     LEAF("state_rng", state_rng, U32, U32, 1, 2, 0, 0, 0),
-    LEAF("timestep", timestep, I32, I32, 0, 0, 0, 0, INT_MAX),
+    LEAF("timestep", timestep, I32, I32, 0, 0, 0, INT_MIN, INT_MAX),
 };
 
 int craftax_classic_num_leaves(void) { return (int)(sizeof(LEAVES) / sizeof(LEAVES[0])); }
@@ -85,6 +93,41 @@ int craftax_classic_num_leaves(void) { return (int)(sizeof(LEAVES) / sizeof(LEAV
 const CraftaxLeaf *craftax_classic_leaf(int index) {
     if (index < 0 || index >= craftax_classic_num_leaves()) return NULL;
     return &LEAVES[index];
+}
+
+static int leaf_index(const char *name) {
+    for (int i = 0; i < craftax_classic_num_leaves(); i++)
+        if (strcmp(LEAVES[i].name, name) == 0) return i;
+    return -1;
+}
+
+/* Every masked zombie, cow and skeleton has health > 0 in the states reachable from reset,
+ * and the step relies on it (the C reference's mask updates, as the full game's). */
+#define LIVING_CLASS(member, name)                                                          \
+    for (int k = 0; k < (int)(sizeof(s->member.mask)); k++)                                 \
+        if (s->member.mask[k] && !(s->member.health[k] > 0)) {                              \
+            error->leaf = leaf_index(name);                                                 \
+            error->rule = CRAFTAX_STATE_RULE_LIVING_MOB;                                    \
+            error->element = k;                                                             \
+            error->value = s->member.health[k];                                             \
+            return 1;                                                                       \
+        }
+
+static int state_error(const uint8_t *state, CraftaxStateError *error) {
+    if (craftax_leaf_table_error(state, LEAVES, craftax_classic_num_leaves(), error)) return 1;
+    const CraftaxClassicState *s = (const CraftaxClassicState *)(const void *)state;
+    LIVING_CLASS(zombies, "zombies.health")
+    LIVING_CLASS(cows, "cows.health")
+    LIVING_CLASS(skeletons, "skeletons.health")
+    return 0;
+}
+#undef LIVING_CLASS
+
+int craftax_classic_check_states(const void *states, int64_t num_envs, CraftaxStateError *error) {
+    if (!states || !error) return CRAFTAX_ERR_NULL;
+    if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
+    return craftax_check_states_with(states, num_envs, sizeof(CraftaxClassicState), state_error, error,
+                                     craftax_get_num_threads());
 }
 
 void craftax_classic_default_params(CraftaxClassicParams *p) {

@@ -11,6 +11,7 @@
 #include "craftax/step.h"
 #include "craftax_api.h"
 #include "optimistic_step.h"
+#include "state_domain.h"
 
 static int check_actions(const int32_t *actions, int64_t num_envs) {
     for (int64_t i = 0; i < num_envs; i++)
@@ -23,6 +24,7 @@ int craftax_step_with_keys(void *states, const int32_t *actions, const uint32_t 
     if (!states || !actions || !keys || !params) return CRAFTAX_ERR_NULL;
     if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
     if (params->day_length <= 0 || check_actions(actions, num_envs)) return CRAFTAX_ERR_ARGUMENT;
+    if (craftax_guard_states(states, num_envs)) return CRAFTAX_ERR_STATE;
     CraftaxState *all = (CraftaxState *)states;
 #pragma omp parallel for num_threads(craftax_get_num_threads()) schedule(dynamic, 8)
     for (int64_t i = 0; i < num_envs; i++) {
@@ -41,6 +43,7 @@ int craftax_step_autoreset(void *states, const int32_t *actions, const uint32_t 
     if (!states || !actions || !keys || !params) return CRAFTAX_ERR_NULL;
     if (num_envs < 0) return CRAFTAX_ERR_NUM_ENVS;
     if (params->day_length <= 0 || check_actions(actions, num_envs)) return CRAFTAX_ERR_ARGUMENT;
+    if (craftax_guard_states(states, num_envs)) return CRAFTAX_ERR_STATE;
     CraftaxState *all = (CraftaxState *)states;
     const CraftaxStepOutputs out = {obs, final_obs, rewards, dones, terminated, truncated, final_achievements, NULL};
     int failed = 0;
@@ -101,6 +104,7 @@ int craftax_step_optimistic(void *states, const int32_t *actions, const uint32_t
     if (num_envs < 0 || num_envs > (int64_t)UINT32_MAX) return CRAFTAX_ERR_NUM_ENVS;
     if (reset_ratio < 1 || num_envs % reset_ratio != 0) return CRAFTAX_ERR_ARGUMENT;
     if (params->day_length <= 0 || check_actions(actions, num_envs)) return CRAFTAX_ERR_ARGUMENT;
+    if (craftax_guard_states(states, num_envs)) return CRAFTAX_ERR_STATE;
     if (num_envs == 0) return 0;
     const CraftaxStepOutputs out = {obs, final_obs, rewards, dones, terminated, truncated, final_achievements,
                                     reset_worlds};

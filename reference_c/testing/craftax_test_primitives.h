@@ -13,6 +13,10 @@
 extern "C" {
 #endif
 
+/* The rules fingerprint this test extension was compiled with (craftax_rules_fingerprint's twin:
+ * the parity hooks compile the rules headers themselves, so the two extensions can differ). */
+const char *craftax_test_rules_fingerprint(void);
+
 void craftax_test_uniform(const uint32_t *key, uint32_t num, float *out);
 void craftax_test_randint(const uint32_t *key, uint32_t num, int32_t minval, int32_t maxval, int32_t *out);
 int32_t craftax_test_choice_p(const uint32_t *key, const float *p, int32_t n);

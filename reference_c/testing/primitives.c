@@ -10,6 +10,11 @@
 #include "craftax/worldgen.h"
 #include "craftax_api.h"
 
+#ifndef CRAFTAX_RULES_FINGERPRINT
+#define CRAFTAX_RULES_FINGERPRINT "unknown"
+#endif
+const char *craftax_test_rules_fingerprint(void) { return CRAFTAX_RULES_FINGERPRINT; }
+
 static CraftaxKey key_of(const uint32_t *key) {
     CraftaxKey k = {{key[0], key[1]}};
     return k;

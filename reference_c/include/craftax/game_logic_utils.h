@@ -140,7 +140,13 @@ static inline CRAFTAX_HD float craftax_get_damage_done_to_player(const CraftaxSt
     }
     const float coef = 1.0f + (craftax_is_fighting_boss(state) ? CRAFTAX_BOSS_FIGHT_EXTRA_DAMAGE : 0.0f);
     float dmg[3] = {damage_vector[0] * coef, damage_vector[1] * coef, damage_vector[2] * coef};
+#ifdef PYCRAFTAX_TEST_PERTURB
+    /* The deliberately wrong rule of the perturbed test build (conformance/test_porting.py; never
+     * defined by setup.py or cuda/Makefile): every hit on the player does 1 more damage. */
+    return craftax_get_damage(dmg, defense) + 1.0f;
+#else
     return craftax_get_damage(dmg, defense);
+#endif
 }
 
 /* ---- positions -------------------------------------------------------------------- */
