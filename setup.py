@@ -7,8 +7,12 @@
 #   1               build it, and fail the install if it cannot be built
 #   0               do not build it
 #
+# PYCRAFTAX_JAX_FFI (auto|1|0): pycraftax.jax's FFI libraries at build time (BuildExtWithJaxFfi).
+# PYCRAFTAX_NATIVE=1: the C extension for this machine's CPU only (-march=native), instead of the
+# portable baseline plus the x86-64-v3 variant picked at run time (pycraftax/_build.py).
 # PYCRAFTAX_TEST_HOOKS=1 also builds the test extension pycraftax._craftax_test (the parity hooks
 # of reference_c/testing/, which the shipped extension leaves out); noxfile.py's test sessions set it.
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -17,16 +21,22 @@ from pathlib import Path
 
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
 CUDA_LIBRARY = "libcraftax_cuda.so"
 
 
-def find_nvcc():
-    for candidate in (os.environ.get("NVCC"), "/usr/local/cuda/bin/nvcc", "/usr/local/bin/nvcc", shutil.which("nvcc")):
-        if candidate and os.access(candidate, os.X_OK):
-            return candidate
-    return None
+def _load_by_path(name: str, path: Path):
+    """A module of the package, loaded from its file: the package cannot be imported while it is built."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+ffi_build = _load_by_path("_pycraftax_ffi_build", ROOT / "pycraftax" / "jax" / "ffi_build.py")
+find_nvcc = ffi_build.find_nvcc
 
 
 class BuildExtWithCuda(build_ext):
@@ -65,12 +75,13 @@ class BuildExtWithCuda(build_ext):
 
 
 class BuildExtWithJaxFfi(BuildExtWithCuda):
-    """build_ext (and the CUDA library), then pycraftax/jax/_craftax_xla.so: the XLA FFI
-    handlers of pycraftax.jax (reference_c/xla) linked with the C reference. It needs jaxlib's
-    FFI headers: jax importable at build time (pip install --no-build-isolation), or jaxlib
-    already installed in the interpreter being installed into.
+    """build_ext (and the CUDA library), then pycraftax.jax's XLA FFI libraries
+    (pycraftax/jax/ffi_build.py) where jaxlib's FFI headers are here at build time: jax
+    importable (a build without isolation, e.g. a wheel build), or jaxlib already installed in
+    the interpreter being installed into. Where they are not, pycraftax.jax builds them at
+    first import against the jaxlib then installed.
 
-    PYCRAFTAX_JAX_FFI: auto (default) build it when the headers are found, 1 fail without them, 0 skip.
+    PYCRAFTAX_JAX_FFI: auto (default) build them when the headers are found, 1 fail without them, 0 skip.
     """
 
     def run(self):
@@ -80,97 +91,57 @@ class BuildExtWithJaxFfi(BuildExtWithCuda):
             raise SystemExit(f"PYCRAFTAX_JAX_FFI must be auto, 0 or 1, got {mode!r}")
         if mode == "0":
             return
-        ffi_include = self._find_ffi_include()
+        ffi_include = ffi_build.jaxlib_ffi_include()
         if ffi_include is None:
             if mode == "1":
                 raise SystemExit("PYCRAFTAX_JAX_FFI=1 but jaxlib's FFI headers were not found at build time")
-            print("pycraftax: jaxlib not found at build time, building without pycraftax.jax", file=sys.stderr)
+            print("pycraftax: jaxlib not found at build time; pycraftax.jax builds its FFI library at first import",
+                  file=sys.stderr)
             return
         package = ROOT / "pycraftax" / "jax" if self.inplace else Path(self.build_lib) / "pycraftax" / "jax"
         try:
-            self._build_jax_ffi(Path(ffi_include), package / "_craftax_xla.so")
-        except (OSError, subprocess.CalledProcessError) as exc:
+            ffi_build.build_cpu(ROOT, ffi_include, package / ffi_build.CPU_LIBRARY)
+        except (OSError, ffi_build.FfiBuildError) as exc:
             if mode == "1":
                 raise SystemExit(f"pycraftax: the XLA FFI build failed: {exc}")
-            print(f"pycraftax: the XLA FFI build failed ({exc}); installing without pycraftax.jax", file=sys.stderr)
+            print(f"pycraftax: the XLA FFI build failed ({exc}); pycraftax.jax builds it at first import",
+                  file=sys.stderr)
             return
         cuda_library = package.parent / CUDA_LIBRARY
         if cuda_library.exists() and find_nvcc():
             try:
-                self._build_jax_ffi_cuda(Path(ffi_include), cuda_library, package / "_craftax_xla_cuda.so")
-            except (OSError, subprocess.CalledProcessError) as exc:
+                # the handlers find libcraftax_cuda.so beside the package at run time
+                ffi_build.build_cuda(ROOT, ffi_include, cuda_library, package / ffi_build.CUDA_LIBRARY,
+                                     rpath="$ORIGIN/..", nvcc=find_nvcc())
+            except (OSError, ffi_build.FfiBuildError) as exc:
                 print(f"pycraftax: the CUDA XLA FFI build failed ({exc}); pycraftax.jax runs on the CPU only",
                       file=sys.stderr)
 
-    @staticmethod
-    def _find_ffi_include():
-        """jaxlib's FFI header directory: from jax where it is importable, else from a jaxlib
-        already installed in the target interpreter (an isolated build hides it from sys.path)."""
-        try:
-            import jax.ffi
 
-            return jax.ffi.include_dir()
-        except ImportError:
-            pass
-        import sysconfig
+class BuildPyWithFfiSources(build_py):
+    """build_py, plus the XLA FFI handlers' sources inside the package (pycraftax/jax/ffi_src),
+    so that an install without jaxlib at build time can build them at first import."""
 
-        for key in ("purelib", "platlib"):
-            include = Path(sysconfig.get_paths()[key]) / "jaxlib" / "include"
-            if (include / "xla" / "ffi" / "api" / "ffi.h").exists():
-                return str(include)
-        return None
-
-    def _build_jax_ffi(self, ffi_include: Path, target: Path) -> None:
-        import importlib.util
-
-        # The C reference's float flags are part of the conformance contract: take them from
-        # the cffi builder rather than restating them.
-        spec = importlib.util.spec_from_file_location("_pycraftax_build", ROOT / "pycraftax" / "_build.py")
-        cffi_build = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(cffi_build)
-        include = ["-I", str(cffi_build.INCLUDE_DIR)]
-        compile_args = cffi_build.compile_args()  # with the rules fingerprint, as the C extension's
-        work = ROOT / "build" / "xla_ffi"
-        work.mkdir(parents=True, exist_ok=True)
-        objects = []
-        for source in cffi_build.SOURCES:
-            obj = work / (Path(source).stem + ".o")
-            subprocess.run(["cc", "-fPIC", *compile_args, *include, "-c", str(ROOT / source), "-o", str(obj)],
-                           check=True)
-            objects.append(str(obj))
-        handler = ROOT / "reference_c" / "xla" / "craftax_xla_ffi.cc"
-        obj = work / "craftax_xla_ffi.o"
-        cxx_args = [a for a in compile_args if not a.startswith("-std=")]
-        subprocess.run(["c++", "-std=c++17", "-fPIC", *cxx_args, *include, "-isystem", str(ffi_include), "-c",
-                        str(handler), "-o", str(obj)], check=True)
-        objects.append(str(obj))
-        target.parent.mkdir(parents=True, exist_ok=True)
-        # linked beside the target and renamed over it, so a process that has the old library
-        # loaded keeps its (unlinked) copy intact
-        linked = work / target.name
-        subprocess.run(["c++", "-shared", "-o", str(linked), *objects, *cffi_build.LINK_ARGS], check=True)
-        shutil.copy2(linked, target.with_suffix(".tmp"))
-        os.replace(target.with_suffix(".tmp"), target)
-
-    def _build_jax_ffi_cuda(self, ffi_include: Path, cuda_library: Path, target: Path) -> None:
-        # the handlers call libcraftax_cuda.so, found beside the package at run time
-        work = ROOT / "build" / "xla_ffi"
-        work.mkdir(parents=True, exist_ok=True)
-        linked = work / target.name
-        subprocess.run([find_nvcc(), "-std=c++17", "-O3", "-shared", "-Xcompiler", "-fPIC",
-                        "-I", str(ROOT / "cuda"), "-I", str(ROOT / "reference_c" / "include"),
-                        "-I", str(ROOT / "reference_c" / "xla"),  # ffi_operands.h, shared with the CPU handlers
-                        "-isystem", str(ffi_include), str(ROOT / "cuda" / "xla" / "craftax_xla_ffi.cu"),
-                        "-L", str(cuda_library.parent), "-l:" + cuda_library.name,
-                        "-Xlinker", "-rpath,$ORIGIN/..", "-o", str(linked)], check=True)
-        shutil.copy2(linked, target.with_suffix(".tmp"))
-        os.replace(target.with_suffix(".tmp"), target)
+    def run(self):
+        super().run()
+        ffi_build.copy_sources(ROOT, Path(self.build_lib) / "pycraftax" / "jax" / ffi_build.PACKAGED_SOURCES)
 
 
-CFFI_MODULES = ["pycraftax/_build.py:ffibuilder"]
-if os.environ.get("PYCRAFTAX_TEST_HOOKS", "0") not in ("0", "1"):
-    raise SystemExit(f"PYCRAFTAX_TEST_HOOKS must be 0 or 1, got {os.environ['PYCRAFTAX_TEST_HOOKS']!r}")
-if os.environ.get("PYCRAFTAX_TEST_HOOKS") == "1":
-    CFFI_MODULES.append("pycraftax/_build.py:test_ffibuilder")
+for knob in ("PYCRAFTAX_TEST_HOOKS",):
+    if os.environ.get(knob, "0") not in ("0", "1"):
+        raise SystemExit(f"{knob} must be 0 or 1, got {os.environ[knob]!r}")
+cffi_build = _load_by_path("_pycraftax_build", ROOT / "pycraftax" / "_build.py")
+CFFI_MODULES = []
+for variant in cffi_build.VARIANTS:  # the baseline, and x86-64-v3 on x86-64 (pycraftax/_build.py)
+    shipped, test_hooks = cffi_build.BUILDER_NAMES[variant]
+    CFFI_MODULES.append(f"pycraftax/_build.py:{shipped}")
+    if os.environ.get("PYCRAFTAX_TEST_HOOKS") == "1":
+        CFFI_MODULES.append(f"pycraftax/_build.py:{test_hooks}")
 
-setup(cffi_modules=CFFI_MODULES, cmdclass={"build_ext": BuildExtWithJaxFfi})
+setup(
+    cffi_modules=CFFI_MODULES,
+    cmdclass={"build_ext": BuildExtWithJaxFfi, "build_py": BuildPyWithFfiSources},
+    # cffi compiles for the stable ABI (Py_LIMITED_API), and the FFI and CUDA libraries do not
+    # link Python: one wheel serves every CPython >= 3.10
+    options={"bdist_wheel": {"py_limited_api": "cp310"}},
+)

@@ -1,9 +1,11 @@
 """Shared fixtures of the pytest-benchmark suites in bench/ (`nox -s bench`, bench/README.md).
 
-Every benchmark goes through the `throughput` fixture: it picks rounds for a stable median,
-runs pytest-benchmark's pedantic mode, and writes into `extra_info` the unit (env steps/s,
-worlds/s, training steps/s), the items one round processes and the throughput at the
-median round time, so that bench/report.py reads figures, never recomputes them. The
+Every benchmark goes through the `throughput` fixture: it picks rounds for about the asked
+time, runs pytest-benchmark's pedantic mode, and writes into `extra_info` the unit (env
+steps/s, worlds/s, training steps/s), the items one round processes and the sustained
+throughput, total items over the total time of the timed rounds (items / mean round time),
+which is what `pycraftax bench` prints too; the rate at the median round stands beside it as
+`throughput_median`, labelled. bench/report.py reads these figures, never recomputes them. The
 machine block of the JSON gets the CPU model, usable cores, GPU and driver, compiler flags,
 package versions and the machine kind; the commit block takes $PYCRAFTAX_COMMIT where the tree
 was copied without git.
@@ -86,14 +88,14 @@ def _version(package: str) -> str | None:
 
 
 def pycraftax_machine_info() -> dict:
-    from pycraftax import _build
+    from pycraftax import _native
     from pycraftax.bench import machine_info
 
     # the commit goes to pytest-benchmark's commit_info: in the machine block it would make every
     # --benchmark-compare across commits warn that the machine differs
     info = {k: v for k, v in machine_info().items() if k != "commit"} | nvidia_smi()
     info.update(
-        c_compile_args=" ".join(_build.COMPILE_ARGS),
+        c_compile_args=_native.compile_args(), c_cpu_variant=_native.CPU_VARIANT,
         nvcc_flags=nvcc_flags(),
         jax=_version("jax"), jaxlib=_version("jaxlib"), craftax=_version("craftax"), envpool=_version("envpool"),
         settings={k: v for k, v in sorted(os.environ.items()) if k.startswith("PYCRAFTAX_") and k != "PYCRAFTAX_COMMIT"},
@@ -117,6 +119,9 @@ def pytest_benchmark_update_commit_info(config, commit_info):
         commit_info["id"] = git_commit()  # $PYCRAFTAX_COMMIT names a tree copied without .git (a GPU machine)
 
 
+RATE_BASIS = "total items / total time of the timed rounds"
+
+
 class Throughput:
     """benchmark.pedantic with rounds chosen from a probe call, and the rate in extra_info."""
 
@@ -128,7 +133,7 @@ class Throughput:
                  max_rounds: int = 2000, warmup_rounds: int = 1, setup_seconds: float | None = None,
                  **info) -> float:
         """Time `fn` (one call processes `items` things of `unit`) for about `seconds` and at
-        least `min_rounds` rounds; returns items per second at the median round."""
+        least `min_rounds` rounds; returns the sustained rate, total items over total time."""
         if self.quick:
             seconds, min_rounds, warmup_rounds = min(seconds, 0.5), min(min_rounds, 3), min(warmup_rounds, 1)
         t0 = time.perf_counter()
@@ -137,9 +142,11 @@ class Throughput:
         rounds = int(min(max(min_rounds, seconds / max(probe, 1e-9)), max_rounds))
         self.benchmark.pedantic(fn, rounds=rounds, iterations=1, warmup_rounds=warmup_rounds)
         # --benchmark-disable runs fn once and keeps no stats: the probe's time stands in
-        median = self.benchmark.stats.stats.median if self.benchmark.stats else probe
-        rate = items / median
+        stats = self.benchmark.stats.stats if self.benchmark.stats else None
+        mean, median = (stats.mean, stats.median) if stats else (probe, probe)
+        rate = items / mean
         self.benchmark.extra_info.update(unit=unit, items_per_round=items, throughput=rate,
+                                         throughput_median=items / median, rate_basis=RATE_BASIS,
                                          warmup_rounds=warmup_rounds, **info)
         if setup_seconds is not None:  # compile / JIT / first-call time, kept apart from the rate
             self.benchmark.extra_info["setup_seconds"] = setup_seconds

@@ -234,7 +234,8 @@ def trainer_section(trainers: list[Result]) -> list[str]:
 
 def generic_section(r: Result) -> list[str]:
     """A suite this report has no section of its own for: every benchmark's rate and parameters."""
-    skip = {"test", "unit", "throughput", "items_per_round", "median_s", "rounds", "warmup_rounds"}
+    skip = {"test", "unit", "throughput", "throughput_median", "rate_basis", "items_per_round", "median_s", "rounds",
+            "warmup_rounds"}
     rows = [[row["test"], ", ".join(f"{k}={v}" for k, v in row.items() if k not in skip) or "-", row.get("throughput"),
              row.get("unit", "?")] for row in r.rows]
     return [f"## {r.suite}", "", f"- {r.caption()}", ""] + table(["benchmark", "parameters", "rate", "unit"], rows) + [""]
@@ -400,7 +401,10 @@ def build_report(results: Path, plot_dir: Path | None = None) -> str:
     runs = [(p, json.loads(p.read_text())) for p in sorted(results.glob("train-*.json"))]
     lines = ["# pycraftax benchmark report", "",
              "Rendered by `nox -s report` (bench/report.py) from the newest result of each suite in bench/results/; "
-             "how to rerun: bench/README.md.", ""]
+             "how to rerun: bench/README.md.", "",
+             "Every rate is sustained: the items of all timed rounds over their total time (items / mean round "
+             "time), as `pycraftax bench` prints it; the rate at the median round is in each file's "
+             "`extra_info.throughput_median`.", ""]
     if plot_dir is not None:
         names = plots(newest, runs, plot_dir, results)
         lines += [" ".join(f"![{n}]({plot_dir.name}/{n})" for n in names), ""] if names else []

@@ -194,12 +194,6 @@ def test_interface_matches_upstream():
         pjax.make_craftax_env_from_name("Craftax-Classic-Symbolic-v1", auto_reset=True)
 
 
-def test_missing_ffi_library_names_the_extra(monkeypatch, tmp_path):
-    monkeypatch.setattr(_ffi, "LIBRARY", tmp_path / "_craftax_xla.so")
-    with pytest.raises(ImportError, match=r"\[jax\] extra"):
-        _ffi._load()
-
-
 @pytest.mark.parametrize("auto_reset", [True, False], ids=["auto_reset", "no_auto_reset"])
 def test_params_as_attribute_equal_params_as_operand(auto_reset):
     """Params closed over (concrete at trace time: the FFI attribute) against the same params

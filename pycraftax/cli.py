@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pycraftax import __version__
 from pycraftax.progress import Progress
 from pycraftax.registry import list_envs
 from pycraftax.render import BLOCK_NAMES
@@ -203,6 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     fmt = dict(formatter_class=train_cli.HelpFormatter)
     parser = argparse.ArgumentParser(prog="pycraftax", description="Craftax 1.6.1, bit-faithful, in C (and CUDA).",
                                      **fmt)
+    parser.add_argument("--version", action="version", version=f"pycraftax {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     worlds = sub.add_parser("worlds", help="generate worlds and summarise their nine floors", **fmt)

@@ -189,6 +189,9 @@ def load() -> _Lib:
             raise RuntimeError(_LIB_ERROR)
         path = library_path()
         try:
+            problem = driver_problem()
+            if problem is not None:
+                raise RuntimeError(f"pycraftax CUDA backend: {problem}")
             if path is None:
                 raise RuntimeError(
                     "pycraftax CUDA backend: libcraftax_cuda.so not found (build it with `make -C cuda` "
@@ -206,6 +209,17 @@ def load() -> _Lib:
             _LIB_ERROR = str(exc)
             raise
         return _LIB
+
+
+def driver_problem() -> str | None:
+    """None where the NVIDIA driver's libcuda.so.1 loads, else why not. The library itself is
+    loaded only where it does: without a driver, the CUDA runtime inside it could only report
+    "CUDA driver version is insufficient", which on a machine without a GPU misleads."""
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return "no GPU: this machine has no NVIDIA driver (libcuda.so.1 cannot be loaded)"
+    return None
 
 
 def available() -> bool:

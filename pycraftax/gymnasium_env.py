@@ -20,12 +20,20 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from pycraftax import jax_random, registry, rules
+from pycraftax.vec_env import check_reset_options
 
 NAMESPACE = "pycraftax"
 
 # Info keys that hold a value for every env at every step; every other key of the env's step
 # info describes the episode that just ended, so its vector-info mask is the done mask.
 _PER_STEP_INFO_KEYS = ("done", "discount")
+# render(): these envs have no render mode; what draws their states instead
+RENDER_INSTEAD = (
+    "pycraftax's gymnasium envs have no render mode yet (render_mode must be None). To look at an episode: "
+    "`pycraftax render --out episode.gif` (a policy with --checkpoint or --pretrained, else random actions), or "
+    "in Python pycraftax.render.render_frame(env.unwrapped.craftax_env.get_state(), i) for an RGB array of env "
+    "i's state (pycraftax.render.record_episode and save_gif record whole episodes)"
+)
 
 
 def gym_id(env_id: str) -> str:
@@ -165,8 +173,7 @@ class CraftaxGymEnv(gymnasium.Env):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         _check_seed(seed)
-        if options:
-            raise ValueError(f"options are not supported (got {sorted(options)}); pass env params to make()")
+        check_reset_options(options, "gymnasium.make()")
         key = None if seed is None else jax_random.prng_key(seed)  # validates the seed before any change
         super().reset(seed=None if seed is None else int(seed))
         if key is None and self._stream is None:
@@ -267,8 +274,7 @@ class CraftaxVectorEnv(VectorEnv):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Reset every env: with `seed`, env i gets `pycraftax` reset(seed=seed)'s world i."""
         _check_seed(seed)
-        if options:
-            raise ValueError(f"options are not supported (got {sorted(options)}); pass env params to make_vec()")
+        check_reset_options(options, "gymnasium.make_vec()")
         obs, info = self._env.reset(seed=None if seed is None else int(seed))
         self._needs_reset = False
         return _host(obs).copy(), self._vector_info(info, np.zeros(self.num_envs, dtype=bool))

@@ -82,3 +82,20 @@ def uniform(key: np.ndarray, num: int) -> np.ndarray:
     bits0, bits1 = _counter_blocks(_check_key(key), _check_num(num))
     mantissa = ((bits0 ^ bits1) >> np.uint32(9)) | np.float32(1.0).view(np.uint32)
     return mantissa.view(np.float32) - np.float32(1.0)
+
+
+def fold_in_rows(keys, data) -> np.ndarray:
+    """jax.vmap(jax.random.fold_in)(keys, data): keys uint32 [N, 2], data non-negative ints [N]
+    below 2**32 -> uint32 [N, 2], a key of its own per row. Under the partitionable threefry,
+    fold_in(key, d) is split(key, n)[d] for any n > d: threefry2x32 of the counter (0, d)."""
+    keys = np.ascontiguousarray(keys, dtype=np.uint32)
+    if keys.ndim != 2 or keys.shape[1] != 2:
+        raise ValueError(f"keys must have shape (N, 2), got {keys.shape}")
+    data = np.asarray(data)
+    if data.shape != (keys.shape[0],) or not np.issubdtype(data.dtype, np.integer):
+        raise ValueError(f"data must be integers of shape ({keys.shape[0]},), got {data.dtype} {data.shape}")
+    if data.size and (data.min() < 0 or data.max() >= 2**32):
+        raise ValueError("data must be in [0, 2**32)")
+    with np.errstate(over="ignore"):
+        x0, x1 = threefry2x32(keys.T, np.zeros(len(keys), np.uint32), data.astype(np.uint32))
+    return np.stack([x0, x1], axis=-1)

@@ -26,6 +26,17 @@ DEFAULT_RESET_RATIO = 16
 
 
 # -- argument checks shared by make() and both backends ----------------------------------------
+def check_reset_options(options, params_go_to: str) -> None:
+    """gymnasium's reset(options=...): None or an empty mapping; what goes where otherwise."""
+    if options is None:
+        return
+    if not isinstance(options, dict):
+        raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
+    if options:
+        raise ValueError(f"options: pycraftax envs take no reset options (got {sorted(options)}); env params go to "
+                         f"{params_go_to}, the world seed to reset(seed=...)")
+
+
 def check_int(name: str, value, minimum: int) -> int:
     """value as a Python int: any integer (numpy integers included, bools not) >= minimum;
     TypeError or ValueError naming the argument otherwise."""
@@ -406,11 +417,13 @@ class CraftaxVecEnv:
             self._report_final_obs = bool(value)
 
     # -- episodes ---------------------------------------------------------------------------
-    def reset(self, seed: int | None = None):
+    def reset(self, seed: int | None = None, options: dict | None = None):
         """Reset every env. With `seed`, env i gets key split(PRNGKey(seed), num_envs)[i],
         exactly as `jax.vmap(env.reset)(jax.random.split(PRNGKey(seed), num_envs))`, and the
         step key stream restarts at PRNGKey(seed); without, the keys come from the stream.
+        `options` (gymnasium's reset argument) may be None or empty: these envs take none.
         Returns (obs [num_envs, ...], {})."""
+        check_reset_options(options, "make()")
         with self._lock:
             self._check_open()
             if seed is None:

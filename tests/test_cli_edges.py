@@ -176,8 +176,25 @@ def test_train_prints_the_recipe_and_a_formatted_summary(tmp_path, capsys):
                       "--update-epochs 1, --num-minibatches 2, --width 16, --hidden 8"
     assert text[2].startswith("PPO-RNN (NumPy) (float32) on Craftax-Symbolic-v1 (c env): 4 envs x 8 steps, ")
     done = next(ln for ln in text if ln.startswith("done: "))
-    assert re.fullmatch(r"done: 3/3 updates, 96 env steps in \d+ s \([\d,]+ steps/s\); (no episode has ended yet|"
-                        r"return \(mean of the last 64 episodes\) -?\d+\.\d\d)", done), done
+    assert re.fullmatch(r"done: 3/3 updates, 96 env steps in \d+ s \([\d,]+ steps/s\)", done), done
+    # one score, as the paper reports it (summary.report), and every file the run wrote
+    assert sum(ln.count("return") for ln in text[text.index(done):]) <= 1
+    assert len([ln for ln in text if "score" in ln]) == 1
+    files = [os.path.join(out, name) for name in ("metrics.jsonl", "checkpoint.npz", "params.npz", "skill_ladder.json",
+                                                  "learning_curve.png")]
+    written = [f for f in files if os.path.exists(f)]  # learning_curve.png once an episode has ended
+    assert text[-1] == "files: " + ", ".join(written) and set(files[:4]) <= set(written)
+
+
+def test_a_run_stopped_by_its_time_limit_lists_only_the_files_it_has(tmp_path, capsys):
+    out = str(tmp_path / "run")
+    assert cli.main(["train", *TINY_FLAGS, "--backend", "c", "--quiet", "--out", out, "--time-limit", "1e-9"]) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert any(ln.startswith("stopped (time limit") for ln in text)
+    assert f"continue with: pycraftax train --resume {os.path.join(out, 'checkpoint.npz')}" in text
+    listed = text[-1].removeprefix("files: ").split(", ")
+    assert text[-1].startswith("files: ") and os.path.join(out, "checkpoint.npz") in listed
+    assert all(os.path.exists(f) for f in listed) and not os.path.exists(os.path.join(out, "params.npz"))
 
 
 def test_closing_summary_formats_its_numbers():
@@ -185,8 +202,7 @@ def test_closing_summary_formats_its_numbers():
     trainer = types.SimpleNamespace(config=config, update=15_258, stop_reason=None,
                                     history=[dict(return_window=36.41234567)])
     line = train_cli.closing_summary(trainer, 0, 3158.4)
-    assert line == ("done: 15,258/15,258 updates, 999,948,288 env steps in 52.6 min (316,600 steps/s); "
-                    "return (mean of the last 64 episodes) 36.41")
+    assert line == "done: 15,258/15,258 updates, 999,948,288 env steps in 52.6 min (316,600 steps/s)"
 
 
 def test_progress_lines_off_a_terminal_and_a_bar_on_one():
@@ -277,3 +293,13 @@ def test_an_option_out_of_range_is_named_alone_with_its_value(argv, message, cap
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.endswith(f"error: {message}")
 
+
+
+def test_version_is_the_package_version(capsys):
+    import pycraftax
+
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"pycraftax {pycraftax.__version__}"
+    assert re.fullmatch(r"\d+\.\d+\.\d+", pycraftax.__version__)

@@ -63,3 +63,17 @@ def test_fold_in_equals_jax(seed):
 def test_fold_in_bad_data(data, exc):
     with pytest.raises(exc, match="data"):
         jax_random.fold_in(jax_random.prng_key(0), data)
+
+
+def test_fold_in_rows_equals_jax_and_split_rows():
+    keys = np.stack([jax_random.prng_key(s) for s in SEEDS] + [np.array([0xDEADBEEF, 0x12345678], np.uint32)])
+    data = np.array([0, 1, 2, 999, 2**32 - 1, 7])
+    folded = jax_random.fold_in_rows(keys, data)
+    for key, d, row in zip(keys, data, folded):
+        if d < 2000:  # split(key, n)[d] for n > d
+            np.testing.assert_array_equal(row, jax_random.split(key, int(d) + 1)[d])
+    jax = pytest.importorskip("jax")
+    expected = np.asarray(jax.vmap(jax.random.fold_in)(jax.numpy.asarray(keys), jax.numpy.asarray(data, jax.numpy.uint32)))
+    np.testing.assert_array_equal(folded, expected)
+    with pytest.raises(ValueError, match=r"data must be integers of shape \(6,\)"):
+        jax_random.fold_in_rows(keys, data[:3])

@@ -35,6 +35,18 @@ def test_the_fast_policy_plays_well_above_random():
     assert res["achievements"]["place_table"] > 0.5
 
 
+def test_evaluation_does_not_depend_on_how_many_envs_run_at_once():
+    """Episode i of an evaluation with seed S plays the same world, env keys and action uniforms
+    whatever num_envs (and num_episodes): every episode's return is the same."""
+    params = pretrained.load("fast-1e9")
+    runs = {n: evaluate(params, num_episodes=2, num_envs=n, seed=5) for n in (1, 2)}
+    assert runs[1]["episodes"] == runs[2]["episodes"] == 2
+    assert runs[1]["returns"] == runs[2]["returns"]
+    assert runs[1]["achievements"] == runs[2]["achievements"] and runs[1]["length_mean"] == runs[2]["length_mean"]
+    assert runs[1]["returns"][0] != runs[1]["returns"][1]  # different worlds, not one episode twice
+    assert evaluate(params, num_episodes=1, num_envs=4, seed=5)["returns"] == runs[1]["returns"][:1]
+
+
 def test_eval_and_render_take_pretrained(tmp_path, capsys):
     assert cli.main(["eval", "--pretrained", "fast-1e9", "--episodes", "2", "--num-envs", "2", "--json"]) == 0
     res = json.loads(capsys.readouterr().out)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -337,6 +338,34 @@ def test_cuda_env_loads_without_the_c_extension():
     assert out.stdout.split()[0] == "ok"
 
 
+def test_without_a_gpu_driver_the_cuda_library_is_not_loaded_and_the_reason_says_no_gpu():
+    code = textwrap.dedent("""
+        import ctypes, warnings
+        real = ctypes.CDLL
+        def cdll(name, *args, **kwargs):
+            if name == "libcuda.so.1":  # as on a machine without the NVIDIA driver
+                raise OSError("libcuda.so.1: cannot open shared object file: No such file or directory")
+            return real(name, *args, **kwargs)
+        ctypes.CDLL = cdll
+        import pycraftax
+        from pycraftax import cuda_env
+        def never(path):
+            raise AssertionError("the CUDA library was loaded without a driver")
+        cuda_env._Lib = never
+        reason = cuda_env.unavailable_reason()
+        assert reason == "pycraftax CUDA backend: no GPU: this machine has no NVIDIA driver (libcuda.so.1 cannot be "\
+                         "loaded)", reason
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            env = pycraftax.make("Craftax-Symbolic-v1", backend="auto")
+        assert env.backend == "c" and "no GPU" in str(caught[0].message), caught
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
 def test_expected_api_version_reads_the_define(tmp_path):
     header = tmp_path / "craftax_cuda.h"
     header.write_text("/* x */\n#define CRAFTAX_ERR_NULL -1\n#define CRAFTAX_CUDA_API_VERSION 8\nint f(void);\n")
@@ -362,32 +391,41 @@ def test_native_handles_is_a_frozen_dataclass():
 
 
 def test_source_tree_import_says_why_the_extension_is_missing(tmp_path):
-    """A checkout without the compiled extension, imported from its root while pycraftax is
-    installed elsewhere, names the shadowing and what to do."""
+    """A clone without the compiled extension, with Python run from its root while pycraftax is
+    installed (as `pip install .` leaves it: the clone also holds the pycraftax.egg-info of that
+    build), says that the source tree shadows the install, and what to do."""
     tree = tmp_path / "checkout"
     (tree / "pycraftax").mkdir(parents=True)
     (tree / "reference_c").mkdir()
+    (tree / "pycraftax.egg-info").mkdir()
+    (tree / "pycraftax.egg-info" / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: pycraftax\nVersion: 0.1.0\n")
     (tree / "setup.py").write_text("")
     for source in (ROOT / "pycraftax").glob("*.py"):
         (tree / "pycraftax" / source.name).write_text(source.read_text())
+    site = tmp_path / "site"
+    shutil.copytree(ROOT / "pycraftax", site / "pycraftax", ignore=shutil.ignore_patterns("__pycache__", "agents"))
     code = textwrap.dedent("""
         import sys
         # an editable install's finder would map pycraftax to this worktree whatever the cwd
         sys.meta_path[:] = [f for f in sys.meta_path if "Editable" not in getattr(f, "__name__", "")]
+        sys.path.append(sys.argv[2])  # the install, behind the current directory as site-packages is
         import pycraftax
         assert pycraftax.__file__.startswith(sys.argv[1]), pycraftax.__file__
         pycraftax.make("Craftax-Symbolic-v1", backend="c")
     """)
-    out = subprocess.run([sys.executable, "-c", code, str(tree)], cwd=tree, capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-c", code, str(tree), str(site)], cwd=tree, capture_output=True, text=True,
                          timeout=120)
     assert out.returncode != 0
-    assert "Python imported the source tree" in out.stderr and "Run Python from another directory" in out.stderr
+    assert f"Python imported the source tree {tree / 'pycraftax'}, which shadows the installed pycraftax " \
+           f"({site / 'pycraftax'})" in out.stderr
+    assert "Run Python from any other directory" in out.stderr and "pip install -e ." in out.stderr
 
 
 def test_hook_tests_fail_without_the_test_extension_and_say_how_to_build_it():
     code = textwrap.dedent("""
         import sys
-        sys.modules["pycraftax._craftax_test"] = None  # as in a build without PYCRAFTAX_TEST_HOOKS=1
+        for variant in ("", "_x86_64_v3"):  # as in a build without PYCRAFTAX_TEST_HOOKS=1
+            sys.modules["pycraftax._craftax_test" + variant] = None
         import pycraftax._test_hooks
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

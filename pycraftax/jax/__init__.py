@@ -6,7 +6,8 @@ install built the CUDA handlers).
     env = make_craftax_env_from_name("Craftax-Symbolic-v1", auto_reset=True)
     obs, state = jax.vmap(env.reset, in_axes=(0, None))(keys, env.default_params)
 
-Needs the [jax] extra and the FFI library built with it (pip install 'pycraftax[jax]').
+Needs the [jax] extra (from the clone's root: pip install ".[jax]"); the FFI library comes with
+the install where jaxlib was there at build time, else the first import builds it (ffi_build.py).
 On the GPU an out-of-range action is reported by a later call or by raise_if_invalid_actions()
 (pycraftax/jax/_ffi.py says why).
 """
@@ -17,8 +18,8 @@ try:
     import jax  # noqa: F401
 except ImportError as exc:  # pragma: no cover - only without the extra
     raise ImportError(
-        "pycraftax.jax needs jax: install the [jax] extra (pip install 'pycraftax[jax]'), then rebuild "
-        "pycraftax with jax visible (pip install --no-build-isolation --force-reinstall --no-deps pycraftax)"
+        "pycraftax.jax needs jax: install the [jax] extra (from the clone's root: pip install \".[jax]\"; "
+        "its FFI library is then built at the first import)"
     ) from exc
 
 from pycraftax.jax import _ffi  # noqa: F401  (loads and registers the FFI handlers, or says why not)

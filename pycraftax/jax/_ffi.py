@@ -1,9 +1,11 @@
 """Loading and registration of the XLA FFI handlers, and the jax.ffi calls over them.
 
-CPU: _craftax_xla.so (reference_c/xla/craftax_xla_ffi.cc over the C reference), always.
+CPU: _craftax_xla.so (reference_c/xla/craftax_xla_ffi.cc over the C extension's API), always.
 CUDA: _craftax_xla_cuda.so (cuda/xla/craftax_xla_ffi.cu over libcraftax_cuda.so), where the
-install built it; the same three calls (reset, step, auto-reset step), so one jax.ffi call
-lowers to either platform.
+install built it or a GPU driver, the CUDA library and nvcc are here; the same three calls
+(reset, step, auto-reset step), so one jax.ffi call lowers to either platform. Each comes with
+the install where jaxlib was present when it was built, else it is built at first import
+against the installed jaxlib (pycraftax/jax/ffi_build.py).
 
 Each call takes one env's operands (states uint8 [STATE_SIZE], key uint32 [2], action int32 []);
 under jax.vmap, vmap_method="broadcast_all" gives every operand the batch axes in front
@@ -25,17 +27,20 @@ after the bad step finished, and at once by raise_if_invalid_actions().
 from __future__ import annotations
 
 import ctypes
+import sys
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 
-from pycraftax import _state, rules
+from pycraftax import _native, _state, rules
 from pycraftax._native import lib
+from pycraftax.jax import ffi_build
 from pycraftax.jax.params import PARAMS_WORDS, pack_on_host, pack_params
 
-LIBRARY = Path(__file__).with_name("_craftax_xla.so")
-CUDA_LIBRARY = Path(__file__).with_name("_craftax_xla_cuda.so")
+PACKAGE_DIR = Path(__file__).resolve().parent
+LIBRARY = PACKAGE_DIR / ffi_build.CPU_LIBRARY  # where setup.py puts them when jaxlib is there at build time
+CUDA_LIBRARY = PACKAGE_DIR / ffi_build.CUDA_LIBRARY
 OBS_SIZE = int(lib.craftax_obs_size())
 NUM_ACHIEVEMENTS = 67
 NUM_ACTIONS = 43
@@ -56,20 +61,28 @@ _PIXEL_HANDLERS = {target.replace("pycraftax_", PIXELS_PREFIX, 1): symbol.replac
 PIXEL_OBS_SHAPE = (130, 110, 3)
 
 
+def _cpu_library_path() -> Path:
+    """The CPU handlers: the install's, else built against the installed jaxlib (once, cached)."""
+    if LIBRARY.exists():
+        return LIBRARY
+    try:
+        return ffi_build.cached_cpu_library(PACKAGE_DIR)
+    except ffi_build.FfiBuildError as exc:
+        raise ImportError(f"pycraftax.jax needs its XLA FFI library {LIBRARY.name}, and it could not be built: {exc}") \
+            from exc
+
+
 def _load() -> ctypes.CDLL:
-    if not LIBRARY.exists():
-        raise ImportError(
-            f"pycraftax.jax needs the XLA FFI library {LIBRARY.name}, which this install does not have: "
-            "it is built when jax is importable at build time. Install the [jax] extra, then rebuild "
-            "pycraftax with it visible: pip install 'pycraftax[jax]' && pip install --no-build-isolation "
-            "--force-reinstall --no-deps pycraftax (PYCRAFTAX_JAX_FFI=1 makes a failed build an error)"
-        )
-    library = ctypes.CDLL(str(LIBRARY))
+    path = _cpu_library_path()
+    # the handlers call the C API of the extension pycraftax._native loaded: its symbols go global
+    ctypes.CDLL(sys.modules[_native.EXTENSION_MODULE].__file__, mode=ctypes.RTLD_GLOBAL)
+    try:
+        library = ctypes.CDLL(str(path))
+    except OSError as exc:
+        raise ImportError(f"pycraftax.jax: cannot load {path} ({exc}); reinstall pycraftax (from the clone's root: "
+                          f"{ffi_build.CLONE_FIX})") from exc
+    # the layout compiled into the handlers; their rules are the loaded extension's by construction
     _check_abi(library.pycraftax_xla_abi, LIBRARY.name)
-    built = _rules_of(library, "craftax_rules_fingerprint", LIBRARY.name)
-    if built != rules.rules_fingerprint():
-        raise ImportError(f"{LIBRARY.name} was built from other rules ({rules.describe(built)}) than the C extension "
-                          f"({rules.describe()}); rebuild pycraftax")
     for target, symbol in {**_HANDLERS, **_PIXEL_HANDLERS}.items():
         jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(getattr(library, symbol + "Cpu")), platform="cpu")
     library.pycraftax_xla_set_pixel_atlas.restype = ctypes.c_int
@@ -87,7 +100,8 @@ def _check_abi(abi, name: str) -> None:
     if built[1:] != expected[1:] or (name == LIBRARY.name and built[0] != expected[0]):
         raise ImportError(
             f"{name} was built from another version of the C reference (api, state size, params words, "
-            f"obs size = {built}, this package {expected}); rebuild pycraftax"
+            f"obs size = {built}, this package {expected}); reinstall pycraftax (from the clone's root: "
+            f"{ffi_build.CLONE_FIX})"
         )
 
 
@@ -101,14 +115,33 @@ def _rules_of(library: ctypes.CDLL, symbol: str, name: str) -> str:
     return fingerprint().decode()
 
 
-def _load_cuda() -> ctypes.CDLL | None:
-    """Register the CUDA handlers where they were built; None where not (CPU-only installs)."""
-    if not CUDA_LIBRARY.exists():
+def _cuda_library_path() -> Path | None:
+    """The CUDA handlers: the install's, else built at first use where a GPU driver, the CUDA
+    library and nvcc are all here; None otherwise (CPU only)."""
+    if CUDA_LIBRARY.exists():
+        return CUDA_LIBRARY
+    from pycraftax import cuda_env
+
+    env_library = cuda_env.library_path()
+    if env_library is None or cuda_env.driver_problem() is not None:
         return None
-    library = ctypes.CDLL(str(CUDA_LIBRARY))
+    try:
+        return ffi_build.cached_cuda_library(PACKAGE_DIR, env_library)
+    except (ffi_build.FfiBuildError, OSError) as exc:
+        print(f"pycraftax.jax: the CUDA handlers could not be built ({exc}); pycraftax.jax runs on the CPU only",
+              file=sys.stderr)
+        return None
+
+
+def _load_cuda() -> ctypes.CDLL | None:
+    """Register the CUDA handlers where there are some; None where not (CPU-only installs)."""
+    path = _cuda_library_path()
+    if path is None:
+        return None
+    library = ctypes.CDLL(str(path))
     _check_abi(library.pycraftax_xla_cuda_abi, CUDA_LIBRARY.name)
     # the handlers call libcraftax_cuda.so directly, not through cuda_env's loader: the same check
-    rules.check_cuda_agrees(_rules_of(library, "craftax_cuda_rules_fingerprint", CUDA_LIBRARY.name), CUDA_LIBRARY)
+    rules.check_cuda_agrees(_rules_of(library, "craftax_cuda_rules_fingerprint", CUDA_LIBRARY.name), path)
     library.pycraftax_xla_cuda_take_invalid_action.restype = ctypes.c_int
     library.pycraftax_xla_cuda_take_invalid_action.argtypes = [ctypes.POINTER(ctypes.c_int64)] * 2
     for target, symbol in _HANDLERS.items():

@@ -237,16 +237,22 @@ def _check_out_dir(out: str, force: bool, keep_dir: str | None = None) -> None:
 
 
 def closing_summary(trainer, start_update: int, seconds: float) -> str:
-    """The run's last line; env steps and steps/s count all ranks."""
-    from pycraftax.train.loop import WINDOW
-
+    """The run's first closing line (how far, how fast); env steps and steps/s count all ranks.
+    The score follows it, once, as summary.report gives it."""
     c = trainer.config
     steps = (trainer.update - start_update) * c.steps_per_update
-    last = trainer.history[-1]["return_window"] if trainer.history else None
     state = "done" if trainer.stop_reason is None else f"stopped ({trainer.stop_reason})"
-    ret = "no episode has ended yet" if last is None else f"return (mean of the last {WINDOW} episodes) {last:.2f}"
     return (f"{state}: {trainer.update:,}/{c.num_updates:,} updates, {steps:,} env steps in "
-            f"{format_duration(seconds)} ({steps / max(seconds, 1e-9):,.0f} steps/s); {ret}")
+            f"{format_duration(seconds)} ({steps / max(seconds, 1e-9):,.0f} steps/s)")
+
+
+def written_files(out_dir: str) -> str:
+    """The closing line that lists every file the run has in out_dir now (a stopped run has no
+    params.npz yet: it comes with the last update)."""
+    from pycraftax.train.loop import existing_run_files
+
+    names = existing_run_files(out_dir)
+    return "files: " + (", ".join(os.path.join(out_dir, name) for name in names) if names else "none")
 
 
 def rank_argv(args, out: str) -> list[str]:
@@ -489,8 +495,7 @@ def _run_and_report(args, trainer, quiet: bool = False) -> None:
         print(summary.report(summary.summarize(summary.load(Path(metrics_path)))))
     if trainer.stop_reason is not None:
         print(f"continue with: pycraftax train --resume {os.path.join(trainer.out_dir, 'checkpoint.npz')}")
-    print(f"metrics: {os.path.join(trainer.out_dir, 'metrics.jsonl')}, checkpoint: "
-          f"{os.path.join(trainer.out_dir, 'checkpoint.npz')}, weights: {os.path.join(trainer.out_dir, 'params.npz')}")
+    print(written_files(trainer.out_dir))
 
 
 def add_policy_args(p, required: bool) -> None:
@@ -523,8 +528,9 @@ def policy_from_args(args):
 def add_eval_args(p) -> None:
     add_policy_args(p, required=True)
     p.add_argument("--episodes", type=int, default=32, help="complete episodes to run")
-    p.add_argument("--num-envs", type=int, default=16, help="envs run at once")
-    p.add_argument("--seed", type=int, default=1000, help="seed of the worlds and of the action sampling")
+    p.add_argument("--num-envs", type=int, default=16,
+                   help="envs run at once (speed only: episode i's world and random draws depend on the seed and i)")
+    p.add_argument("--seed", type=int, default=1000, help="seed of the worlds, env steps and action sampling")
     p.add_argument("--greedy", action="store_true", help="argmax actions (default: sampled)")
     p.add_argument("--max-steps", type=int, default=100_000, help="step cap per round of num-envs episodes")
     p.add_argument("--json", action="store_true", help="print the result as JSON (default: text)")

@@ -439,11 +439,11 @@ def linear_schedule(lr: float, step: int, num_minibatches: int, epochs: int, num
 
 
 # -- acting -------------------------------------------------------------------------------
-def sample_actions(rng: np.random.Generator, logits: np.ndarray):
-    """Sample from Categorical(logits) by inverse CDF with one uniform per row.
-    Returns (actions int32 [B], log_probs [B])."""
+def sample_actions(rng: np.random.Generator | None, logits: np.ndarray, uniforms: np.ndarray | None = None):
+    """Sample from Categorical(logits) by inverse CDF with one uniform per row: rng's, or
+    `uniforms` (float [B] in [0, 1)) where given. Returns (actions int32 [B], log_probs [B])."""
     logp = log_softmax(logits)
     cdf = np.cumsum(np.exp(logp.astype(np.float64)), axis=-1)
-    u = rng.random(logits.shape[0]) * cdf[:, -1]
+    u = (rng.random(logits.shape[0]) if uniforms is None else np.asarray(uniforms, np.float64)) * cdf[:, -1]
     actions = np.minimum((cdf < u[:, None]).sum(-1), logits.shape[-1] - 1).astype(np.int32)
     return actions, np.take_along_axis(logp, actions[:, None].astype(np.int64), -1)[:, 0]

@@ -56,12 +56,16 @@ class Policy:
         h, logits, _ = forward(self.params, obs[None], done[None], h)
         return h, logits[0]
 
-    def act(self, rng: np.random.Generator, logits: np.ndarray, greedy: bool) -> np.ndarray:
-        """int32 actions [N]: the argmax, or sampled (numpy_ppo.sample_actions)."""
+    def act(self, rng: np.random.Generator | None, logits: np.ndarray, greedy: bool,
+            uniforms: np.ndarray | None = None) -> np.ndarray:
+        """int32 actions [N]: the argmax, or sampled (numpy_ppo.sample_actions) with rng's
+        uniforms or the given ones (float [N] in [0, 1), one per row)."""
         logits = np.asarray(logits)
         if logits.ndim != 2 or logits.shape[1] != self.num_actions:
             raise ValueError(f"logits must have shape (N, {self.num_actions}), got {logits.shape}")
-        return logits.argmax(-1).astype(np.int32) if greedy else npp.sample_actions(rng, logits)[0]
+        if greedy:
+            return logits.argmax(-1).astype(np.int32)
+        return npp.sample_actions(rng, logits, uniforms)[0]
 
 
 def env_id_for_policy(obs_size: int) -> str:
