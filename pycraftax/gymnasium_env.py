@@ -27,13 +27,6 @@ NAMESPACE = "pycraftax"
 # Info keys that hold a value for every env at every step; every other key of the env's step
 # info describes the episode that just ended, so its vector-info mask is the done mask.
 _PER_STEP_INFO_KEYS = ("done", "discount")
-# render(): these envs have no render mode; what draws their states instead
-RENDER_INSTEAD = (
-    "pycraftax's gymnasium envs have no render mode yet (render_mode must be None). To look at an episode: "
-    "`pycraftax render --out episode.gif` (a policy with --checkpoint or --pretrained, else random actions), or "
-    "in Python pycraftax.render.render_frame(env.unwrapped.craftax_env.get_state(), i) for an RGB array of env "
-    "i's state (pycraftax.render.record_episode and save_gif record whole episodes)"
-)
 
 
 def gym_id(env_id: str) -> str:
