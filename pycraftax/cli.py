@@ -281,7 +281,8 @@ def build_parser() -> argparse.ArgumentParser:
     agent = play.add_mutually_exclusive_group()
     agent.add_argument("--agent", default=None, choices=pretrained.names(),
                        help="a shipped policy plays and you watch (default: you play)")
-    agent.add_argument("--checkpoint", default=None, help="a policy of `pycraftax train` plays and you watch")
+    agent.add_argument("--checkpoint", default=None,
+                       help="a policy of `pycraftax train` plays and you watch (default: none, you play)")
     play.add_argument("--greedy", action="store_true", help="the agent takes argmax actions (default: sampled)")
     play.add_argument("--block-size", type=int, default=48, help="pixels per map cell, 6..256 (upstream's: 64)")
     play.add_argument("--history", type=int, default=100, help="states kept for Backspace to step back to")

@@ -131,7 +131,8 @@ def test_help_lists_choices_and_defaults():
     for prog, action, sub in _option_actions(parser):
         text = train_cli.HelpFormatter(prog)._get_help_string(action) or ""
         flag = action.option_strings[-1]
-        if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)) or action.required:
+        if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)) or action.required \
+                or action.help == argparse.SUPPRESS:  # a hidden option (scripted runs) shows no help at all
             continue
         assert "default" in text, f"{prog} {flag}: no default in its help: {text!r}"
         if action.choices is not None:
