@@ -114,9 +114,10 @@ def mutate(state: dict[str, np.ndarray], rng: np.random.Generator) -> dict[str, 
         s["player_health"][e] = np.float32(rng.choice([0.0, 0.3, 1.0, 4.6, 9.0, 13.0, 0.1]))
         for k in ("player_food", "player_drink", "player_energy", "player_mana"):
             s[k][e] = rng.integers(0, 12)
-        for k, hi in (("player_recover", 26), ("player_hunger", 26), ("player_thirst", 21),
-                      ("player_fatigue", 31), ("player_recover_mana", 31)):
-            s[k][e] = np.float32(rng.uniform(-16, hi))
+        # the mana-recovery counter is never negative (docs/STATE_DOMAIN.md): from 0 it stays >= 0
+        for k, lo, hi in (("player_recover", -16, 26), ("player_hunger", -16, 26), ("player_thirst", -16, 21),
+                          ("player_fatigue", -16, 31), ("player_recover_mana", 0, 31)):
+            s[k][e] = np.float32(rng.uniform(lo, hi))
         for k in ("player_dexterity", "player_strength", "player_intelligence"):
             s[k][e] = rng.integers(1, 6)
         s["inventory.armour"][e] = rng.integers(0, 3, size=4)
