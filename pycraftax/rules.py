@@ -32,18 +32,10 @@ _ROOT = Path(__file__).resolve().parent.parent
 
 @functools.cache
 def rules_fingerprint() -> str:
-    """The rules fingerprint this build's C extension was compiled with (without one: the CUDA
-    library's)."""
-    try:
-        from pycraftax._native import ffi, lib
-    except ImportError:
-        from pycraftax import cuda_env
+    """The rules fingerprint this build's C extension was compiled with (every install builds the
+    C extension; the CUDA library is checked against it, not the other way round)."""
+    from pycraftax._native import ffi, lib
 
-        path = cuda_env.library_path()
-        if path is None:
-            raise
-        ffi, lib = cuda_env.bind(path)
-        return ffi.string(lib.craftax_cuda_rules_fingerprint()).decode()
     return ffi.string(lib.craftax_rules_fingerprint()).decode()
 
 
