@@ -1,11 +1,14 @@
 """The env state of pycraftax.jax: a pytree around the C reference's state bytes.
 
-A CraftaxState holds one uint8 array `data` of shape [..., STATE_SIZE] (the C struct of
-reference_c/include/craftax/state.h, one row per env), with the env id as static pytree
-metadata. JAX code carries, selects (jax.tree.map + lax.select), gathers and donates it like
-any pytree; the FFI handlers step it in place. Leaves are read through the C leaf table
-(pycraftax._state.LEAVES): `state.player_health`, `state.inventory.wood`, `state.leaf(name)`,
-and to_upstream_state / from_upstream_state convert to and from craftax's EnvState.
+A CraftaxState holds one uint8 array `data` of shape [..., state size] (the C struct of
+reference_c/include/craftax/state.h, STATE_SIZE bytes, or for the Craftax-Classic envs
+craftax_classic/state.h's, CLASSIC_STATE_SIZE bytes; one row per env), with the env id as
+static pytree metadata. JAX code carries, selects (jax.tree.map + lax.select), gathers and
+donates it like any pytree; the FFI handlers step it in place. Leaves are read through the C
+leaf table of its game (pycraftax._state.LEAVES, pycraftax.classic_state.LEAVES):
+`state.player_health`, `state.inventory.wood`, `state.leaf(name)`, and to_upstream_state /
+from_upstream_state convert to and from craftax's EnvState (craftax.craftax.craftax_state's,
+or craftax.craftax_classic.envs.craftax_state's for Classic).
 """
 
 from __future__ import annotations
@@ -16,10 +19,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pycraftax import _state
+from pycraftax import _state, classic_state
+from pycraftax.params import CLASSIC_ENV_ID, CLASSIC_PIXELS_ENV_ID, CRAFTAX_PIXELS_ENV_ID
 
 STATE_SIZE = _state.STATE_SIZE
+CLASSIC_STATE_SIZE = classic_state.STATE_SIZE
 ENV_ID = "Craftax-Symbolic-v1"
+CLASSIC_ENV_IDS = (CLASSIC_ENV_ID, CLASSIC_PIXELS_ENV_ID)
+ENV_IDS = (ENV_ID, CRAFTAX_PIXELS_ENV_ID) + CLASSIC_ENV_IDS
 
 
 def _byte_index(leaf: _state.Leaf) -> np.ndarray:
@@ -31,9 +38,27 @@ def _byte_index(leaf: _state.Leaf) -> np.ndarray:
     return (leaf.offset + leaf.level_stride * np.arange(leaf.shape[0])[:, None] + np.arange(per_level)).ravel()
 
 
-_LEAF_BYTES = {leaf.name: _byte_index(leaf) for leaf in _state.LEAVES}
-_ALL_BYTES = np.concatenate([_LEAF_BYTES[leaf.name] for leaf in _state.LEAVES]).astype(np.int32)
-_GROUPS = sorted({leaf.name.split(".")[0] for leaf in _state.LEAVES if "." in leaf.name})
+class _Game:
+    """One game's leaf table (pycraftax._state.TABLE or classic_state.TABLE) as the pytree reads
+    it: each leaf's byte positions, all of them in leaf order, and the leaf groups."""
+
+    def __init__(self, table: _state.LeafTable, upstream_module: str):
+        self.table = table
+        self.leaves = table.leaves
+        self.by_name = table.by_name
+        self.state_size = table.state_size
+        self.upstream_module = upstream_module  # where craftax defines this game's EnvState
+        self.leaf_bytes = {leaf.name: _byte_index(leaf) for leaf in self.leaves}
+        self.all_bytes = np.concatenate([self.leaf_bytes[leaf.name] for leaf in self.leaves]).astype(np.int32)
+        self.groups = sorted({leaf.name.split(".")[0] for leaf in self.leaves if "." in leaf.name})
+
+
+_FULL = _Game(_state.TABLE, "craftax.craftax.craftax_state")
+_CLASSIC = _Game(classic_state.TABLE, "craftax.craftax_classic.envs.craftax_state")
+
+
+def _game(env_id: str) -> _Game:
+    return _CLASSIC if env_id in CLASSIC_ENV_IDS else _FULL
 
 
 def _decode(leaf: _state.Leaf, raw: jax.Array) -> jax.Array:
@@ -57,7 +82,8 @@ def _encode(leaf: _state.Leaf, value: jax.Array) -> jax.Array:
 
 
 class CraftaxState:
-    """States of envs of `env_id`, as the bytes of the C state struct: data uint8 [..., STATE_SIZE]."""
+    """States of envs of `env_id`, as the bytes of the C state struct: data uint8 [..., state size]
+    (STATE_SIZE, or CLASSIC_STATE_SIZE for the Craftax-Classic ids)."""
 
     __slots__ = ("data", "env_id")
 
@@ -70,23 +96,26 @@ class CraftaxState:
         raise AttributeError("CraftaxState is immutable; build a new one (jax.tree.map, from_upstream_state)")
 
     def leaf(self, name: str) -> jax.Array:
-        """The upstream EnvState leaf `name` ("player_health", "inventory.wood", "melee_mobs.position")."""
-        if name not in _state.LEAF_BY_NAME:
-            raise KeyError(f"unknown EnvState leaf {name!r}; leaves are {[leaf.name for leaf in _state.LEAVES]}")
-        leaf = _state.LEAF_BY_NAME[name]
-        return _decode(leaf, jnp.asarray(self.data)[..., _LEAF_BYTES[name]])
+        """The upstream EnvState leaf `name` ("player_health", "inventory.wood", "melee_mobs.position";
+        Classic: "zombies.position", ...)."""
+        game = _game(self.env_id)
+        if name not in game.by_name:
+            raise KeyError(f"unknown {self.env_id} EnvState leaf {name!r}; leaves are "
+                           f"{[leaf.name for leaf in game.leaves]}")
+        return _decode(game.by_name[name], jnp.asarray(self.data)[..., game.leaf_bytes[name]])
 
     def __getattr__(self, name: str):
-        if name.startswith("_"):
+        if name.startswith("_") or name in CraftaxState.__slots__:
             raise AttributeError(name)
-        if name in _state.LEAF_BY_NAME:
+        game = _game(self.env_id)
+        if name in game.by_name:
             return self.leaf(name)
-        if name in _GROUPS:
+        if name in game.groups:
             prefix = name + "."
             return types.SimpleNamespace(
-                **{leaf.name[len(prefix) :]: self.leaf(leaf.name) for leaf in _state.LEAVES if leaf.name.startswith(prefix)}
+                **{leaf.name[len(prefix) :]: self.leaf(leaf.name) for leaf in game.leaves if leaf.name.startswith(prefix)}
             )
-        raise AttributeError(f"CraftaxState has no EnvState leaf or group {name!r}")
+        raise AttributeError(f"CraftaxState has no {self.env_id} EnvState leaf or group {name!r}")
 
     def __repr__(self) -> str:
         shape = getattr(self.data, "shape", None)
@@ -108,23 +137,28 @@ def check_state(state, env_id: str, argument: str = "state") -> None:
     if state.env_id != env_id:
         raise ValueError(f"{argument} is a state of {state.env_id!r}, not of this env ({env_id!r})")
     data = state.data
-    if getattr(data, "dtype", None) != np.uint8 or not getattr(data, "shape", ()) or data.shape[-1] != STATE_SIZE:
+    size = _game(env_id).state_size
+    if getattr(data, "dtype", None) != np.uint8 or not getattr(data, "shape", ()) or data.shape[-1] != size:
         raise ValueError(
-            f"{argument}.data must be uint8 [..., {STATE_SIZE}] (this build's state size), got "
+            f"{argument}.data must be uint8 [..., {size}] (this build's {env_id} state size), got "
             f"{getattr(data, 'dtype', type(data).__name__)} {getattr(data, 'shape', '')}"
         )
 
 
 def to_upstream_state(state: CraftaxState):
-    """craftax's EnvState (craftax.craftax.craftax_state) with every leaf of `state`, in
-    upstream's shapes (with the state's batch dims in front) and dtypes. Traceable."""
-    from craftax.craftax.craftax_state import EnvState, Inventory, Mobs
+    """craftax's EnvState with every leaf of `state`, in upstream's shapes (with the state's
+    batch dims in front) and dtypes: craftax.craftax.craftax_state.EnvState, or for the Classic
+    envs craftax.craftax_classic.envs.craftax_state.EnvState. Traceable."""
+    import importlib
 
     check_state(state, state.env_id if isinstance(state, CraftaxState) else ENV_ID)
-    raw = jnp.asarray(state.data)[..., _ALL_BYTES]
+    game = _game(state.env_id)
+    module = importlib.import_module(game.upstream_module)
+    EnvState, Inventory, Mobs = module.EnvState, module.Inventory, module.Mobs
+    raw = jnp.asarray(state.data)[..., game.all_bytes]
     values, start = {}, 0
-    for leaf in _state.LEAVES:
-        n = len(_LEAF_BYTES[leaf.name])
+    for leaf in game.leaves:
+        n = len(game.leaf_bytes[leaf.name])
         values[leaf.name] = _decode(leaf, raw[..., start : start + n])
         start += n
     fields, groups = {}, {}
@@ -148,14 +182,22 @@ def _upstream_leaf(env_state, name: str):
     return value
 
 
-def from_upstream_state(env_state, env_id: str = ENV_ID) -> CraftaxState:
+def from_upstream_state(env_state, env_id: str | None = None) -> CraftaxState:
     """The CraftaxState of craftax's EnvState `env_state` (leaves with any common batch dims in
-    front). Checked like CraftaxEnv.set_state: every leaf's dtype and shape (TypeError /
+    front), a state of `env_id`: by default Craftax-Symbolic-v1's for the full game's EnvState
+    and Craftax-Classic-Symbolic-v1's for craftax_classic's (pass the pixel id for the pixel
+    envs). Checked like CraftaxEnv.set_state: every leaf's dtype and shape (TypeError /
     ValueError naming it); when the leaves are concrete arrays, also their value domains and
     the living masked mobs. Traceable (then the value checks are left out)."""
-    leaves = {leaf.name: _upstream_leaf(env_state, leaf.name) for leaf in _state.LEAVES}
+    if env_id is None:
+        # Classic's EnvState has zombies where the full game's has melee_mobs
+        env_id = CLASSIC_ENV_ID if hasattr(env_state, "zombies") else ENV_ID
+    elif env_id not in ENV_IDS:
+        raise ValueError(f"env_id must be one of {list(ENV_IDS)}, got {env_id!r}")
+    game = _game(env_id)
+    leaves = {leaf.name: _upstream_leaf(env_state, leaf.name) for leaf in game.leaves}
     batch = None
-    for leaf in _state.LEAVES:
+    for leaf in game.leaves:
         value = leaves[leaf.name]
         dtype, shape = getattr(value, "dtype", None), tuple(getattr(value, "shape", ()))
         if dtype != leaf.dtype:
@@ -169,8 +211,8 @@ def from_upstream_state(env_state, env_id: str = ENV_ID) -> CraftaxState:
             raise ValueError(f"env_state.{leaf.name} has batch dims {this_batch}, other leaves {batch}")
     if not any(isinstance(v, jax.core.Tracer) for v in leaves.values()):
         num_envs = int(np.prod(batch, dtype=np.int64))
-        _state.validate_state({k: np.asarray(v).reshape((num_envs,) + _state.LEAF_BY_NAME[k].shape)
-                               for k, v in leaves.items()}, num_envs)
-    encoded = jnp.concatenate([_encode(leaf, jnp.asarray(leaves[leaf.name])) for leaf in _state.LEAVES], axis=-1)
-    data = jnp.zeros(batch + (STATE_SIZE,), jnp.uint8).at[..., _ALL_BYTES].set(encoded)
+        game.table.validate_state({k: np.asarray(v).reshape((num_envs,) + game.by_name[k].shape)
+                                   for k, v in leaves.items()}, num_envs)
+    encoded = jnp.concatenate([_encode(leaf, jnp.asarray(leaves[leaf.name])) for leaf in game.leaves], axis=-1)
+    data = jnp.zeros(batch + (game.state_size,), jnp.uint8).at[..., game.all_bytes].set(encoded)
     return CraftaxState(data, env_id)
