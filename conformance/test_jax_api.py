@@ -190,8 +190,23 @@ def test_interface_matches_upstream():
     a = batched_step()(keys, state, jnp.ones(N, jnp.int32), PARAMS)
     b = batched_step()(keys, state, jnp.ones(N, jnp.int32), theirs.default_params)
     np.testing.assert_array_equal(np.asarray(a[0]), np.asarray(b[0]))
+    # every name upstream's make_craftax_env_from_name takes, and only those (upstream's pixel
+    # envs are named from its source: importing them loads their textures, seconds)
+    pixel_names = {"Craftax-Pixels-v1": "Craftax-Pixels-NoAutoReset-v1",
+                   "Craftax-Classic-Pixels-v1": "Craftax-Classic-Pixels-NoAutoReset-v1"}
+    for auto_reset in (True, False):
+        for name in ("Craftax-Symbolic-v1", "Craftax-Classic-Symbolic-v1", *pixel_names):
+            for alias in (name, name.replace("-v1", "-AutoReset-v1")) if auto_reset else (name,):
+                ours = pjax.make_craftax_env_from_name(alias, auto_reset=auto_reset)
+                if name in pixel_names:
+                    assert ours.name == (name if auto_reset else pixel_names[name]), alias
+                    continue
+                theirs_env = craftax_env.make_craftax_env_from_name(alias, auto_reset=auto_reset)
+                assert (ours.name, ours.num_actions) == (theirs_env.name, theirs_env.num_actions), alias
     with pytest.raises(ValueError, match="unsupported env"):
-        pjax.make_craftax_env_from_name("Craftax-Classic-Symbolic-v1", auto_reset=True)
+        pjax.make_craftax_env_from_name("Craftax-Classic-Symbolic-AutoReset-v1", auto_reset=False)
+    with pytest.raises(ValueError, match="unsupported env"):
+        pjax.make_craftax_env_from_name("Craftax-Classic-v1", auto_reset=True)
 
 
 @pytest.mark.parametrize("auto_reset", [True, False], ids=["auto_reset", "no_auto_reset"])

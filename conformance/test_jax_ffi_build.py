@@ -5,6 +5,7 @@ be built, the error names what fixes it."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -23,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # In an "installed" copy of the package (no FFI library, the sources in jax/ffi_src): import
 # pycraftax.jax, reset and step 4 envs in a jitted scan, and compare with the C env stepped by
-# the parity hooks on the same keys and actions.
+# the parity hooks on the same keys and actions; then reset and step 4 Craftax-Classic envs.
 FIRST_IMPORT = textwrap.dedent("""
     import sys
     sys.meta_path[:] = [f for f in sys.meta_path if "Editable" not in getattr(f, "__name__", "")]
@@ -50,6 +51,16 @@ FIRST_IMPORT = textwrap.dedent("""
         c_obs, c_r, c_done, _ = c.step_with_keys(actions[t], np.asarray(step_keys[t]))
         assert np.array_equal(np.asarray(o[t]), c_obs), t
         assert np.array_equal(np.asarray(r[t]), c_r) and np.array_equal(np.asarray(d[t]), c_done), t
+    # Craftax-Classic's handlers, from the same library
+    classic = pjax.make_craftax_env_from_name("Craftax-Classic-Symbolic-v1", auto_reset=False)
+    obs, state = jax.vmap(classic.reset, in_axes=(0, None))(keys, classic.default_params)
+    o, state, r, d, _ = jax.jit(jax.vmap(classic.step, in_axes=(0, 0, 0, None)))(
+        keys, state, jnp.arange(4, dtype=jnp.int32), classic.default_params)
+    c = pycraftax.make("Craftax-Classic-Symbolic-v1", num_envs=4, backend="c")
+    c_obs, _ = c.reset_with_keys(np.asarray(keys))
+    assert np.array_equal(np.asarray(obs), c_obs)
+    c_obs, c_r, c_done, _ = c.step_with_keys(np.arange(4, dtype=np.int32), np.asarray(keys))
+    assert np.array_equal(np.asarray(o), c_obs) and np.array_equal(np.asarray(state.data), c._native_host_states())
     print("library", _ffi._LIBRARY._name)
 """)
 
@@ -113,5 +124,58 @@ def test_handlers_call_the_loaded_extension():
     out = subprocess.run(["nm", "-D", "--undefined-only", _ffi._LIBRARY._name], capture_output=True, text=True)
     assert out.returncode == 0, f"binutils' nm: {out.stderr.strip()}"
     undefined = {line.split()[-1] for line in out.stdout.splitlines() if line.strip()}
-    assert {"craftax_reset_with_keys", "craftax_step_autoreset", "craftax_step_with_keys"} <= undefined
+    assert {"craftax_reset_with_keys", "craftax_step_autoreset", "craftax_step_with_keys",
+            "craftax_classic_reset_with_keys", "craftax_classic_step_autoreset", "craftax_classic_step_with_keys",
+            "craftax_classic_pixels_step_autoreset"} <= undefined
     assert _native.EXTENSION_MODULE.startswith("pycraftax._craftax_c")
+
+
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def _included_files(source: Path, include_dirs: list[Path]) -> set[Path]:
+    """Every repository file `source` includes with quotes, transitively (jaxlib's own headers,
+    which the key hashes from jaxlib's include directory, are not in the repository)."""
+    seen, todo = set(), [source]
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        for name in _INCLUDE.findall(path.read_text()):
+            for directory in [path.parent, *include_dirs]:
+                if (directory / name).is_file():
+                    todo.append((directory / name).resolve())
+                    break
+            else:
+                assert name.startswith("xla/ffi/"), f"{path.name} includes {name}, found nowhere"
+    return seen
+
+
+def test_the_cache_key_covers_every_file_the_handlers_include(tmp_path):
+    """The first-import build is cached under a key of its sources: every file the CPU and CUDA
+    handlers include (the Classic envs' C API headers among them) must be hashed, so that a
+    change to any of them builds a new library instead of loading a stale one."""
+    dirs = [ROOT / "reference_c" / "include", ROOT / "reference_c" / "xla", ROOT / "cuda"]
+    included = _included_files((ROOT / ffi_build.CPU_SOURCE).resolve(), dirs)
+    included |= _included_files((ROOT / ffi_build.CUDA_SOURCE).resolve(), dirs)
+    hashed = {p.resolve() for p in ffi_build.source_files(ROOT)}
+    for header in ("craftax_api_classic.h", "craftax_api_pixels.h", "craftax_classic/constants.h"):
+        assert (ROOT / "reference_c" / "include" / header).resolve() in included, header
+    assert not included - hashed, sorted(str(p.relative_to(ROOT)) for p in included - hashed)
+
+    # and the key moves when one of them changes
+    ffi_build.copy_sources(ROOT, tmp_path)
+    include = Path(jax_ffi_include())
+    command = ffi_build.cpu_command(tmp_path, include, Path("OUT"), "c++")
+    before = ffi_build._key(tmp_path, include, command)
+    assert ffi_build._key(tmp_path, include, command) == before
+    header = tmp_path / "reference_c" / "include" / "craftax_api_classic.h"
+    header.write_text(header.read_text() + "\n/* changed */\n")
+    assert ffi_build._key(tmp_path, include, command) != before
+
+
+def jax_ffi_include() -> str:
+    import jax.ffi
+
+    return jax.ffi.include_dir()
