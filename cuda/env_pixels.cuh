@@ -48,6 +48,9 @@ static __device__ __forceinline__ void pixels_render_warp(const CraftaxState *s,
                                                           const CraftaxPixelLayout &l, float *out, int64_t i,
                                                           CraftaxPixelView *v, int lane) {
     const int64_t floats = (int64_t)l.height * l.width * 3;
+    /* lane 0 gathers the view field by field (the view rows of map, item_map and light_map,
+     * the level's mobs, the scalars): the symbolic obs's reads, asked of L1 by all lanes first */
+    prefetch_obs_reads(s, lane);
     craftax_render_pixels_lanes(s, atlas, &l, v, out + i * floats, 1, lane, LANES); /* ends synced */
 }
 
