@@ -3,7 +3,8 @@ backend="cuda" (pycraftax.cuda_pixels_env: cuda/env_pixels.cuh, cuda/classic_pix
 the C pixel envs' results bit for bit: every obs pixel, every state leaf, reward, flag and
 final_obs.
 
-  * reset obs and states from many keys and batch sizes around warp and block boundaries;
+  * reset obs and states from many keys (Hypothesis-drawn too) and batch sizes around warp and
+    block boundaries;
   * random-action lockstep through env.step with auto-reset (short time limits and injected
     deaths, so both reset paths run; short days, so the night's noise is drawn) and with
     optimistic resets, final_obs reported;
@@ -24,9 +25,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import pycraftax
-from conftest import NUM_LEVELS, PROFILE, compare_obs, compare_states, is_per_level, key_stream, record_summary
+from conftest import (FEW_EXAMPLES, NUM_LEVELS, PROFILE, compare_obs, compare_states, is_per_level, key_stream,
+                      record_summary)
 
 if not pycraftax.cuda_available():
     from pycraftax import cuda_env
@@ -75,6 +79,16 @@ def test_reset_obs_and_states(env_id, n):
         same_states(c, g, f"reset_with_keys, {n} envs")
         same_obs(env_id, c.reset(seed=3)[0], g.reset(seed=3)[0], f"reset(seed=3), {n} envs")
         same_obs(env_id, c.observe(), g.observe(), f"observe after reset, {n} envs")
+
+
+@pytest.mark.parametrize("env_id", IDS)
+@settings(max_examples=max(FEW_EXAMPLES, 3), deadline=None, suppress_health_check=list(HealthCheck))
+@given(n=st.one_of(st.sampled_from([1, 31, 33, 129]), st.integers(1, 96)), seed=st.integers(0, 2**32 - 1))
+def test_reset_obs_on_drawn_keys(env_id, n, seed):
+    keys = np.random.default_rng(seed).integers(0, 2**32, size=(n, 2), dtype=np.uint32)
+    with make(env_id, "c", n) as c, make(env_id, "cuda", n) as g:
+        same_obs(env_id, c.reset_with_keys(keys)[0], g.reset_with_keys(keys)[0], f"keys from seed {seed}, {n} envs")
+        same_states(c, g, f"keys from seed {seed}, {n} envs")
 
 
 def _lockstep(env_id, n, steps, seed, resets="auto", reset_ratio=None):
@@ -206,6 +220,14 @@ def test_device_outputs_and_rejected_actions(env_id):
         assert isinstance(obs, CudaArray) and obs.shape == (n, *SHAPES[env_id]) and obs.dtype == np.float32
         assert obs.__cuda_array_interface__["shape"] == (n, *SHAPES[env_id])
         assert obs.__dlpack_device__()[0] == 2  # kDLCUDA
+        try:
+            import torch
+        except ImportError:
+            torch = None
+        if torch is not None and torch.cuda.is_available():  # zero-copy: the same device memory
+            tensor = torch.from_dlpack(obs)
+            assert tensor.data_ptr() == obs.ptr and tuple(tensor.shape) == (n, *SHAPES[env_id])
+            np.testing.assert_array_equal(tensor.cpu().numpy(), host(obs))
         out = g.step(np.zeros(n, np.int32))
         assert out[4]["final_obs"].shape == (n, *SHAPES[env_id])
         before, obs_before = g.get_state(), host(out[0]).copy()
