@@ -3,7 +3,10 @@ upstream craftax 1.6.1's pixel envs on this CPU, in the same run: env steps with
 every step, uniformly random actions, pycraftax's auto-reset step per core (one thread, and
 every usable core) beside upstream's fastest mode, the optimistic-reset wrapper over step_env
 (a jitted lax.scan, bench/peers.py). Upstream is skipped, saying why, without the [jax] extra.
-The CUDA pixel env's benchmark is bench/test_bench_cuda.py's once the CUDA renderer exists.
+The CUDA pixel envs (backend="cuda", pycraftax.cuda_pixels_env) are timed in the same run where a
+GPU is usable (skipped, saying why, elsewhere): the auto-reset step with the obs rendered on the
+device, actions drawn ahead (on the device with PyTorch where it has CUDA); upstream's peer on
+the GPU is test_step_pixels_upstream run where JAX sees the GPU.
 """
 
 from __future__ import annotations
@@ -23,7 +26,11 @@ SIZES = {
     "num_envs": ([16, 64, 256], [16]),
     "threads": (THREADS, THREADS),
     "upstream_envs": ([64, 256], [64]),
+    "cuda_envs": ([1024, 4096, 16384, 65536], [1024]),
 }
+CUDA_WARMUP_STEPS = 50
+CUDA_TIMED_STEPS = 50
+CUDA_ACTION_BLOCK = 16
 
 
 @pytest.mark.parametrize("env_id", PIXEL_IDS)
@@ -52,4 +59,44 @@ def test_step_pixels_upstream(throughput, env_id, upstream_envs):
     rate = throughput(call, items=upstream_envs * UPSTREAM_STEPS_PER_CALL, unit="env steps/s",
                       setup_seconds=compile_s, backend="upstream", env=env_id, mode="optimistic",
                       num_envs=upstream_envs, device=peers.jax_device(), steps_per_call=UPSTREAM_STEPS_PER_CALL)
+    assert rate > 0
+
+
+def _cuda_actions(num_envs: int, num_actions: int):
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return [torch.randint(0, num_actions, (num_envs,), dtype=torch.int32, device="cuda")
+                    for _ in range(CUDA_ACTION_BLOCK)], "torch (device)"
+    except ImportError:
+        pass
+    rng = np.random.default_rng(0)
+    return [rng.integers(0, num_actions, num_envs).astype(np.int32) for _ in range(CUDA_ACTION_BLOCK)], \
+        "numpy (host, copied)"
+
+
+@pytest.mark.parametrize("resets", ["auto", "optimistic"])
+@pytest.mark.parametrize("env_id", PIXEL_IDS)
+def test_step_pixels_cuda(throughput, env_id, resets, cuda_envs):
+    from pycraftax import cuda_env
+
+    if not pycraftax.cuda_available():
+        pytest.skip(f"CUDA pixel env not measured: {cuda_env.unavailable_reason()}")
+    env = pycraftax.make(env_id, num_envs=cuda_envs, backend="cuda", seed=0, resets=resets)
+    try:
+        env.reset(seed=0)
+        actions, source = _cuda_actions(cuda_envs, env.num_actions)
+        count = [0]
+
+        def call() -> None:
+            env.step(actions[count[0] % CUDA_ACTION_BLOCK])
+            count[0] += 1
+
+        rate = throughput(call, items=cuda_envs, unit="env steps/s", seconds=0.0, min_rounds=CUDA_TIMED_STEPS,
+                          max_rounds=CUDA_TIMED_STEPS, warmup_rounds=CUDA_WARMUP_STEPS, backend="cuda", env=env_id,
+                          mode=resets, num_envs=cuda_envs, actions_from=source, device=cuda_env.load().device_name,
+                          device_bytes_per_env=env.device_bytes // cuda_envs)
+    finally:
+        env.close()
     assert rate > 0

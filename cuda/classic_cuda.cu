@@ -8,6 +8,8 @@
  * that callers use. The parts it includes:
  *   classic_obs.cuh      the compact obs record (its layout is described there) and its expansion
  *   classic_kernels.cuh  the step, world-generation, optimistic-take and bookkeeping kernels
+ *   classic_pixels.cuh   Craftax-Classic-Pixels-v1: the pixel obs (craftax_classic/pixels.h)
+ *                        over these steps and worlds (included last: its calls use this file's)
  * A thread per env steps it, its warp sharing spawn_mobs' scans (game_logic.h:
  * craftax_classic_spawn_cell). Every obs goes through the compact record: the step and world
  * kernels write records, an expansion kernel (blocks striding over chunks of envs, threads
@@ -564,3 +566,6 @@ int craftax_classic_cuda_generate_worlds_stream(void *worlds, const uint32_t *ke
 }
 
 }  // extern "C"
+
+/* Craftax-Classic-Pixels-v1. */
+#include "classic_pixels.cuh"

@@ -98,6 +98,37 @@ int craftax_classic_cuda_generate_worlds_stream(void *worlds, const uint32_t *ke
                                                 int32_t num_worlds, const CraftaxClassicParams *params,
                                                 uintptr_t stream);
 
+/* Craftax-Classic-Pixels-v1 (cuda/classic_pixels.cuh): the calls above with the obs rendered as
+ * the C pixel env renders it (reference_c/include/craftax_classic/pixels.h): float32
+ * [N, 63, 63, 3], upstream's picture / 255. `atlas` is a DEVICE copy of the texture atlas at
+ * the agent's block size (craftax_classic_cuda_pixels_atlas_size() floats, the C API's
+ * craftax_pixels_atlas_size(1, 7) atlas, pycraftax.pixels.atlas); it may be NULL only where no
+ * obs is asked for. final_obs as in craftax_classic_cuda_env_step, [N, 63, 63, 3]. No async or
+ * stream forms. The API version is craftax_cuda.h's. */
+int craftax_classic_cuda_pixels_obs_size(void);
+int64_t craftax_classic_cuda_pixels_atlas_size(void);
+int craftax_classic_cuda_pixels_observe(const void *states, int64_t num_envs, float *obs, const float *atlas);
+int craftax_classic_cuda_pixels_reset_with_keys(void *states, const uint32_t *keys, int64_t num_envs,
+                                                const CraftaxClassicParams *params, float *obs, const float *atlas);
+int craftax_classic_cuda_pixels_step_with_keys(void *states, const int32_t *actions, const uint32_t *keys,
+                                               int64_t num_envs, const CraftaxClassicParams *params, float *obs,
+                                               float *rewards, uint8_t *dones, const float *atlas);
+int craftax_classic_cuda_pixels_env_step(void *states, const int32_t *actions, const uint32_t *key, uint32_t *keys,
+                                         int64_t num_envs, const CraftaxClassicParams *params, float *obs,
+                                         float *final_obs, float *rewards, uint8_t *dones, uint8_t *terminated,
+                                         uint8_t *truncated, uint8_t *final_achievements, float *ret_acc,
+                                         int32_t *len_acc, float *ep_return, int32_t *ep_length, float *discount,
+                                         float *achievements_scaled, const float *atlas);
+/* `work`: craftax_classic_cuda_optimistic_work_size(num_envs) bytes of device memory. */
+int craftax_classic_cuda_pixels_env_step_optimistic(void *states, const int32_t *actions, const uint32_t *key,
+                                                    int64_t num_envs, int32_t reset_ratio,
+                                                    const CraftaxClassicParams *params, float *obs, float *final_obs,
+                                                    float *rewards, uint8_t *dones, uint8_t *terminated,
+                                                    uint8_t *truncated, uint8_t *final_achievements, float *ret_acc,
+                                                    int32_t *len_acc, float *ep_return, int32_t *ep_length,
+                                                    float *discount, float *achievements_scaled, const float *atlas,
+                                                    void *work);
+
 #ifdef __cplusplus
 }
 #endif

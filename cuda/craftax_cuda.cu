@@ -9,6 +9,8 @@
  *   env_step.cuh      the step kernels, the action check, episode bookkeeping
  *   env_worldgen.cuh  world generation (a warp per floor) and lazy floors
  *   env_reset.cuh     auto-reset and optimistic-reset scheduling (done list, streams, pools)
+ *   env_pixels.cuh    Craftax-Pixels-v1: the pixel obs (craftax/pixels.h) over these steps
+ *                     and worlds (included last: its calls use this file's)
  * One translation unit, not separate objects, because the parts share static device helpers
  * and host state, and the kernels compile to the same code as when they were one file
  * (cuda/dev/compare_sass.sh).
@@ -37,6 +39,8 @@
 #include "env_step.cuh"
 #include "env_worldgen.cuh"
 #include "env_reset.cuh"
+
+static int pixels_warm_up(void); /* env_pixels.cuh */
 
 extern "C" {
 
@@ -107,6 +111,8 @@ int craftax_cuda_init(int device) {
         if (err2 != cudaSuccess) return record(err2, "kernel warm-up");
     }
     observe_kernel<<<1, THREADS>>>(NULL, 0, NULL, NULL, NULL);
+    const int rc = pixels_warm_up();
+    if (rc) return rc;
     return finish_launch("kernel warm-up");
 }
 
@@ -477,3 +483,6 @@ int craftax_cuda_env_step_optimistic(void *states, const int32_t *actions, const
 
 /* The stream-ordered env calls of pycraftax.jax's FFI handlers. */
 #include "env_stream.cuh"
+
+/* Craftax-Pixels-v1. */
+#include "env_pixels.cuh"

@@ -25,9 +25,11 @@
 extern "C" {
 #endif
 
-/* The version of this API; craftax_cuda_api_version() returns it, so a caller can tell a
- * library built from another version of this header. */
-#define CRAFTAX_CUDA_API_VERSION 12
+/* The version of this API and of craftax_classic_cuda.h, which the same library exports;
+ * craftax_cuda_api_version() returns it, so a caller can tell a library built from another
+ * version of these headers. 13: the pixel envs (craftax_cuda_pixels_*,
+ * craftax_classic_cuda_pixels_*). */
+#define CRAFTAX_CUDA_API_VERSION 13
 
 #define CRAFTAX_ERR_NULL -1
 #define CRAFTAX_ERR_NUM_ENVS -2
@@ -227,6 +229,38 @@ int craftax_cuda_step_stream(void *states, const int32_t *actions, const uint32_
                              uintptr_t stream);
 int craftax_cuda_complete_floors_stream(void *states, int64_t num_envs, const CraftaxParams *params, void *scratch,
                                         uintptr_t stream);
+
+/* Craftax-Pixels-v1 (cuda/env_pixels.cuh): the calls above with the obs rendered as the C
+ * pixel env renders it (reference_c/include/craftax/pixels.h, craftax_api_pixels.h): float32
+ * [N, 130, 110, 3], upstream's picture / 255, and reset_env generating the world from its key
+ * itself (upstream's pixel env does not split it as the symbolic env does). `atlas` is a DEVICE
+ * copy of the texture atlas at the agent's block size (craftax_cuda_pixels_atlas_size() floats,
+ * the C API's craftax_pixels_atlas_size(0, 10) atlas, pycraftax.pixels.atlas); it may be NULL only
+ * where no obs is asked for. final_obs as in craftax_cuda_env_step, [N, 130, 110, 3]. The
+ * auto-reset step runs on the legacy stream only (no chunks, no reset stream); neither step
+ * has an async or stream form. */
+int craftax_cuda_pixels_obs_size(void);
+int64_t craftax_cuda_pixels_atlas_size(void);
+int craftax_cuda_pixels_observe(const void *states, int64_t num_envs, float *obs, const float *atlas);
+int craftax_cuda_pixels_reset_with_keys(void *states, const uint32_t *keys, int64_t num_envs,
+                                        const CraftaxParams *params, float *obs, const float *atlas, void *scratch);
+int craftax_cuda_pixels_step_with_keys(void *states, const int32_t *actions, const uint32_t *keys, int64_t num_envs,
+                                       const CraftaxParams *params, float *obs, float *rewards, uint8_t *dones,
+                                       const float *atlas, void *scratch);
+int craftax_cuda_pixels_env_step(void *states, const int32_t *actions, const uint32_t *key, uint32_t *keys,
+                                 int64_t num_envs, const CraftaxParams *params, float *obs, float *final_obs,
+                                 float *rewards, uint8_t *dones, uint8_t *terminated, uint8_t *truncated,
+                                 uint8_t *final_achievements, float *ret_acc, int32_t *len_acc, float *ep_return,
+                                 int32_t *ep_length, float *discount, float *achievements_scaled, const float *atlas,
+                                 void *scratch);
+/* `work`: craftax_cuda_optimistic_work_size(num_envs) bytes of device memory. */
+int craftax_cuda_pixels_env_step_optimistic(void *states, const int32_t *actions, const uint32_t *key,
+                                            int64_t num_envs, int32_t reset_ratio, const CraftaxParams *params,
+                                            float *obs, float *final_obs, float *rewards, uint8_t *dones,
+                                            uint8_t *terminated, uint8_t *truncated, uint8_t *final_achievements,
+                                            float *ret_acc, int32_t *len_acc, float *ep_return, int32_t *ep_length,
+                                            float *discount, float *achievements_scaled, const float *atlas,
+                                            void *scratch, void *work);
 
 #ifdef __cplusplus
 }

@@ -50,7 +50,9 @@ __global__ void generate_worlds_kernel(CraftaxState *worlds, const uint32_t *key
  * finishes each world (mob map, player, inventory, state key) and its obs: the latency is the
  * slowest floor's. A warp keeps its own world-generation scratch (scratch[warp]), so a grid
  * has at most as many warps as the caller has scratch entries. Each source below names the
- * worlds of one caller: job(j) says where world j goes and which key reset_env takes. */
+ * worlds of one caller: job(j) says where world j goes and which key reset_env takes, and
+ * world_key(key) the key generate_world takes from it (the symbolic env's reset_env splits it
+ * once more; the pixel env's does not: env_pixels.cuh). */
 typedef struct {
     CraftaxState *state;
     CraftaxKey reset_key;
@@ -65,6 +67,7 @@ struct KeyedWorlds { /* env.reset: env j from keys[j] */
     uint8_t *obs_compact;
     __device__ int64_t size() const { return n; }
     __device__ WorldJob job(int64_t j) const { return {&states[j], load_key(keys, j), 1}; }
+    __device__ CraftaxKey world_key(CraftaxKey reset_key) const { return craftax_reset_world_key(reset_key); }
     __device__ void finish(int64_t j, int lane) const {
         emit_obs_global_warp(&states[j], obs_row(obs, j), compact_row(obs_compact, j), 1, lane);
     }
@@ -84,6 +87,7 @@ struct DoneListWorlds { /* the auto-reset step: the listed envs, reset_env(key_r
         craftax_split2(load_key(keys, i), &key_step, &key_reset);
         return {&states[i], key_reset, 1};
     }
+    __device__ CraftaxKey world_key(CraftaxKey reset_key) const { return craftax_reset_world_key(reset_key); }
     __device__ void finish(int64_t j, int lane) const {
         const int64_t i = done_list[base + j];
         emit_obs_global_warp(&states[i], obs_row(obs, i), compact_row(obs_compact, i), 1, lane);
@@ -104,6 +108,7 @@ struct TakenWorlds { /* the optimistic step: the env at rank r < num_worlds, if 
         /* the ended envs sort first: the first rank that did not end has none after it */
         return {&states[(uint32_t)(entry & 0xFFFFFFFFu)], craftax_split_at(reset_parent, (uint32_t)rank), 1};
     }
+    __device__ CraftaxKey world_key(CraftaxKey reset_key) const { return craftax_reset_world_key(reset_key); }
     __device__ void finish(int64_t, int) const {}
 };
 
@@ -129,7 +134,7 @@ __global__ void __launch_bounds__(RESET_THREADS, 16) world_floors_kernel(Source 
         const WorldJob job = src.job(item % worlds);
         if (!job.active) continue;
         CraftaxKey floors[CRAFTAX_WORLD_FLOORS], rest;
-        craftax_world_floor_keys(craftax_reset_world_key(job.reset_key), floors, &rest);
+        craftax_world_floor_keys(src.world_key(job.reset_key), floors, &rest);
         const int f = (int)(item / worlds);
         craftax_generate_world_floor_lanes(floors[f], f, &params, job.state, w, lane, LANES);
         craftax_lanes_sync(LANES);
@@ -144,10 +149,10 @@ __global__ void world_rest_kernel(Source src, const CraftaxParams params, int ge
         const WorldJob job = src.job(j);
         if (!job.active) break;
         CraftaxKey floors[CRAFTAX_WORLD_FLOORS], rest;
-        craftax_world_floor_keys(craftax_reset_world_key(job.reset_key), floors, &rest);
+        craftax_world_floor_keys(src.world_key(job.reset_key), floors, &rest);
         craftax_generate_world_rest_lanes(rest, &params, job.state, lane, LANES);
         if (lane == 0 && generated_floors < CRAFTAX_WORLD_FLOORS) /* the others wait: pending_floors_kernel */
-            mark_levels_pending(job.state, craftax_reset_world_key(job.reset_key), generated_floors);
+            mark_levels_pending(job.state, src.world_key(job.reset_key), generated_floors);
         craftax_lanes_sync(LANES);
         src.finish(j, lane);
     }

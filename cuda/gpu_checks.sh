@@ -12,14 +12,17 @@
 #              which skips below two GPUs; conformance/test_fast_cuda.py: the fast recipe),
 #              tests/test_cuda_contract.py, the registry contract and gymnasium tests on both backends,
 #              pycraftax.jax's CUDA handlers against the C backend, Craftax-Classic on CUDA against C
-#              (conformance/test_cuda_classic.py, tests/test_classic_env.py)
+#              (conformance/test_cuda_classic.py, tests/test_classic_env.py), the pixel envs of both games on
+#              CUDA against C (conformance/test_cuda_pixels.py, tests/test_cuda_pixels_contract.py)
 #   memcheck   compute-sanitizer memcheck: cuda/sanitize_run.py (env) with leak check,
 #              cuda/sanitize_trainer.py (model gru on every env) and cuda/sanitize_fast.py (the fast
 #              recipe) without (PyTorch keeps its memory to the end)
 #   racecheck  compute-sanitizer racecheck (shared-memory hazards) over the same three
-#   bench      the CUDA env suites of both games and the trainer's GPU configs (bench/test_bench_cuda.py,
-#              bench/test_bench_cuda_classic.py, bench/test_bench_trainer.py -k "gru_recipe or fast_recipe") into
-#              OUTDIR/<date>-<machine kind>-{cuda,cuda_classic,trainer}.json, the names `nox -s bench` gives them
+#   bench      the CUDA env suites of both games, the pixel envs (C, CUDA and upstream where JAX is) and the
+#              trainer's GPU configs (bench/test_bench_cuda.py, bench/test_bench_cuda_classic.py,
+#              bench/test_bench_pixels.py, bench/test_bench_trainer.py -k "gru_recipe or fast_recipe") into
+#              OUTDIR/<date>-<machine kind>-{cuda,cuda_classic,pixels,trainer}.json, the names `nox -s bench`
+#              gives them
 #   train      a short `pycraftax train --backend cuda --recipe paper` run (metrics, checkpoint, plot)
 # Knobs: PYTHON, STAGES, TEST_TIMEOUT, SANITIZE_TIMEOUT, BENCH_TIMEOUT, BENCH_ARGS, TRAIN_STEPS.
 cd "$(dirname "$0")/.."
@@ -58,7 +61,8 @@ if want tests; then
         tests/test_env_contract.py tests/test_gymnasium.py \
         conformance/test_cuda_classic.py tests/test_classic_env.py \
         conformance/test_cuda_final_obs.py tests/test_final_obs.py \
-        conformance/test_fast_cuda.py tests/test_step_async.py
+        conformance/test_fast_cuda.py tests/test_step_async.py \
+        conformance/test_cuda_pixels.py tests/test_cuda_pixels_contract.py tests/test_pixels_env.py
     # conformance/conftest.py pins JAX to the CPU for the upstream comparisons: pycraftax.jax's
     # GPU tests run in a session of their own
     step tests_jax ${TEST_TIMEOUT:-420} env JAX_PLATFORMS=cuda,cpu $PY -m pytest -q -rs -p no:cacheprovider \
@@ -105,6 +109,8 @@ if want bench; then
         --benchmark-json="$OUTDIR/$DATE-$KIND-cuda.json" --benchmark-columns=median,rounds ${BENCH_ARGS:-}
     step bench_env_classic ${BENCH_TIMEOUT:-420} $PY -m pytest -p no:cacheprovider bench/test_bench_cuda_classic.py \
         --benchmark-json="$OUTDIR/$DATE-$KIND-cuda_classic.json" --benchmark-columns=median,rounds ${BENCH_ARGS:-}
+    step bench_pixels ${BENCH_TIMEOUT:-420} $PY -m pytest -p no:cacheprovider bench/test_bench_pixels.py \
+        --benchmark-json="$OUTDIR/$DATE-$KIND-pixels.json" --benchmark-columns=median,rounds ${BENCH_ARGS:-}
     step bench_trainer ${BENCH_TIMEOUT:-420} $PY -m pytest -p no:cacheprovider bench/test_bench_trainer.py \
         -k "gru_recipe or fast_recipe" \
         --benchmark-json="$OUTDIR/$DATE-$KIND-trainer.json" --benchmark-columns=median,rounds ${BENCH_ARGS:-}

@@ -9,8 +9,11 @@ and by step_async() on a twin env, then
 envs with many descents (lazy floors: pending_floors_kernel before the steps and on get_state);
 then Craftax-Classic (cuda/classic_cuda.cu): 30 auto-reset steps of 7 envs with a short time
 limit and injected deaths (done list and world kernel), 6 step_with_keys steps, 10 optimistic
-steps of 8 envs (2 worlds), with obs="compact" and step_async for the auto-reset part's twin env; every output
-and the final state are compared with the C reference.
+steps of 8 envs (2 worlds), with obs="compact" and step_async for the auto-reset part's twin env; then the
+pixel envs of both games (cuda/env_pixels.cuh, classic_pixels.cuh: the shared view and the warp's
+pixels): 12 auto-reset steps of 5 envs with final_obs, 4 step_with_keys steps, 6 optimistic steps of
+4 envs; every output and the final state are compared with the C reference (the pixel part is
+skipped, saying so, where the craftax distribution's textures are missing).
 Prints OK and exits 0 when all match.
 """
 
@@ -82,6 +85,45 @@ def classic_run(rng) -> tuple[int, int]:
     return bad, ends
 
 
+def pixels_run(rng) -> tuple[int, int]:
+    """The pixel envs' part: (mismatches, episode ends)."""
+    bad, ends = 0, 0
+    for env_id in ("Craftax-Pixels-v1", "Craftax-Classic-Pixels-v1"):
+        n = 5
+        c, g = (pycraftax.make(env_id, num_envs=n, backend=b, seed=6, max_timesteps=5, day_length=8)
+                for b in ("c", "cuda"))
+        for e in (c, g):
+            e.report_final_obs = True
+            e.reset(seed=6)
+        for t in range(12):
+            a = rng.integers(0, c.num_actions, n).astype(np.int32)
+            co, go = c.step(a), g.step(a)
+            ends += int(np.sum(co[2]) + np.sum(co[3]))
+            bad += sum(not same(x, y) for x, y in zip(co[:4], go[:4]))
+            bad += not same(co[4]["final_obs"], go[4]["final_obs"])
+        for t in range(4):
+            a = rng.integers(0, c.num_actions, n).astype(np.int32)
+            k = rng.integers(0, 2**32, size=(n, 2), dtype=np.uint32)
+            bad += sum(not same(x, y) for x, y in zip(c.step_with_keys(a, k)[:3], g.step_with_keys(a, k)[:3]))
+        bad += not same(c.observe(), g.observe())
+        cs, gs = c.get_state(), g.get_state()
+        bad += sum(not same(cs[k], gs[k]) for k in cs)
+        g.close()
+        kw = dict(num_envs=4, seed=7, max_timesteps=3, resets="optimistic", reset_ratio=2)
+        c, g = (pycraftax.make(env_id, backend=b, **kw) for b in ("c", "cuda"))
+        for e in (c, g):
+            e.report_final_obs = True
+            e.reset(seed=7)
+        for t in range(6):
+            a = rng.integers(0, c.num_actions, 4).astype(np.int32)
+            co, go = c.step(a), g.step(a)
+            ends += int(np.sum(co[2]) + np.sum(co[3]))
+            bad += sum(not same(x, y) for x, y in zip(co[:4], go[:4]))
+            bad += not same(co[4]["final_obs"], go[4]["final_obs"])
+        g.close()
+    return bad, ends
+
+
 def main() -> int:
     lib = cuda_env.load()
     lib.check(lib.lib.craftax_cuda_set_autoreset_chunks(3, 2), "set_autoreset_chunks")
@@ -147,9 +189,18 @@ def main() -> int:
     classic_bad, classic_ends = classic_run(rng)
     bad += classic_bad
     ends += classic_ends
+    from pycraftax import textures
+
+    try:
+        pixel_bad, pixel_ends = pixels_run(rng)
+        pixel_note = "; pixels: 12 + 4 steps of 5 envs and 6 optimistic steps of 4 envs, both games"
+    except textures.TexturesMissing as exc:
+        pixel_bad, pixel_ends, pixel_note = 0, 0, f"; pixel envs skipped ({exc})"
+    bad += pixel_bad
+    ends += pixel_ends
     print(f"{'OK' if bad == 0 else 'MISMATCH'}: {bad} mismatches, {ends} episode ends, {steps} + 8 steps of {n} envs, "
           "10 optimistic steps of 8 envs, 12 god-mode descent steps of 8 envs; Classic: 30 + 6 steps of 7 envs, "
-          "10 optimistic steps of 8 envs")
+          "10 optimistic steps of 8 envs" + pixel_note)
     return 0 if bad == 0 else 1
 
 

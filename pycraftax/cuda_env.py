@@ -759,6 +759,12 @@ class CudaCraftaxEnv(CraftaxVecEnv):
             code = lib.lib.craftax_cuda_env_step(
                 self._p("states"), actions_p, lib.ffi.from_buffer("uint32_t[]", sub), self._p("keys", "uint32_t *"),
                 n, self._params, *outputs, *self._episode_ptrs(), self._p("scratch"))
+        return self._step_result(code)
+
+    def _step_result(self, code: int):
+        """step()'s outputs after a one-wait step call that returned `code` (ValueError where its
+        action check refused the actions)."""
+        lib = self._lib
         if code == ERR_ARGUMENT:
             raise ValueError(f"step failed: actions must be integers in [0, {self.num_actions}) "
                              f"({lib.last_error()}); no env changed")

@@ -206,6 +206,14 @@ static inline CRAFTAX_HD void craftax_classic_pixels_night_sleep(float p[3], con
     }
 }
 
+/* The texture section of each mob slot (at file scope: nvcc allows no static __device__ table
+ * inside a __host__ __device__ function). */
+static CRAFTAX_LANE_TABLE uint8_t craftax_classic_pixel_slot_section[CRAFTAX_CLASSIC_PIXEL_SLOTS] = {
+    CRAFTAX_CLASSIC_PIXEL_ZOMBIE, CRAFTAX_CLASSIC_PIXEL_ZOMBIE,   CRAFTAX_CLASSIC_PIXEL_ZOMBIE,
+    CRAFTAX_CLASSIC_PIXEL_COW,    CRAFTAX_CLASSIC_PIXEL_COW,      CRAFTAX_CLASSIC_PIXEL_COW,
+    CRAFTAX_CLASSIC_PIXEL_SKELETON, CRAFTAX_CLASSIC_PIXEL_SKELETON, CRAFTAX_CLASSIC_PIXEL_ARROW,
+    CRAFTAX_CLASSIC_PIXEL_ARROW,  CRAFTAX_CLASSIC_PIXEL_ARROW};
+
 static inline CRAFTAX_HD void craftax_classic_pixels_map_pixel(float p[3], const CraftaxClassicState *s,
                                                                const float *atlas, const CraftaxPixelLayout *l,
                                                                const CraftaxClassicPixelView *v, int y, int x) {
@@ -214,14 +222,9 @@ static inline CRAFTAX_HD void craftax_classic_pixels_map_pixel(float p[3], const
     craftax_classic_pixels_add_block(p, atlas, l, v->block[cell], iy, ix);
     if (cell == (CRAFTAX_CLASSIC_OBS_ROWS / 2) * CRAFTAX_CLASSIC_OBS_COLS + CRAFTAX_CLASSIC_OBS_COLS / 2)
         craftax_classic_pixels_add_player(p, atlas + v->player_texture, atlas + v->player_alpha, l, iy, ix);
-    static CRAFTAX_LANE_TABLE uint8_t section_of_slot[CRAFTAX_CLASSIC_PIXEL_SLOTS] = {
-        CRAFTAX_CLASSIC_PIXEL_ZOMBIE, CRAFTAX_CLASSIC_PIXEL_ZOMBIE,   CRAFTAX_CLASSIC_PIXEL_ZOMBIE,
-        CRAFTAX_CLASSIC_PIXEL_COW,    CRAFTAX_CLASSIC_PIXEL_COW,      CRAFTAX_CLASSIC_PIXEL_COW,
-        CRAFTAX_CLASSIC_PIXEL_SKELETON, CRAFTAX_CLASSIC_PIXEL_SKELETON, CRAFTAX_CLASSIC_PIXEL_ARROW,
-        CRAFTAX_CLASSIC_PIXEL_ARROW,  CRAFTAX_CLASSIC_PIXEL_ARROW};
     for (uint32_t slots = v->slots[cell]; slots; slots &= slots - 1) {
         const int slot = craftax_popc32((slots & (0u - slots)) - 1u);
-        const int section = section_of_slot[slot];
+        const int section = craftax_classic_pixel_slot_section[slot];
         if (section == CRAFTAX_CLASSIC_PIXEL_ARROW)
             craftax_classic_pixels_add_arrow(p, atlas, l, v->arrow_orientation[slot - 8], iy, ix);
         else
