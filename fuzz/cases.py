@@ -137,7 +137,9 @@ def case_set_state(rng, backend):
     elif kind == "disguise":
         how = inputs_choice(rng, inputs.DISGUISES)
         given[leaf.name] = inputs.disguise(state[leaf.name], how)
-        kind = "accepted_disguise" if how in inputs.ACCEPTED_DISGUISES else "disguise"
+        # a byte order of a one-byte dtype (bool) is no byte order: the array is a plain one
+        plain = how == "byteswapped" and state[leaf.name].dtype.itemsize == 1
+        kind = "accepted_disguise" if how in inputs.ACCEPTED_DISGUISES or plain else "disguise"
     elif kind == "dtype":
         dtype = inputs_choice(rng, (np.int64, np.int16, np.uint8, np.float64, np.float16, np.bool_, np.uint32,
                                     object, "datetime64[s]", "timedelta64[s]", np.complex64))
@@ -198,7 +200,7 @@ def case_steps(rng, backend):
             else:
                 obs = env.step_with_keys(actions, rng.integers(0, 2**32, (env.num_envs, 2), dtype=np.uint32))[0]
         except ValueError as exc:
-            if god and "god_mode" in str(exc):
+            if "every player_position must stay inside" in str(exc):
                 return  # a player on the edge of the position range: refused, as documented
             raise
         check_obs(env, obs, f"step {t}")

@@ -68,7 +68,8 @@ def accepted_state(env_id: str, num_envs: int, rng: np.random.Generator, god_mod
     t = table(env_id)
     state = {}
     for leaf in t.leaves:
-        off_edges = god_mode and leaf.name == "player_position"
+        # player positions that a step may move: god mode, and Classic (off the map onto lava)
+        off_edges = (god_mode or env_id == CLASSIC) and leaf.name == "player_position"
         state[leaf.name] = leaf_values(leaf, (num_envs,) + leaf.shape, rng, keep_off_edges=off_edges)
     for cls in t.living_mob_classes:
         state[cls + ".mask"] &= state[cls + ".health"] > 0

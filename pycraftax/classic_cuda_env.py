@@ -82,6 +82,7 @@ class CudaClassicEnv(CudaCraftaxEnv):
     env_id = classic_state.ENV_ID
     obs_size = classic_state.OBS_SIZE
     num_actions = classic_state.NUM_ACTIONS
+    _walks_off_map_without_resets = True
     state_size = classic_state.STATE_SIZE
     compact_size = COMPACT_SIZE
     achievement_table = CLASSIC_ACHIEVEMENTS

@@ -305,6 +305,8 @@ class CraftaxVecEnv:
     # _observation_high and _state_table
     obs_size = OBS_SIZE
     num_actions = NUM_ACTIONS
+    # Classic's move lets a player step off the map onto lava; only step_with_keys keeps stepping it
+    _walks_off_map_without_resets = False
 
     def __init__(self, num_envs: int, seed: int, params: EnvParams, static_params: StaticEnvParams,
                  obs: str = "float", resets: str = "auto", reset_ratio: int | None = None):
@@ -617,13 +619,16 @@ class CraftaxVecEnv:
         if self._needs_reset:
             raise RuntimeError(f"{what}() before the first reset: call env.reset() (or reset_with_keys / set_state)")
         if getattr(self.params, "god_mode", False):
-            self._check_room_to_walk(what)
+            self._check_room_to_walk(what, "with god_mode")
+        elif self._walks_off_map_without_resets and what == "step_with_keys":
+            self._check_room_to_walk(what, "without resets (a Classic player walks off the map onto lava, as in craftax 1.6.1)")
 
-    def _check_room_to_walk(self, what: str) -> None:
-        """With god_mode the player walks through anything, off the map too, one cell a step.
-        Player positions are kept to the leaf table's range (docs/STATE_DOMAIN.md: beyond it
-        upstream's squared int32 distances to the map's cells wrap), so a step is refused while
-        a player stands on its edge, where one more step could leave it."""
+    def _check_room_to_walk(self, what: str, why: str) -> None:
+        """With god_mode the player walks through anything, off the map too, one cell a step (and
+        a Classic player onto lava beside the map, which step_with_keys does not reset). Player
+        positions are kept to the leaf table's range (docs/STATE_DOMAIN.md: beyond it upstream's
+        squared int32 distances to the map's cells wrap), so such a step is refused while a player
+        stands on its edge, where one more step could leave it."""
         self._settle_async()  # the positions after every step in flight
         leaf = self._state_table().by_name["player_position"]
         positions = self._native_read_leaf("player_position")
@@ -631,7 +636,7 @@ class CraftaxVecEnv:
         if np.any(on_edge):
             env = int(np.argwhere(on_edge)[0][0])
             raise ValueError(
-                f"{what}: with god_mode, every player_position must stay inside ({leaf.min_value}, {leaf.max_value}) "
+                f"{what}: {why}, every player_position must stay inside ({leaf.min_value}, {leaf.max_value}) "
                 f"on both axes to be stepped (one step could take it out of the range where pycraftax reproduces "
                 f"craftax 1.6.1), but env {env}'s is {positions[env].tolist()}; nothing changed")
 

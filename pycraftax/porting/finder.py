@@ -174,6 +174,7 @@ class GameCheck:
         from pycraftax import params as pparams
 
         problems = []
+        self.env.reset(seed=0)  # get_state needs states to read the leaf names from
         ours = set(self.env.get_state())
         missing, extra = sorted(set(self.names) - ours), sorted(ours - set(self.names))
         if missing or extra:

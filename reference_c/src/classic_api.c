@@ -29,6 +29,13 @@ size_t craftax_classic_state_size(void) { return sizeof(CraftaxClassicState); }
 #define U32 CRAFTAX_DTYPE_UINT32
 #define BOOL CRAFTAX_DTYPE_BOOL
 #define M CRAFTAX_CLASSIC_MAP_SIZE
+/* The player's position, as the full game's (craftax_api.c): upstream's move accepts a step off
+ * the map onto a cell whose wrapped read is lava, so a player walks off the map (from there on
+ * only onto lava, which kills: with resets the episode ends, without them step_with_keys walks
+ * on). In this range every map cell is within 32,767 cells on each axis, so upstream's squared
+ * int32 distances do not wrap; the Python layer refuses a step_with_keys from its edge. */
+#define POSITION_MAX 32767
+#define POSITION_MIN (M - 1 - POSITION_MAX)
 #define LEAF(name, member, storage, dtype, ndim, s0, s1, lo, hi) \
     {name, (uint32_t)offsetof(CraftaxClassicState, member), storage, dtype, ndim, {s0, s1, 0, 0}, lo, hi, 0, 0.0f, 0.0f}
 /* A float32 leaf: finite values in [lo, hi]. */
@@ -51,7 +58,7 @@ size_t craftax_classic_state_size(void) { return sizeof(CraftaxClassicState); }
 static const CraftaxLeaf LEAVES[] = {
     LEAF("map", map, U8, I32, 2, M, M, 0, CRAFTAX_CLASSIC_NUM_BLOCK_TYPES - 1),
     LEAF("mob_map", mob_map, U8, BOOL, 2, M, M, 0, 1),
-    LEAF("player_position", player_position, I32, I32, 1, 2, 0, 0, M - 1),
+    LEAF("player_position", player_position, I32, I32, 1, 2, 0, POSITION_MIN, POSITION_MAX),
     LEAF("player_direction", player_direction, I32, I32, 0, 0, 0, 0, 4),
     LEAF("player_health", player_health, I32, I32, 0, 0, 0, 0, 9),
     LEAF("player_food", player_food, I32, I32, 0, 0, 0, 0, 9),
