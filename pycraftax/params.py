@@ -209,10 +209,12 @@ def to_c(params: EnvParams, ffi=None):
     return c
 
 
-def to_c_classic(params: ClassicEnvParams):
-    """A CraftaxClassicParams struct (owned by the returned cdata) holding `params`; every
-    field is written from `params`, whose defaults are upstream's."""
-    from pycraftax._native import ffi
+def to_c_classic(params: ClassicEnvParams, ffi=None):
+    """A CraftaxClassicParams struct (owned by the returned cdata) holding `params`, made by
+    `ffi` (the C extension's by default); every field is written from `params`, whose defaults
+    are upstream's."""
+    if ffi is None:
+        from pycraftax._native import ffi
 
     c = ffi.new("CraftaxClassicParams *")
     for f in fields(ClassicEnvParams):

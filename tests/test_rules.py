@@ -163,3 +163,21 @@ def test_action_stream_is_the_protocols_for_either_game():
                                                                                            ffi.from_buffer(u)))
     expected = (u * np.float32(17)).astype(np.int32).reshape(30, 7)
     np.testing.assert_array_equal(anchors.action_stream(7, 30, 5, 17), expected)
+
+
+@pytest.mark.parametrize("env_id", ["Craftax-Symbolic-v1", "Craftax-Classic-Symbolic-v1"])
+def test_c_rules_step_a_subsystem_whatever_cpu_variant_is_loaded(env_id):
+    """The finder's C twins run in the parity-test extension, a cffi module of its own: their
+    params struct must be made by that module's ffi, not taken from the env (whose struct belongs
+    to the loaded CPU variant: on an x86-64-v3 CPU cffi refused it, and the finder crashed)."""
+    from pycraftax.porting import c_rules
+
+    reason = c_rules.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    env = pycraftax.make(env_id, num_envs=2, backend="c", seed=0)
+    env.reset(seed=0)
+    rules = c_rules.Rules(env_id, env.params)
+    state = env.get_state()
+    after = rules.apply("move_player", state, np.zeros((2, 2), np.uint32), np.full(2, 1, np.int32))
+    assert set(after) == set(state)

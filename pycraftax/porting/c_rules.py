@@ -16,6 +16,7 @@ import numpy as np
 
 from pycraftax import classic_state
 from pycraftax import _state
+from pycraftax import params as pparams
 from pycraftax.params import CLASSIC_ENV_ID, CRAFTAX_ENV_ID
 
 _INCLUDE = Path(__file__).resolve().parent.parent.parent / "reference_c" / "include"
@@ -63,9 +64,14 @@ def _classic_ids(lib) -> dict[str, tuple[str, int]]:
 class Rules:
     """The C rules of one game, subsystem by subsystem."""
 
-    def __init__(self, env_id: str, c_params):
+    def __init__(self, env_id: str, params):
+        """`params`: the env's EnvParams / ClassicEnvParams. Their C struct is made by the test
+        extension's own ffi: cffi refuses a struct of another module's (the C extension's CPU
+        variants are modules of their own)."""
         ffi, lib = _hooks()
-        self.ffi, self.lib, self.env_id, self.c_params = ffi, lib, env_id, c_params
+        self.ffi, self.lib, self.env_id = ffi, lib, env_id
+        self.c_params = (pparams.to_c(params, ffi) if env_id == CRAFTAX_ENV_ID
+                         else pparams.to_c_classic(params, ffi))
         if env_id == CRAFTAX_ENV_ID:
             self.table, self.ids, self.prefix = _state.TABLE, _player_ids(lib), "craftax_"
             self.state_size = _state.STATE_SIZE

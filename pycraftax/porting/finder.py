@@ -276,7 +276,7 @@ class GameCheck:
             return Attribution(note=f"subsystem not named: the parity-test extension was built from other rules "
                                     f"({c_rules.fingerprint()}) than the C extension ({prules.rules_fingerprint()}); "
                                     + c_rules.BUILD_HINT)
-        rules = c_rules.Rules(self.env_id, self.env._c_params)
+        rules = c_rules.Rules(self.env_id, self.env.params)
         return attribute(self.game, rules, d.pre_state, d.key, d.action, d.upstream_after)
 
     def replay_case(self, path: Path, d: Divergence) -> None:
@@ -488,7 +488,7 @@ def _report(check: GameCheck, d: Divergence, args, built: str, t0: float) -> int
                        f"--seed {d.seed}")
     rules_source = None
     if c_rules.unavailable_reason() is None:
-        rules = c_rules.Rules(check.env_id, check.env._c_params)
+        rules = c_rules.Rules(check.env_id, check.env.params)
         rules_source = lambda name: f"{rules.function_name(name)} ({rules.source_of(name)})"  # noqa: E731
     for line in describe_divergence(d, check.game, rules_source):
         print(line)
@@ -523,7 +523,7 @@ def _replay(path: Path, built: str, t0: float) -> int:
     d.reproduce = f"pycraftax conformance --replay {path}"
     rules_source = None
     if c_rules.unavailable_reason() is None:
-        rules = c_rules.Rules(check.env_id, check.env._c_params)
+        rules = c_rules.Rules(check.env_id, check.env.params)
         rules_source = lambda name: f"{rules.function_name(name)} ({rules.source_of(name)})"  # noqa: E731
     for line in describe_divergence(d, check.game, rules_source):
         print(line)
