@@ -630,10 +630,19 @@ static inline CRAFTAX_HD void craftax_render_pixels_lanes(const CraftaxState *s,
 enum { CRAFTAX_PIXEL_ROWS_MAX_BLOCK = 16 };
 #define CRAFTAX_PIXEL_ROW_FLOATS (CRAFTAX_OBS_COLS * CRAFTAX_PIXEL_ROWS_MAX_BLOCK * 3)
 
+/* For the row renderer's body, compiled once per agent block size (the block a constant:
+ * short copies become moves, loops get known trip counts). */
+#if defined(__GNUC__) && !defined(__CUDACC__)
+#define CRAFTAX_PIXEL_SPECIALISED static inline __attribute__((always_inline))
+#else
+#define CRAFTAX_PIXEL_SPECIALISED static inline
+#endif
+
 /* Row iy of cell `cell` before the light: its b pixels into seg [b, 3]. */
-static inline CRAFTAX_HD void craftax_pixels_cell_row(float *seg, const float *atlas, const CraftaxPixelLayout *l,
-                                                      const CraftaxPixelView *v, int cell, int iy) {
-    const int b = l->block, block = v->block[cell];
+CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_pixels_cell_row(float *seg, const float *atlas,
+                                                                  const CraftaxPixelLayout *l,
+                                                                  const CraftaxPixelView *v, int cell, int iy, int b) {
+    const int block = v->block[cell];
     if (block >= CRAFTAX_NUM_BLOCK_TYPES) {
         for (int j = 0; j < b * 3; j++) seg[j] = 0.0f;
     } else {
@@ -645,10 +654,11 @@ static inline CRAFTAX_HD void craftax_pixels_cell_row(float *seg, const float *a
 }
 
 /* The inventory under the map, a cell at a time (craftax_pixels_inventory_cell over the tile),
- * times `scale`, into out [height, width, 3]. */
-static inline CRAFTAX_HD void craftax_pixels_inventory_tiles(const CraftaxState *s, const float *atlas,
-                                                             const CraftaxPixelLayout *l, float *out, float scale) {
-    const int b = l->block, row_floats = l->width * 3, map_rows = l->view_rows * b;
+ * times `scale`, into out [height, width, 3]; l->block is b. */
+CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_pixels_inventory_tiles(const CraftaxState *s, const float *atlas,
+                                                                         const CraftaxPixelLayout *l, float *out,
+                                                                         float scale, int b) {
+    const int row_floats = l->width * 3, map_rows = l->view_rows * b;
     float tile[CRAFTAX_PIXEL_ROWS_MAX_BLOCK * CRAFTAX_PIXEL_ROWS_MAX_BLOCK * 3];
     for (int cy = 0; cy < l->inventory_rows; cy++)
         for (int cx = 0; cx < l->view_cols; cx++) {
@@ -663,20 +673,12 @@ static inline CRAFTAX_HD void craftax_pixels_inventory_tiles(const CraftaxState 
         }
 }
 
-/* craftax_render_pixels_lanes's picture (one lane), a pixel row at a time: each cell row's
- * pixels gathered from the textures (sprites drawn only in the cells that have them), then
- * the light, night and sleep of craftax_pixels_light_night_sleep, the same operations in the
- * same order, over the whole row in one loop that compilers vectorise. */
-static inline CRAFTAX_HD void craftax_render_pixels_rows(const CraftaxState *s, const float *atlas,
-                                                         const CraftaxPixelLayout *l, CraftaxPixelView *v, float *out,
-                                                         int scaled) {
-    if (l->block > CRAFTAX_PIXEL_ROWS_MAX_BLOCK || l->view_cols > CRAFTAX_OBS_COLS) {
-        craftax_render_pixels_lanes(s, atlas, l, v, out, scaled, 0, 1);
-        return;
-    }
-    craftax_pixels_view(s, atlas, l, v);
-    const float scale = scaled ? CRAFTAX_PIXEL_SCALE : 1.0f;
-    const int b = l->block, width = l->view_cols * b, row_floats = width * 3, seg = b * 3;
+/* craftax_render_pixels_rows's body for l->block == b <= CRAFTAX_PIXEL_ROWS_MAX_BLOCK. */
+CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_pixels_rows_of_block(const CraftaxState *s, const float *atlas,
+                                                                       const CraftaxPixelLayout *l,
+                                                                       const CraftaxPixelView *v, float *out,
+                                                                       float scale, int b) {
+    const int cols = CRAFTAX_OBS_COLS, width = cols * b, row_floats = width * 3, seg = b * 3;
     const float d = v->daylight, one_minus_d = 1.0f - d, sleep = v->sleep_level;
     const float intensity = fmaxf((0.5f - d) * 2.0f, 0.0f);
     const CraftaxKey key = {{s->state_rng[0], s->state_rng[1]}};
@@ -686,13 +688,12 @@ static inline CRAFTAX_HD void craftax_render_pixels_rows(const CraftaxState *s, 
         half_night[j] = j % 3 == 0 ? 0.0f : j % 3 == 1 ? 8.0f : 32.0f; /* 0.5 * (0, 16, 64), folded by XLA */
         noise[j] = 0.0f;
     }
-    for (int r = 0; r < l->view_rows; r++) {
-        for (int c = 0; c < l->view_cols; c++)
-            for (int j = 0; j < seg; j++) light[c * seg + j] = v->light[r * CRAFTAX_OBS_COLS + c];
+    for (int r = 0; r < CRAFTAX_OBS_ROWS; r++) {
+        for (int c = 0; c < cols; c++)
+            for (int j = 0; j < seg; j++) light[c * seg + j] = v->light[r * cols + c];
         for (int iy = 0; iy < b; iy++) {
             const int y = r * b + iy;
-            for (int c = 0; c < l->view_cols; c++)
-                craftax_pixels_cell_row(pre + c * seg, atlas, l, v, r * CRAFTAX_OBS_COLS + c, iy);
+            for (int c = 0; c < cols; c++) craftax_pixels_cell_row(pre + c * seg, atlas, l, v, r * cols + c, iy, b);
             if (v->night_noise) {
                 for (int x = 0; x < width; x++)
                     noise_row[x] = fmaf(craftax_uniform(key, (uint32_t)(y * width + x)), 95.0f, 32.0f);
@@ -709,7 +710,28 @@ static inline CRAFTAX_HD void craftax_render_pixels_rows(const CraftaxState *s, 
             }
         }
     }
-    craftax_pixels_inventory_tiles(s, atlas, l, out, scale);
+    craftax_pixels_inventory_tiles(s, atlas, l, out, scale, b);
+}
+
+/* craftax_render_pixels_lanes's picture (one lane), a pixel row at a time: each cell row's
+ * pixels gathered from the textures (sprites drawn only in the cells that have them), then
+ * the light, night and sleep of craftax_pixels_light_night_sleep, the same operations in the
+ * same order, over the whole row in one loop that compilers vectorise; the inventory a cell
+ * at a time. Blocks above CRAFTAX_PIXEL_ROWS_MAX_BLOCK (the human sizes) go a pixel at a time. */
+static inline CRAFTAX_HD void craftax_render_pixels_rows(const CraftaxState *s, const float *atlas,
+                                                         const CraftaxPixelLayout *l, CraftaxPixelView *v, float *out,
+                                                         int scaled) {
+    if (l->block > CRAFTAX_PIXEL_ROWS_MAX_BLOCK || l->view_rows != CRAFTAX_OBS_ROWS ||
+        l->view_cols != CRAFTAX_OBS_COLS) {
+        craftax_render_pixels_lanes(s, atlas, l, v, out, scaled, 0, 1);
+        return;
+    }
+    craftax_pixels_view(s, atlas, l, v);
+    const float scale = scaled ? CRAFTAX_PIXEL_SCALE : 1.0f;
+    if (l->block == CRAFTAX_PIXEL_AGENT_BLOCK)
+        craftax_pixels_rows_of_block(s, atlas, l, v, out, scale, CRAFTAX_PIXEL_AGENT_BLOCK);
+    else
+        craftax_pixels_rows_of_block(s, atlas, l, v, out, scale, l->block);
 }
 
 static inline CRAFTAX_HD void craftax_render_pixels(const CraftaxState *s, const float *atlas,
