@@ -389,31 +389,31 @@ CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_classic_pixels_rows_of_block(c
                     n1[x] = fmaf(noise, m1, (1.0f - m1) * p1[x]);
                     n2[x] = fmaf(noise, m2, (1.0f - m2) * p2[x]);
                 }
-            } else {
-                for (int x = 0; x < width; x++) {
-                    n0[x] = p0[x];
-                    n1[x] = p1[x];
-                    n2[x] = p2[x];
-                }
             }
+            const float *night0 = dark ? n0 : p0, *night1 = dark ? n1 : p1, *night2 = dark ? n2 : p2;
+            /* the blend into p, the sleep filter over it, then back to interleaved pixels */
+            for (int x = 0; x < width; x++) {
+                const float enhance =
+                    fmaf(night2[x], 0.114f, fmaf(night0[x], 0.299f, night1[x] * 0.587f)) * 0.6f;
+                const float t0 = fmaf(fmaf(night0[x], 0.4f, enhance), 0.5f, 0.0f);
+                const float t1 = fmaf(fmaf(night1[x], 0.4f, enhance), 0.5f, 8.0f);
+                const float t2 = fmaf(fmaf(night2[x], 0.4f, enhance), 0.5f, 32.0f);
+                p0[x] = fmaf(d, p0[x], one_minus_d * t0);
+                p1[x] = fmaf(d, p1[x], one_minus_d * t1);
+                p2[x] = fmaf(d, p2[x], one_minus_d * t2);
+            }
+            if (sleeping)
+                for (int x = 0; x < width; x++) {
+                    const float grey = fmaf(p2[x], 0.114f, fmaf(p0[x], 0.299f, p1[x] * 0.587f)) * 0.5f;
+                    p0[x] = grey + 0.0f;
+                    p1[x] = grey + 0.0f;
+                    p2[x] = grey + 8.0f;
+                }
             float *o = out + y * width * 3;
             for (int x = 0; x < width; x++) {
-                const float enhance = fmaf(n2[x], 0.114f, fmaf(n0[x], 0.299f, n1[x] * 0.587f)) * 0.6f;
-                const float t0 = fmaf(fmaf(n0[x], 0.4f, enhance), 0.5f, 0.0f);
-                const float t1 = fmaf(fmaf(n1[x], 0.4f, enhance), 0.5f, 8.0f);
-                const float t2 = fmaf(fmaf(n2[x], 0.4f, enhance), 0.5f, 32.0f);
-                float b0 = fmaf(d, p0[x], one_minus_d * t0);
-                float b1 = fmaf(d, p1[x], one_minus_d * t1);
-                float b2 = fmaf(d, p2[x], one_minus_d * t2);
-                if (sleeping) {
-                    const float grey = fmaf(b2, 0.114f, fmaf(b0, 0.299f, b1 * 0.587f)) * 0.5f;
-                    b0 = grey + 0.0f;
-                    b1 = grey + 0.0f;
-                    b2 = grey + 8.0f;
-                }
-                o[3 * x] = b0 * scale;
-                o[3 * x + 1] = b1 * scale;
-                o[3 * x + 2] = b2 * scale;
+                o[3 * x] = p0[x] * scale;
+                o[3 * x + 1] = p1[x] * scale;
+                o[3 * x + 2] = p2[x] * scale;
             }
         }
     craftax_classic_pixels_inventory_tiles(s, atlas, l, out, scale, b);
