@@ -217,14 +217,14 @@ static inline CRAFTAX_HD void craftax_classic_pixels_add_sprites(float p[3], con
                                                                  int ix) {
     if (cell == CRAFTAX_CLASSIC_PIXEL_CENTRE_CELL)
         craftax_classic_pixels_add_player(p, atlas + v->player_texture, atlas + v->player_alpha, l, iy, ix);
-    static CRAFTAX_LANE_TABLE uint8_t section_of_slot[CRAFTAX_CLASSIC_PIXEL_SLOTS] = {
-        CRAFTAX_CLASSIC_PIXEL_ZOMBIE, CRAFTAX_CLASSIC_PIXEL_ZOMBIE,   CRAFTAX_CLASSIC_PIXEL_ZOMBIE,
-        CRAFTAX_CLASSIC_PIXEL_COW,    CRAFTAX_CLASSIC_PIXEL_COW,      CRAFTAX_CLASSIC_PIXEL_COW,
-        CRAFTAX_CLASSIC_PIXEL_SKELETON, CRAFTAX_CLASSIC_PIXEL_SKELETON, CRAFTAX_CLASSIC_PIXEL_ARROW,
-        CRAFTAX_CLASSIC_PIXEL_ARROW,  CRAFTAX_CLASSIC_PIXEL_ARROW};
     for (uint32_t slots = v->slots[cell]; slots; slots &= slots - 1) {
         const int slot = craftax_popc32((slots & (0u - slots)) - 1u);
-        const int section = section_of_slot[slot];
+        /* zombies 0-2, cows 3-5, skeletons 6-7, arrows 8-10 (no table: a static one inside a
+         * host-and-device function does not compile for CUDA) */
+        const int section = slot < 3   ? CRAFTAX_CLASSIC_PIXEL_ZOMBIE
+                            : slot < 6 ? CRAFTAX_CLASSIC_PIXEL_COW
+                            : slot < 8 ? CRAFTAX_CLASSIC_PIXEL_SKELETON
+                                       : CRAFTAX_CLASSIC_PIXEL_ARROW;
         if (section == CRAFTAX_CLASSIC_PIXEL_ARROW)
             craftax_classic_pixels_add_arrow(p, atlas, l, v->arrow_orientation[slot - 8], iy, ix);
         else
@@ -368,7 +368,7 @@ CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_classic_pixels_rows_of_block(c
     const float intensity = fmaxf((0.5f - d) * 2.0f, 0.0f);
     const CraftaxKey key = {{s->state_rng[0], s->state_rng[1]}};
     float pre[MAX_WIDTH * 3], p0[MAX_WIDTH], p1[MAX_WIDTH], p2[MAX_WIDTH], n0[MAX_WIDTH], n1[MAX_WIDTH],
-        n2[MAX_WIDTH];
+        n2[MAX_WIDTH], noise_row[MAX_WIDTH];
     for (int r = 0; r < CRAFTAX_CLASSIC_OBS_ROWS; r++)
         for (int iy = 0; iy < b; iy++) {
             const int y = r * b + iy;
@@ -381,8 +381,9 @@ CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_classic_pixels_rows_of_block(c
             }
             if (dark) {
                 const float *weight = atlas + l->offset[CRAFTAX_CLASSIC_PIXEL_NIGHT_NOISE] + (uint32_t)(y * width * 3);
+                craftax_pixels_night_noise(key, (uint32_t)(y * width), width, noise_row);
                 for (int x = 0; x < width; x++) {
-                    const float noise = fmaf(craftax_uniform(key, (uint32_t)(y * width + x)), 95.0f, 32.0f);
+                    const float noise = noise_row[x];
                     const float m0 = intensity * weight[3 * x], m1 = intensity * weight[3 * x + 1],
                                 m2 = intensity * weight[3 * x + 2];
                     n0[x] = fmaf(noise, m0, (1.0f - m0) * p0[x]);
