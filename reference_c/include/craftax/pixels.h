@@ -38,6 +38,14 @@
 #include "rng.h"
 #include "state.h"
 
+/* For the row renderer's body and the inventory draws under it, compiled once per agent block
+ * size (the sizes constants: short copies become moves, loops get known trip counts). */
+#if defined(__GNUC__) && !defined(__CUDACC__)
+#define CRAFTAX_PIXEL_SPECIALISED static inline __attribute__((always_inline))
+#else
+#define CRAFTAX_PIXEL_SPECIALISED static inline
+#endif
+
 enum {
     CRAFTAX_PIXEL_INVENTORY_ROWS = 4, /* upstream INVENTORY_OBS_HEIGHT */
     CRAFTAX_PIXEL_AGENT_BLOCK = 10,   /* BLOCK_PIXEL_SIZE_AGENT: Craftax-Pixels-v1 */
@@ -413,7 +421,7 @@ typedef struct {
 
 /* _render_icon: the icon's square (upstream's slice of the cell) set to `texture`
  * ([small, small, 3]; NULL: smaller_empty_texture, zeros). */
-static inline CRAFTAX_HD void craftax_pixels_render_icon(CraftaxPixelCellPoint *q, const CraftaxPixelLayout *l,
+CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_pixels_render_icon(CraftaxPixelCellPoint *q, const CraftaxPixelLayout *l,
                                                          const float *texture) {
     CRAFTAX_PIXELS_FOR_SQUARE(q, l, l->icon_left, l->icon_left, l->small, {
         for (int k = 0; k < 3; k++) p[k] = texture ? texture[(r * l->small + c) * 3 + k] : 0.0f;
@@ -421,7 +429,7 @@ static inline CRAFTAX_HD void craftax_pixels_render_icon(CraftaxPixelCellPoint *
 }
 
 /* _render_icon_with_alpha: `texture` [small, small, 4] over the icon's square. */
-static inline CRAFTAX_HD void craftax_pixels_render_icon_with_alpha(CraftaxPixelCellPoint *q,
+CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_pixels_render_icon_with_alpha(CraftaxPixelCellPoint *q,
                                                                     const CraftaxPixelLayout *l, const float *texture) {
     CRAFTAX_PIXELS_FOR_SQUARE(q, l, l->icon_left, l->icon_left, l->small, {
         const float *t = texture + (r * l->small + c) * 4;
@@ -431,7 +439,7 @@ static inline CRAFTAX_HD void craftax_pixels_render_icon_with_alpha(CraftaxPixel
 
 /* One digit (texture and alpha [digit, digit, 3]) in the square of side `digit` at (top,
  * left) of the cell: pixels *= 1 - alpha, then += texture. */
-static inline CRAFTAX_HD void craftax_pixels_put_digit_at(CraftaxPixelCellPoint *q, const CraftaxPixelLayout *l,
+CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_pixels_put_digit_at(CraftaxPixelCellPoint *q, const CraftaxPixelLayout *l,
                                                           const float *texture, const float *alpha, int top,
                                                           int left) {
     CRAFTAX_PIXELS_FOR_SQUARE(q, l, top, left, l->digit, {
@@ -442,13 +450,13 @@ static inline CRAFTAX_HD void craftax_pixels_put_digit_at(CraftaxPixelCellPoint 
 }
 
 /* One digit in the cell's bottom-right digit square, `left` pixels from the cell's left edge. */
-static inline CRAFTAX_HD void craftax_pixels_put_digit(CraftaxPixelCellPoint *q, const CraftaxPixelLayout *l,
+CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_pixels_put_digit(CraftaxPixelCellPoint *q, const CraftaxPixelLayout *l,
                                                        const float *texture, const float *alpha, int left) {
     craftax_pixels_put_digit_at(q, l, texture, alpha, l->block - l->digit, left);
 }
 
 /* _render_digit: `number` in the ones place, drawn with number_textures (0 draws nothing). */
-static inline CRAFTAX_HD void craftax_pixels_render_digit(CraftaxPixelCellPoint *q, const float *atlas,
+CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_pixels_render_digit(CraftaxPixelCellPoint *q, const float *atlas,
                                                           const CraftaxPixelLayout *l, int32_t number) {
     const CraftaxPixelSectionShape *shapes = CRAFTAX_PIXEL_SECTION_SHAPES;
     craftax_pixels_put_digit(q, l, craftax_pixel_texture(atlas, l, shapes, CRAFTAX_PIXEL_DIGIT, number),
@@ -464,7 +472,7 @@ static inline CRAFTAX_HD int32_t craftax_floor_div10(int32_t n) {
 
 /* _render_two_digit_number: the ones digit (number_textures_with_zero, unless the number is
  * 0), then the tens digit left of it (number_textures, so a 0 draws nothing). */
-static inline CRAFTAX_HD void craftax_pixels_render_two_digit_number(CraftaxPixelCellPoint *q, const float *atlas,
+CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_pixels_render_two_digit_number(CraftaxPixelCellPoint *q, const float *atlas,
                                                                      const CraftaxPixelLayout *l, int32_t number) {
     const CraftaxPixelSectionShape *shapes = CRAFTAX_PIXEL_SECTION_SHAPES;
     const int32_t tens = craftax_floor_div10(number), ones = number - 10 * tens;
@@ -487,14 +495,14 @@ static inline CRAFTAX_HD int32_t craftax_f32_to_i32(float x) {
 }
 
 /* An icon of section `section`, entry `index`, where `shown`, else the empty icon. */
-static inline CRAFTAX_HD void craftax_pixels_icon_if(CraftaxPixelCellPoint *q, const float *atlas,
+CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_pixels_icon_if(CraftaxPixelCellPoint *q, const float *atlas,
                                                      const CraftaxPixelLayout *l, int shown, int section,
                                                      int32_t index) {
     craftax_pixels_render_icon(
         q, l, shown ? craftax_pixel_texture(atlas, l, CRAFTAX_PIXEL_SECTION_SHAPES, section, index) : NULL);
 }
 /* A count: its icon where it is > 0, then its two digits. */
-static inline CRAFTAX_HD void craftax_pixels_count(CraftaxPixelCellPoint *q, const float *atlas,
+CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_pixels_count(CraftaxPixelCellPoint *q, const float *atlas,
                                                    const CraftaxPixelLayout *l, int section, int32_t index,
                                                    int32_t count) {
     craftax_pixels_icon_if(q, atlas, l, count > 0, section, index);
@@ -503,7 +511,7 @@ static inline CRAFTAX_HD void craftax_pixels_count(CraftaxPixelCellPoint *q, con
 
 /* The inventory cell (cx, cy): upstream's draws that fall in it, in upstream's order (every
  * draw lies inside one cell, so cells are independent). */
-static inline CRAFTAX_HD void craftax_pixels_inventory_cell(CraftaxPixelCellPoint *q, const CraftaxState *s,
+CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_pixels_inventory_cell(CraftaxPixelCellPoint *q, const CraftaxState *s,
                                                             const float *atlas, const CraftaxPixelLayout *l, int cx,
                                                             int cy) {
     const CraftaxInventory *inv = &s->inventory;
@@ -630,14 +638,6 @@ static inline CRAFTAX_HD void craftax_render_pixels_lanes(const CraftaxState *s,
 enum { CRAFTAX_PIXEL_ROWS_MAX_BLOCK = 16 };
 #define CRAFTAX_PIXEL_ROW_FLOATS (CRAFTAX_OBS_COLS * CRAFTAX_PIXEL_ROWS_MAX_BLOCK * 3)
 
-/* For the row renderer's body, compiled once per agent block size (the block a constant:
- * short copies become moves, loops get known trip counts). */
-#if defined(__GNUC__) && !defined(__CUDACC__)
-#define CRAFTAX_PIXEL_SPECIALISED static inline __attribute__((always_inline))
-#else
-#define CRAFTAX_PIXEL_SPECIALISED static inline
-#endif
-
 /* The night noise of view pixels [first, first + n): 95 * uniform(state_rng)[i] + 32. Where
  * GCC builds for x86-64 on glibc (ifunc), a clone of the loop for AVX-512 CPUs is picked at load
  * time: its rotates are one instruction and its lanes twice as many (the hash about 2x faster on
@@ -679,12 +679,18 @@ CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_pixels_inventory_tiles(const C
                                                                          const CraftaxPixelLayout *l, float *out,
                                                                          float scale, int b) {
     const int row_floats = l->width * 3, map_rows = l->view_rows * b;
+    /* l's sizes recomputed from b (craftax_pixels_layout's formulas): constants where b is */
+    CraftaxPixelLayout sized = *l;
+    sized.block = b;
+    sized.small = (int32_t)(b * 0.8);
+    sized.digit = (int32_t)(b * 0.4);
+    sized.icon_left = (b - sized.small) / 2;
     float tile[CRAFTAX_PIXEL_ROWS_MAX_BLOCK * CRAFTAX_PIXEL_ROWS_MAX_BLOCK * 3];
     for (int cy = 0; cy < l->inventory_rows; cy++)
         for (int cx = 0; cx < l->view_cols; cx++) {
             for (int j = 0; j < b * b * 3; j++) tile[j] = 0.0f;
             CraftaxPixelCellPoint q = {{0.0f, 0.0f, 0.0f}, 0, 0, tile};
-            craftax_pixels_inventory_cell(&q, s, atlas, l, cx, cy);
+            craftax_pixels_inventory_cell(&q, s, atlas, &sized, cx, cy);
             for (int iy = 0; iy < b; iy++) {
                 float *o = out + (map_rows + cy * b + iy) * row_floats + cx * b * 3;
                 const float *t = tile + iy * b * 3;

@@ -246,7 +246,7 @@ static inline CRAFTAX_HD void craftax_classic_pixels_map_pixel(float p[3], const
 
 /* _render_number: pixels *= 1 - alpha, then += texture, in the digit square that ends one
  * pixel before the cell's bottom-right corner. */
-static inline CRAFTAX_HD void craftax_classic_pixels_render_number(CraftaxPixelCellPoint *q, const float *atlas,
+CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_classic_pixels_render_number(CraftaxPixelCellPoint *q, const float *atlas,
                                                                    const CraftaxPixelLayout *l, int32_t number) {
     const int start = l->block - l->digit - 1;
     craftax_pixels_put_digit_at(q, l, craftax_classic_pixel_texture(atlas, l, CRAFTAX_CLASSIC_PIXEL_DIGIT, number),
@@ -256,7 +256,7 @@ static inline CRAFTAX_HD void craftax_classic_pixels_render_number(CraftaxPixelC
 
 /* Inventory cell (cx, cy): its icon where the count is > 0 (else the empty icon), then the
  * count's digit. */
-static inline CRAFTAX_HD void craftax_classic_pixels_inventory_cell(CraftaxPixelCellPoint *q,
+CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_classic_pixels_inventory_cell(CraftaxPixelCellPoint *q,
                                                                     const CraftaxClassicState *s, const float *atlas,
                                                                     const CraftaxPixelLayout *l, int cx, int cy) {
     const CraftaxClassicInventory *inv = &s->inventory;
@@ -339,12 +339,18 @@ CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_classic_pixels_inventory_tiles
                                                                                  const CraftaxPixelLayout *l,
                                                                                  float *out, float scale, int b) {
     const int row_floats = l->width * 3, map_rows = l->view_rows * b;
+    /* l's sizes recomputed from b (craftax_classic_pixels_layout's formulas): constants where b is */
+    CraftaxPixelLayout sized = *l;
+    sized.block = b;
+    sized.small = (int32_t)(b * 0.8);
+    sized.digit = (int32_t)(b * 0.6);
+    sized.icon_left = (b - sized.small) / 2 - 1;
     float tile[CRAFTAX_PIXEL_ROWS_MAX_BLOCK * CRAFTAX_PIXEL_ROWS_MAX_BLOCK * 3];
     for (int cy = 0; cy < l->inventory_rows; cy++)
         for (int cx = 0; cx < l->view_cols; cx++) {
             for (int j = 0; j < b * b * 3; j++) tile[j] = 0.0f;
             CraftaxPixelCellPoint q = {{0.0f, 0.0f, 0.0f}, 0, 0, tile};
-            craftax_classic_pixels_inventory_cell(&q, s, atlas, l, cx, cy);
+            craftax_classic_pixels_inventory_cell(&q, s, atlas, &sized, cx, cy);
             for (int iy = 0; iy < b; iy++) {
                 float *o = out + (map_rows + cy * b + iy) * row_floats + cx * b * 3;
                 const float *t = tile + iy * b * 3;
