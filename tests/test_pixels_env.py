@@ -281,3 +281,26 @@ def test_rows_and_per_pixel_paths_are_equal(game):
             np.testing.assert_array_equal(rows.view(np.uint32), per_pixel.view(np.uint32),
                                           err_msg=f"{game} block {block} scaled={scaled}")
     assert np.unique(rows.reshape(rows.shape[0], -1), axis=0).shape[0] > states.shape[0] // 2  # varied pictures
+
+
+@pytest.mark.parametrize("env_id", list(PIXEL_IDS))
+def test_step_obs_reuse_never_changes_an_obs_the_caller_holds(env_id):
+    """A pixel env writes a step's obs into the last step's array when nothing else holds it;
+    an obs a caller keeps (the array, a view of it, a memoryview) stays as it was, and the obs
+    are those of an env whose every array is kept."""
+    actions = np.random.default_rng(3).integers(0, 17, size=(9, N)).astype(np.int32)
+    with make(env_id) as keeping, make(env_id) as dropping:
+        keeping.reset(seed=5)
+        dropping.reset(seed=5)
+        held, expected, dropped_ids = [], [], set()
+        for t in range(9):
+            obs = keeping.step(actions[t])[0]
+            held.append((obs, obs[1:], memoryview(obs))[t % 3])
+            expected.append((obs, obs[1:], obs)[t % 3].copy())
+            again = dropping.step(actions[t])[0]
+            np.testing.assert_array_equal(again, obs)
+            dropped_ids.add(id(again))
+            del obs, again
+        for t, (h, e) in enumerate(zip(held, expected)):
+            np.testing.assert_array_equal(np.asarray(h), e, err_msg=f"held obs of step {t} changed")
+        assert len(dropped_ids) == 1  # the dropped env wrote every step into one array
