@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SUITES = ("c", "upstream", "envpool", "trainer", "fast_trainer", "cuda", "cuda_async")
+SUITES = ("c", "upstream", "envpool", "trainer", "fast_trainer", "cuda", "cuda_async", "pixels")
 TRAINER_SUITES = ("trainer", "fast_trainer")  # the CUDA/NumPy trainers' file and the fast recipe's sweep
 RESULT_NAME = re.compile(r"^(?P<date>\d{4}-\d{2}-\d{2})-(?P<kind>[a-z0-9-]+)-(?P<suite>[a-z_]+)\.json$")
 SYMBOLIC, CLASSIC = "Craftax-Symbolic-v1", "Craftax-Classic-Symbolic-v1"
@@ -179,6 +179,34 @@ def cpu_sections(c: Result, up: Result | None, pool: Result | None) -> list[str]
             out += ["", "Classic world generation (reset), worlds/s:", ""]
             out += table(["envs", "C 1 thr", f"C {n} thr"], worlds)
     return out + [""]
+
+
+def pixels_section(r: Result) -> list[str]:
+    """The pixel envs (bench/test_bench_pixels.py): C per core and on every core beside upstream's
+    pixel env measured in the same run."""
+    n = max(r.values("test_step_pixels", "threads") or [1])
+    out = [f"## Pixel envs on the CPU, beside upstream craftax's pixel envs (same run, machine kind {r.kind})", "",
+           f"- {r.caption()}", "",
+           f"Env steps/s with the pixel obs every step. pycraftax C (auto-reset) on 1 thread and on {n}; upstream "
+           f"(jit(vmap) under the optimistic-reset wrapper, its fastest mode) on all {n} cores at its best batch "
+           "size. Ratios are over upstream's best: C on 1 thread, C on every core, and per core (C's 1-thread "
+           f"rate over upstream's divided by its {n} cores).", ""]
+    for env in sorted({row.get("env") for row in r.rows if row.get("env")}):
+        ups = [row for row in r.rows if row["test"] == "test_step_pixels_upstream" and row.get("env") == env]
+        best_up = max(ups, key=lambda row: row["throughput"]) if ups else None
+        theirs = best_up["throughput"] if best_up else None
+        rows = []
+        for e in r.values("test_step_pixels", "num_envs", env=env):
+            one = r.rate("test_step_pixels", env=env, num_envs=e, threads=1)
+            alln = r.rate("test_step_pixels", env=env, num_envs=e, threads=n)
+            rows.append([e, one, alln, ratio(one, theirs), ratio(alln, theirs), ratio(one, theirs / n if theirs else None)])
+        sizes = ", ".join(f"{row['num_envs']} envs: {fmt(row['throughput'])}" for row in ups)
+        up_text = (f"upstream {fmt(theirs)} env steps/s at {best_up['num_envs']} envs ({sizes})"
+                   if best_up else "upstream not measured")
+        out += [f"{env}: {up_text}.", ""]
+        out += table(["envs", "C 1 thr", f"C {n} thr", "C 1 thr / upstream", f"C {n} thr / upstream",
+                      "per core"], rows) + [""]
+    return out
 
 
 CUDA_COLUMNS = (("auto", "float"), ("auto", "compact"), ("optimistic", "float"), ("optimistic", "compact"))
@@ -417,6 +445,9 @@ def build_report(results: Path, plot_dir: Path | None = None) -> str:
             up = newest.get(("upstream", kind))
             lines += gpu_sections(cuda, up.on_device(gpu=True) if up and up.on_device(gpu=True).rows else None,
                                   newest.get(("cuda_async", kind)))
+    for (suite, _), r in sorted(newest.items()):
+        if suite == "pixels":
+            lines += pixels_section(r)
     trainers = [r for (s, _), r in sorted(newest.items()) if s in TRAINER_SUITES]
     if trainers:
         lines += trainer_section(trainers)

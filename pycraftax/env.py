@@ -125,9 +125,13 @@ class CBackendEnv(CraftaxVecEnv):
         self._episode_length[:] = 0
         return obs
 
+    def _step_obs(self) -> np.ndarray:
+        """The array a step() writes its obs into: a fresh one (the pixel envs reuse theirs)."""
+        return np.empty((self.num_envs, *self.obs_shape), dtype=np.float32)
+
     def _native_step(self, actions: np.ndarray, sub_key: np.ndarray):
         n = self.num_envs
-        obs = np.empty((n, *self.obs_shape), dtype=np.float32)
+        obs = self._step_obs()
         reward = np.empty(n, dtype=np.float32)
         done = np.empty(n, dtype=np.uint8)
         terminated = np.empty(n, dtype=np.uint8)

@@ -246,3 +246,72 @@ def test_render_of_a_closed_env_raises():
     env.close()
     with pytest.raises(RuntimeError, match="closed"):
         env.render()
+
+
+# -- the renderer's two paths ----------------------------------------------------------------------
+def _busy_states(game: str, seed: int) -> np.ndarray:
+    """Raw states of `game` in situations the picture shows: the injected-state perturbations
+    (mobs, projectiles, items, light maps, inventories) and the light level anywhere between
+    night and day, some asleep, then a few random steps."""
+    from pycraftax.porting.inject import mutate, perturb
+
+    rng = np.random.default_rng(seed)
+    env_id = "Craftax-Pixels-v1" if game == "craftax" else "Craftax-Classic-Pixels-v1"
+    n = 16
+    with pycraftax.make(env_id, num_envs=n, backend="c", day_length=20) as env:
+        env.reset(seed=seed)
+        state = env.get_state()
+        state = mutate(state, rng) if game == "craftax" else perturb(state, rng)
+        state["light_level"][:] = rng.choice(np.float32([0.0, 0.2, 0.49, 0.5, 0.8, 1.0]), size=n)
+        state["is_sleeping"][:] = rng.random(n) < 0.3
+        env.set_state(state)
+        raw = [np.concatenate([env._state_bytes(i) for i in range(n)])]
+        for _ in range(3):
+            env.step(rng.integers(0, env.num_actions, size=n).astype(np.int32))
+            raw.append(np.concatenate([env._state_bytes(i) for i in range(n)]))
+    return np.concatenate(raw)
+
+
+@pytest.mark.parametrize("game", ["craftax", "craftax_classic"])
+def test_rows_and_per_pixel_paths_are_equal(game):
+    """The C API draws a row at a time (vectorised, CPU); the lanes renderer, a pixel at a time,
+    is the GPU kernels' path and the human sizes' (above 16): both must give the same bits, at
+    the agent block, other rows-path sizes and both scalings."""
+    from pycraftax._test_hooks import lib as test_lib, ptr as test_ptr
+
+    states = _busy_states(game, seed=11 if game == "craftax" else 12)
+    code = 0 if game == "craftax" else 1
+    for block in (pixels.AGENT_BLOCK[game], 6, 13, 16):
+        table = pixels.atlas(game, block)
+        for scaled in (True, False):
+            rows = pixels.render_states(game, states, block, scaled=scaled)
+            per_pixel = np.empty_like(rows)
+            assert test_lib.craftax_test_pixels_render_per_pixel(
+                code, test_ptr(states, "void *"), states.shape[0], test_ptr(table, "float *"), block, int(scaled),
+                test_ptr(per_pixel, "float *")) == 0
+            np.testing.assert_array_equal(rows.view(np.uint32), per_pixel.view(np.uint32),
+                                          err_msg=f"{game} block {block} scaled={scaled}")
+    assert np.unique(rows.reshape(rows.shape[0], -1), axis=0).shape[0] > states.shape[0] // 2  # varied pictures
+
+
+@pytest.mark.parametrize("env_id", list(PIXEL_IDS))
+def test_step_obs_reuse_never_changes_an_obs_the_caller_holds(env_id):
+    """A pixel env writes a step's obs into the last step's array when nothing else holds it;
+    an obs a caller keeps (the array, a view of it, a memoryview) stays as it was, and the obs
+    are those of an env whose every array is kept."""
+    actions = np.random.default_rng(3).integers(0, 17, size=(9, N)).astype(np.int32)
+    with make(env_id) as keeping, make(env_id) as dropping:
+        keeping.reset(seed=5)
+        dropping.reset(seed=5)
+        held, expected, dropped_ids = [], [], set()
+        for t in range(9):
+            obs = keeping.step(actions[t])[0]
+            held.append((obs, obs[1:], memoryview(obs))[t % 3])
+            expected.append((obs, obs[1:], obs)[t % 3].copy())
+            again = dropping.step(actions[t])[0]
+            np.testing.assert_array_equal(again, obs)
+            dropped_ids.add(id(again))
+            del obs, again
+        for t, (h, e) in enumerate(zip(held, expected)):
+            np.testing.assert_array_equal(np.asarray(h), e, err_msg=f"held obs of step {t} changed")
+        assert len(dropped_ids) == 1  # the dropped env wrote every step into one array

@@ -38,6 +38,14 @@
 #include "rng.h"
 #include "state.h"
 
+/* For the row renderer's body and the inventory draws under it, compiled once per agent block
+ * size (the sizes constants: short copies become moves, loops get known trip counts). */
+#if defined(__GNUC__) && !defined(__CUDACC__)
+#define CRAFTAX_PIXEL_SPECIALISED static inline __attribute__((always_inline))
+#else
+#define CRAFTAX_PIXEL_SPECIALISED static inline
+#endif
+
 enum {
     CRAFTAX_PIXEL_INVENTORY_ROWS = 4, /* upstream INVENTORY_OBS_HEIGHT */
     CRAFTAX_PIXEL_AGENT_BLOCK = 10,   /* BLOCK_PIXEL_SIZE_AGENT: Craftax-Pixels-v1 */
@@ -346,16 +354,14 @@ static inline CRAFTAX_HD void craftax_pixels_light_night_sleep(float p[3], const
     }
 }
 
-/* Map pixel (y, x) of the view, all layers, before the division by 255. */
-static inline CRAFTAX_HD void craftax_pixels_map_pixel(float p[3], const CraftaxState *s, const float *atlas,
-                                                       const CraftaxPixelLayout *l, const CraftaxPixelView *v, int y,
-                                                       int x) {
-    const int b = l->block;
-    const int cell = (y / b) * CRAFTAX_OBS_COLS + x / b, iy = y % b, ix = x % b;
-    craftax_pixels_add_block(p, atlas, l, v->block[cell], iy, ix);
+#define CRAFTAX_PIXEL_CENTRE_CELL ((CRAFTAX_OBS_ROWS / 2) * CRAFTAX_OBS_COLS + CRAFTAX_OBS_COLS / 2)
+
+/* The layers over the block of cell `cell` at (iy, ix) inside it: its item, the player, its
+ * mobs and projectiles, in upstream's order. */
+static inline CRAFTAX_HD void craftax_pixels_add_sprites(float p[3], const float *atlas, const CraftaxPixelLayout *l,
+                                                         const CraftaxPixelView *v, int cell, int iy, int ix) {
     craftax_pixels_add_item(p, atlas, l, v->item[cell], iy, ix);
-    if (cell == (CRAFTAX_OBS_ROWS / 2) * CRAFTAX_OBS_COLS + CRAFTAX_OBS_COLS / 2)
-        craftax_pixels_add_player(p, atlas + v->player_texture, l, iy, ix);
+    if (cell == CRAFTAX_PIXEL_CENTRE_CELL) craftax_pixels_add_player(p, atlas + v->player_texture, l, iy, ix);
     for (uint32_t slots = v->slots[cell]; slots; slots &= slots - 1) {
         const int slot = craftax_popc32((slots & (0u - slots)) - 1u);
         const float *texture = atlas + v->slot_texture[slot], *alpha = atlas + v->slot_alpha[slot];
@@ -364,48 +370,93 @@ static inline CRAFTAX_HD void craftax_pixels_map_pixel(float p[3], const Craftax
         else
             craftax_pixels_add_projectile(p, texture, alpha, l, v->slot_orientation[slot], iy, ix);
     }
+}
+
+/* Whether cell `cell` has anything over its block (else its pixels are the block texture's). */
+static inline CRAFTAX_HD int craftax_pixels_has_sprites(const CraftaxPixelView *v, int cell) {
+    return (v->item[cell] >= 1 && v->item[cell] < CRAFTAX_NUM_ITEM_TYPES) || cell == CRAFTAX_PIXEL_CENTRE_CELL ||
+           v->slots[cell] != 0;
+}
+
+/* Map pixel (y, x) of the view, all layers, before the division by 255. */
+static inline CRAFTAX_HD void craftax_pixels_map_pixel(float p[3], const CraftaxState *s, const float *atlas,
+                                                       const CraftaxPixelLayout *l, const CraftaxPixelView *v, int y,
+                                                       int x) {
+    const int b = l->block;
+    const int cell = (y / b) * CRAFTAX_OBS_COLS + x / b, iy = y % b, ix = x % b;
+    craftax_pixels_add_block(p, atlas, l, v->block[cell], iy, ix);
+    craftax_pixels_add_sprites(p, atlas, l, v, cell, iy, ix);
     craftax_pixels_light_night_sleep(p, s, atlas, l, v, v->light[cell], y, x);
 }
 
 /* -- the inventory ------------------------------------------------------------------------ */
 
-/* One inventory pixel being drawn: its value and where it lies in its cell. */
+/* What an inventory draw paints: one pixel (p, at (iy, ix) in its cell), or, where `tile` is
+ * not NULL, the whole cell at once (tile [block, block, 3], p and iy, ix unused): the draws
+ * below apply the same arithmetic to every pixel of their square. */
 typedef struct {
     float p[3];
     int iy, ix;
+    float *tile;
 } CraftaxPixelCellPoint;
+
+/* Calls BODY(p, r, c) for every pixel p of the square [top, top + size) x [left, left + size)
+ * that q paints, (r, c) its place in the square. */
+#define CRAFTAX_PIXELS_FOR_SQUARE(q, l, top, left, size, BODY)                                  \
+    do {                                                                                        \
+        if ((q)->tile) {                                                                        \
+            for (int r = 0; r < (size); r++)                                                    \
+                for (int c = 0; c < (size); c++) {                                              \
+                    float *p = (q)->tile + (((top) + r) * (l)->block + (left) + c) * 3;         \
+                    BODY                                                                        \
+                }                                                                               \
+        } else {                                                                                \
+            const int r = (q)->iy - (top), c = (q)->ix - (left);                                \
+            if (r >= 0 && c >= 0 && r < (size) && c < (size)) {                                 \
+                float *p = (q)->p;                                                              \
+                BODY                                                                            \
+            }                                                                                   \
+        }                                                                                       \
+    } while (0)
 
 /* _render_icon: the icon's square (upstream's slice of the cell) set to `texture`
  * ([small, small, 3]; NULL: smaller_empty_texture, zeros). */
-static inline CRAFTAX_HD void craftax_pixels_render_icon(CraftaxPixelCellPoint *q, const CraftaxPixelLayout *l,
+CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_pixels_render_icon(CraftaxPixelCellPoint *q, const CraftaxPixelLayout *l,
                                                          const float *texture) {
-    const int r = q->iy - l->icon_left, c = q->ix - l->icon_left;
-    if (r < 0 || c < 0 || r >= l->small || c >= l->small) return;
-    for (int k = 0; k < 3; k++) q->p[k] = texture ? texture[(r * l->small + c) * 3 + k] : 0.0f;
+    CRAFTAX_PIXELS_FOR_SQUARE(q, l, l->icon_left, l->icon_left, l->small, {
+        for (int k = 0; k < 3; k++) p[k] = texture ? texture[(r * l->small + c) * 3 + k] : 0.0f;
+    });
 }
 
 /* _render_icon_with_alpha: `texture` [small, small, 4] over the icon's square. */
-static inline CRAFTAX_HD void craftax_pixels_render_icon_with_alpha(CraftaxPixelCellPoint *q,
+CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_pixels_render_icon_with_alpha(CraftaxPixelCellPoint *q,
                                                                     const CraftaxPixelLayout *l, const float *texture) {
-    const int r = q->iy - l->icon_left, c = q->ix - l->icon_left;
-    if (r < 0 || c < 0 || r >= l->small || c >= l->small) return;
-    const float *t = texture + (r * l->small + c) * 4;
-    for (int k = 0; k < 3; k++) q->p[k] = q->p[k] * (1.0f - t[3]) + t[k] * t[3];
+    CRAFTAX_PIXELS_FOR_SQUARE(q, l, l->icon_left, l->icon_left, l->small, {
+        const float *t = texture + (r * l->small + c) * 4;
+        for (int k = 0; k < 3; k++) p[k] = p[k] * (1.0f - t[3]) + t[k] * t[3];
+    });
 }
 
-/* One digit (texture and alpha [digit, digit, 3]) in the cell's bottom-right digit square,
- * `left` pixels from the cell's left edge: pixels *= 1 - alpha, then += texture. */
-static inline CRAFTAX_HD void craftax_pixels_put_digit(CraftaxPixelCellPoint *q, const CraftaxPixelLayout *l,
+/* One digit (texture and alpha [digit, digit, 3]) in the square of side `digit` at (top,
+ * left) of the cell: pixels *= 1 - alpha, then += texture. */
+CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_pixels_put_digit_at(CraftaxPixelCellPoint *q, const CraftaxPixelLayout *l,
+                                                          const float *texture, const float *alpha, int top,
+                                                          int left) {
+    CRAFTAX_PIXELS_FOR_SQUARE(q, l, top, left, l->digit, {
+        const int at = (r * l->digit + c) * 3;
+        for (int k = 0; k < 3; k++) p[k] = p[k] * (1.0f - alpha[at + k]);
+        for (int k = 0; k < 3; k++) p[k] = p[k] + texture[at + k];
+    });
+}
+
+/* One digit in the cell's bottom-right digit square, `left` pixels from the cell's left edge. */
+CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_pixels_put_digit(CraftaxPixelCellPoint *q, const CraftaxPixelLayout *l,
                                                        const float *texture, const float *alpha, int left) {
-    const int r = q->iy - (l->block - l->digit), c = q->ix - left;
-    if (r < 0 || c < 0 || r >= l->digit || c >= l->digit) return;
-    const int at = (r * l->digit + c) * 3;
-    for (int k = 0; k < 3; k++) q->p[k] = q->p[k] * (1.0f - alpha[at + k]);
-    for (int k = 0; k < 3; k++) q->p[k] = q->p[k] + texture[at + k];
+    craftax_pixels_put_digit_at(q, l, texture, alpha, l->block - l->digit, left);
 }
 
 /* _render_digit: `number` in the ones place, drawn with number_textures (0 draws nothing). */
-static inline CRAFTAX_HD void craftax_pixels_render_digit(CraftaxPixelCellPoint *q, const float *atlas,
+CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_pixels_render_digit(CraftaxPixelCellPoint *q, const float *atlas,
                                                           const CraftaxPixelLayout *l, int32_t number) {
     const CraftaxPixelSectionShape *shapes = CRAFTAX_PIXEL_SECTION_SHAPES;
     craftax_pixels_put_digit(q, l, craftax_pixel_texture(atlas, l, shapes, CRAFTAX_PIXEL_DIGIT, number),
@@ -421,7 +472,7 @@ static inline CRAFTAX_HD int32_t craftax_floor_div10(int32_t n) {
 
 /* _render_two_digit_number: the ones digit (number_textures_with_zero, unless the number is
  * 0), then the tens digit left of it (number_textures, so a 0 draws nothing). */
-static inline CRAFTAX_HD void craftax_pixels_render_two_digit_number(CraftaxPixelCellPoint *q, const float *atlas,
+CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_pixels_render_two_digit_number(CraftaxPixelCellPoint *q, const float *atlas,
                                                                      const CraftaxPixelLayout *l, int32_t number) {
     const CraftaxPixelSectionShape *shapes = CRAFTAX_PIXEL_SECTION_SHAPES;
     const int32_t tens = craftax_floor_div10(number), ones = number - 10 * tens;
@@ -444,14 +495,14 @@ static inline CRAFTAX_HD int32_t craftax_f32_to_i32(float x) {
 }
 
 /* An icon of section `section`, entry `index`, where `shown`, else the empty icon. */
-static inline CRAFTAX_HD void craftax_pixels_icon_if(CraftaxPixelCellPoint *q, const float *atlas,
+CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_pixels_icon_if(CraftaxPixelCellPoint *q, const float *atlas,
                                                      const CraftaxPixelLayout *l, int shown, int section,
                                                      int32_t index) {
     craftax_pixels_render_icon(
         q, l, shown ? craftax_pixel_texture(atlas, l, CRAFTAX_PIXEL_SECTION_SHAPES, section, index) : NULL);
 }
 /* A count: its icon where it is > 0, then its two digits. */
-static inline CRAFTAX_HD void craftax_pixels_count(CraftaxPixelCellPoint *q, const float *atlas,
+CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_pixels_count(CraftaxPixelCellPoint *q, const float *atlas,
                                                    const CraftaxPixelLayout *l, int section, int32_t index,
                                                    int32_t count) {
     craftax_pixels_icon_if(q, atlas, l, count > 0, section, index);
@@ -460,7 +511,7 @@ static inline CRAFTAX_HD void craftax_pixels_count(CraftaxPixelCellPoint *q, con
 
 /* The inventory cell (cx, cy): upstream's draws that fall in it, in upstream's order (every
  * draw lies inside one cell, so cells are independent). */
-static inline CRAFTAX_HD void craftax_pixels_inventory_cell(CraftaxPixelCellPoint *q, const CraftaxState *s,
+CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_pixels_inventory_cell(CraftaxPixelCellPoint *q, const CraftaxState *s,
                                                             const float *atlas, const CraftaxPixelLayout *l, int cx,
                                                             int cy) {
     const CraftaxInventory *inv = &s->inventory;
@@ -569,7 +620,7 @@ static inline CRAFTAX_HD void craftax_render_pixels_lanes(const CraftaxState *s,
         if (y < map_rows) {
             craftax_pixels_map_pixel(p, s, atlas, l, v, y, x);
         } else {
-            CraftaxPixelCellPoint q = {{0.0f, 0.0f, 0.0f}, (y - map_rows) % l->block, x % l->block};
+            CraftaxPixelCellPoint q = {{0.0f, 0.0f, 0.0f}, (y - map_rows) % l->block, x % l->block, NULL};
             craftax_pixels_inventory_cell(&q, s, atlas, l, x / l->block, (y - map_rows) / l->block);
             p[0] = q.p[0];
             p[1] = q.p[1];
@@ -580,10 +631,138 @@ static inline CRAFTAX_HD void craftax_render_pixels_lanes(const CraftaxState *s,
     craftax_lanes_sync(lanes);
 }
 
+/* -- the picture a row at a time (CPU) ------------------------------------------------------- */
+
+/* The row renderer's largest block (its row buffers are on the stack); larger pictures (the
+ * human sizes) are drawn a pixel at a time. */
+enum { CRAFTAX_PIXEL_ROWS_MAX_BLOCK = 16 };
+#define CRAFTAX_PIXEL_ROW_FLOATS (CRAFTAX_OBS_COLS * CRAFTAX_PIXEL_ROWS_MAX_BLOCK * 3)
+
+/* The night noise of view pixels [first, first + n): 95 * uniform(state_rng)[i] + 32. Where
+ * GCC builds for x86-64 on glibc (ifunc), a clone of the loop for AVX-512 CPUs is picked at load
+ * time: its rotates are one instruction and its lanes twice as many (the hash about 2x faster on
+ * this project's EPYC); the integer hash and the fused multiply-add are exact either way. */
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) && defined(__x86_64__) && \
+    defined(__ELF__) && defined(__GLIBC__)
+#define CRAFTAX_PIXEL_NOISE_CLONES 1
+__attribute__((target_clones("arch=x86-64-v4", "default"), unused)) static void
+craftax_pixels_night_noise_host(CraftaxKey key, uint32_t first, int n, float *out) {
+    for (int x = 0; x < n; x++) out[x] = fmaf(craftax_uniform(key, first + (uint32_t)x), 95.0f, 32.0f);
+}
+#endif
+static inline CRAFTAX_HD void craftax_pixels_night_noise(CraftaxKey key, uint32_t first, int n, float *out) {
+#if defined(CRAFTAX_PIXEL_NOISE_CLONES) && !defined(__CUDA_ARCH__)
+    craftax_pixels_night_noise_host(key, first, n, out);
+#else
+    for (int x = 0; x < n; x++) out[x] = fmaf(craftax_uniform(key, first + (uint32_t)x), 95.0f, 32.0f);
+#endif
+}
+
+/* Row iy of cell `cell` before the light: its b pixels into seg [b, 3]. */
+CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_pixels_cell_row(float *seg, const float *atlas,
+                                                                  const CraftaxPixelLayout *l,
+                                                                  const CraftaxPixelView *v, int cell, int iy, int b) {
+    const int block = v->block[cell];
+    if (block >= CRAFTAX_NUM_BLOCK_TYPES) {
+        for (int j = 0; j < b * 3; j++) seg[j] = 0.0f;
+    } else {
+        const float *t = atlas + l->offset[CRAFTAX_PIXEL_BLOCK] + ((uint32_t)block * b * b + (uint32_t)(iy * b)) * 3u;
+        for (int j = 0; j < b * 3; j++) seg[j] = t[j];
+    }
+    if (craftax_pixels_has_sprites(v, cell))
+        for (int ix = 0; ix < b; ix++) craftax_pixels_add_sprites(seg + ix * 3, atlas, l, v, cell, iy, ix);
+}
+
+/* The inventory under the map, a cell at a time (craftax_pixels_inventory_cell over the tile),
+ * times `scale`, into out [height, width, 3]; l->block is b. */
+CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_pixels_inventory_tiles(const CraftaxState *s, const float *atlas,
+                                                                         const CraftaxPixelLayout *l, float *out,
+                                                                         float scale, int b) {
+    const int row_floats = l->width * 3, map_rows = l->view_rows * b;
+    /* l's sizes recomputed from b (craftax_pixels_layout's formulas): constants where b is */
+    CraftaxPixelLayout sized = *l;
+    sized.block = b;
+    sized.small = (int32_t)(b * 0.8);
+    sized.digit = (int32_t)(b * 0.4);
+    sized.icon_left = (b - sized.small) / 2;
+    float tile[CRAFTAX_PIXEL_ROWS_MAX_BLOCK * CRAFTAX_PIXEL_ROWS_MAX_BLOCK * 3];
+    for (int cy = 0; cy < l->inventory_rows; cy++)
+        for (int cx = 0; cx < l->view_cols; cx++) {
+            for (int j = 0; j < b * b * 3; j++) tile[j] = 0.0f;
+            CraftaxPixelCellPoint q = {{0.0f, 0.0f, 0.0f}, 0, 0, tile};
+            craftax_pixels_inventory_cell(&q, s, atlas, &sized, cx, cy);
+            for (int iy = 0; iy < b; iy++) {
+                float *o = out + (map_rows + cy * b + iy) * row_floats + cx * b * 3;
+                const float *t = tile + iy * b * 3;
+                for (int j = 0; j < b * 3; j++) o[j] = t[j] * scale;
+            }
+        }
+}
+
+/* craftax_render_pixels_rows's body for l->block == b <= CRAFTAX_PIXEL_ROWS_MAX_BLOCK. */
+CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_pixels_rows_of_block(const CraftaxState *s, const float *atlas,
+                                                                       const CraftaxPixelLayout *l,
+                                                                       const CraftaxPixelView *v, float *out,
+                                                                       float scale, int b) {
+    const int cols = CRAFTAX_OBS_COLS, width = cols * b, row_floats = width * 3, seg = b * 3;
+    const float d = v->daylight, one_minus_d = 1.0f - d, sleep = v->sleep_level;
+    const float intensity = fmaxf((0.5f - d) * 2.0f, 0.0f);
+    const CraftaxKey key = {{s->state_rng[0], s->state_rng[1]}};
+    float pre[CRAFTAX_PIXEL_ROW_FLOATS], light[CRAFTAX_PIXEL_ROW_FLOATS], noise[CRAFTAX_PIXEL_ROW_FLOATS];
+    float half_night[CRAFTAX_PIXEL_ROW_FLOATS], noise_row[CRAFTAX_OBS_COLS * CRAFTAX_PIXEL_ROWS_MAX_BLOCK];
+    for (int j = 0; j < row_floats; j++) {
+        half_night[j] = j % 3 == 0 ? 0.0f : j % 3 == 1 ? 8.0f : 32.0f; /* 0.5 * (0, 16, 64), folded by XLA */
+        noise[j] = 0.0f;
+    }
+    for (int r = 0; r < CRAFTAX_OBS_ROWS; r++) {
+        for (int c = 0; c < cols; c++)
+            for (int j = 0; j < seg; j++) light[c * seg + j] = v->light[r * cols + c];
+        for (int iy = 0; iy < b; iy++) {
+            const int y = r * b + iy;
+            for (int c = 0; c < cols; c++) craftax_pixels_cell_row(pre + c * seg, atlas, l, v, r * cols + c, iy, b);
+            if (v->night_noise) {
+                craftax_pixels_night_noise(key, (uint32_t)(y * width), width, noise_row);
+                for (int x = 0; x < width; x++) noise[3 * x] = noise[3 * x + 1] = noise[3 * x + 2] = noise_row[x];
+            }
+            const float *weight = atlas + l->offset[CRAFTAX_PIXEL_NIGHT_NOISE] + (uint32_t)(y * row_floats);
+            float *o = out + y * row_floats;
+            for (int j = 0; j < row_floats; j++) {
+                const float lit = light[j] * pre[j];
+                const float mask = weight[j] * intensity;
+                const float mixed = fmaf(noise[j], mask, (1.0f - mask) * lit);
+                const float night = fmaf(mixed, 0.5f, half_night[j]);
+                o[j] = (sleep * fmaf(d, lit, one_minus_d * night)) * scale;
+            }
+        }
+    }
+    craftax_pixels_inventory_tiles(s, atlas, l, out, scale, b);
+}
+
+/* craftax_render_pixels_lanes's picture (one lane), a pixel row at a time: each cell row's
+ * pixels gathered from the textures (sprites drawn only in the cells that have them), then
+ * the light, night and sleep of craftax_pixels_light_night_sleep, the same operations in the
+ * same order, over the whole row in one loop that compilers vectorise; the inventory a cell
+ * at a time. Blocks above CRAFTAX_PIXEL_ROWS_MAX_BLOCK (the human sizes) go a pixel at a time. */
+static inline CRAFTAX_HD void craftax_render_pixels_rows(const CraftaxState *s, const float *atlas,
+                                                         const CraftaxPixelLayout *l, CraftaxPixelView *v, float *out,
+                                                         int scaled) {
+    if (l->block > CRAFTAX_PIXEL_ROWS_MAX_BLOCK || l->view_rows != CRAFTAX_OBS_ROWS ||
+        l->view_cols != CRAFTAX_OBS_COLS) {
+        craftax_render_pixels_lanes(s, atlas, l, v, out, scaled, 0, 1);
+        return;
+    }
+    craftax_pixels_view(s, atlas, l, v);
+    const float scale = scaled ? CRAFTAX_PIXEL_SCALE : 1.0f;
+    if (l->block == CRAFTAX_PIXEL_AGENT_BLOCK)
+        craftax_pixels_rows_of_block(s, atlas, l, v, out, scale, CRAFTAX_PIXEL_AGENT_BLOCK);
+    else
+        craftax_pixels_rows_of_block(s, atlas, l, v, out, scale, l->block);
+}
+
 static inline CRAFTAX_HD void craftax_render_pixels(const CraftaxState *s, const float *atlas,
                                                     const CraftaxPixelLayout *l, float *out, int scaled) {
     CraftaxPixelView v;
-    craftax_render_pixels_lanes(s, atlas, l, &v, out, scaled, 0, 1);
+    craftax_render_pixels_rows(s, atlas, l, &v, out, scaled);
 }
 
 #endif

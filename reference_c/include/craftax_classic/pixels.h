@@ -206,13 +206,31 @@ static inline CRAFTAX_HD void craftax_classic_pixels_night_sleep(float p[3], con
     }
 }
 
-/* The texture section of each mob slot (at file scope: nvcc allows no static __device__ table
- * inside a __host__ __device__ function). */
-static CRAFTAX_LANE_TABLE uint8_t craftax_classic_pixel_slot_section[CRAFTAX_CLASSIC_PIXEL_SLOTS] = {
-    CRAFTAX_CLASSIC_PIXEL_ZOMBIE, CRAFTAX_CLASSIC_PIXEL_ZOMBIE,   CRAFTAX_CLASSIC_PIXEL_ZOMBIE,
-    CRAFTAX_CLASSIC_PIXEL_COW,    CRAFTAX_CLASSIC_PIXEL_COW,      CRAFTAX_CLASSIC_PIXEL_COW,
-    CRAFTAX_CLASSIC_PIXEL_SKELETON, CRAFTAX_CLASSIC_PIXEL_SKELETON, CRAFTAX_CLASSIC_PIXEL_ARROW,
-    CRAFTAX_CLASSIC_PIXEL_ARROW,  CRAFTAX_CLASSIC_PIXEL_ARROW};
+#define CRAFTAX_CLASSIC_PIXEL_CENTRE_CELL \
+    ((CRAFTAX_CLASSIC_OBS_ROWS / 2) * CRAFTAX_CLASSIC_OBS_COLS + CRAFTAX_CLASSIC_OBS_COLS / 2)
+
+/* The layers over the block of cell `cell` at (iy, ix) inside it: the player, then the mobs
+ * and arrows, in upstream's order. */
+static inline CRAFTAX_HD void craftax_classic_pixels_add_sprites(float p[3], const float *atlas,
+                                                                 const CraftaxPixelLayout *l,
+                                                                 const CraftaxClassicPixelView *v, int cell, int iy,
+                                                                 int ix) {
+    if (cell == CRAFTAX_CLASSIC_PIXEL_CENTRE_CELL)
+        craftax_classic_pixels_add_player(p, atlas + v->player_texture, atlas + v->player_alpha, l, iy, ix);
+    for (uint32_t slots = v->slots[cell]; slots; slots &= slots - 1) {
+        const int slot = craftax_popc32((slots & (0u - slots)) - 1u);
+        /* zombies 0-2, cows 3-5, skeletons 6-7, arrows 8-10 (no table: a static one inside a
+         * host-and-device function does not compile for CUDA) */
+        const int section = slot < 3   ? CRAFTAX_CLASSIC_PIXEL_ZOMBIE
+                            : slot < 6 ? CRAFTAX_CLASSIC_PIXEL_COW
+                            : slot < 8 ? CRAFTAX_CLASSIC_PIXEL_SKELETON
+                                       : CRAFTAX_CLASSIC_PIXEL_ARROW;
+        if (section == CRAFTAX_CLASSIC_PIXEL_ARROW)
+            craftax_classic_pixels_add_arrow(p, atlas, l, v->arrow_orientation[slot - 8], iy, ix);
+        else
+            craftax_classic_pixels_add_mob(p, atlas + l->offset[section], atlas + l->offset[section + 1], l, iy, ix);
+    }
+}
 
 static inline CRAFTAX_HD void craftax_classic_pixels_map_pixel(float p[3], const CraftaxClassicState *s,
                                                                const float *atlas, const CraftaxPixelLayout *l,
@@ -220,16 +238,7 @@ static inline CRAFTAX_HD void craftax_classic_pixels_map_pixel(float p[3], const
     const int b = l->block;
     const int cell = (y / b) * CRAFTAX_CLASSIC_OBS_COLS + x / b, iy = y % b, ix = x % b;
     craftax_classic_pixels_add_block(p, atlas, l, v->block[cell], iy, ix);
-    if (cell == (CRAFTAX_CLASSIC_OBS_ROWS / 2) * CRAFTAX_CLASSIC_OBS_COLS + CRAFTAX_CLASSIC_OBS_COLS / 2)
-        craftax_classic_pixels_add_player(p, atlas + v->player_texture, atlas + v->player_alpha, l, iy, ix);
-    for (uint32_t slots = v->slots[cell]; slots; slots &= slots - 1) {
-        const int slot = craftax_popc32((slots & (0u - slots)) - 1u);
-        const int section = craftax_classic_pixel_slot_section[slot];
-        if (section == CRAFTAX_CLASSIC_PIXEL_ARROW)
-            craftax_classic_pixels_add_arrow(p, atlas, l, v->arrow_orientation[slot - 8], iy, ix);
-        else
-            craftax_classic_pixels_add_mob(p, atlas + l->offset[section], atlas + l->offset[section + 1], l, iy, ix);
-    }
+    craftax_classic_pixels_add_sprites(p, atlas, l, v, cell, iy, ix);
     craftax_classic_pixels_night_sleep(p, s, atlas, l, v, y, x);
 }
 
@@ -237,21 +246,17 @@ static inline CRAFTAX_HD void craftax_classic_pixels_map_pixel(float p[3], const
 
 /* _render_number: pixels *= 1 - alpha, then += texture, in the digit square that ends one
  * pixel before the cell's bottom-right corner. */
-static inline CRAFTAX_HD void craftax_classic_pixels_render_number(CraftaxPixelCellPoint *q, const float *atlas,
+CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_classic_pixels_render_number(CraftaxPixelCellPoint *q, const float *atlas,
                                                                    const CraftaxPixelLayout *l, int32_t number) {
     const int start = l->block - l->digit - 1;
-    const int r = q->iy - start, c = q->ix - start;
-    if (r < 0 || c < 0 || r >= l->digit || c >= l->digit) return;
-    const float *texture = craftax_classic_pixel_texture(atlas, l, CRAFTAX_CLASSIC_PIXEL_DIGIT, number);
-    const float *alpha = craftax_classic_pixel_texture(atlas, l, CRAFTAX_CLASSIC_PIXEL_DIGIT_ALPHA, number);
-    const int at = (r * l->digit + c) * 3;
-    for (int k = 0; k < 3; k++) q->p[k] = q->p[k] * (1.0f - alpha[at + k]);
-    for (int k = 0; k < 3; k++) q->p[k] = q->p[k] + texture[at + k];
+    craftax_pixels_put_digit_at(q, l, craftax_classic_pixel_texture(atlas, l, CRAFTAX_CLASSIC_PIXEL_DIGIT, number),
+                                craftax_classic_pixel_texture(atlas, l, CRAFTAX_CLASSIC_PIXEL_DIGIT_ALPHA, number),
+                                start, start);
 }
 
 /* Inventory cell (cx, cy): its icon where the count is > 0 (else the empty icon), then the
  * count's digit. */
-static inline CRAFTAX_HD void craftax_classic_pixels_inventory_cell(CraftaxPixelCellPoint *q,
+CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_classic_pixels_inventory_cell(CraftaxPixelCellPoint *q,
                                                                     const CraftaxClassicState *s, const float *atlas,
                                                                     const CraftaxPixelLayout *l, int cx, int cy) {
     const CraftaxClassicInventory *inv = &s->inventory;
@@ -298,7 +303,7 @@ static inline CRAFTAX_HD void craftax_classic_render_pixels_lanes(const CraftaxC
         if (y < map_rows) {
             craftax_classic_pixels_map_pixel(p, s, atlas, l, v, y, x);
         } else {
-            CraftaxPixelCellPoint q = {{0.0f, 0.0f, 0.0f}, (y - map_rows) % l->block, x % l->block};
+            CraftaxPixelCellPoint q = {{0.0f, 0.0f, 0.0f}, (y - map_rows) % l->block, x % l->block, NULL};
             craftax_classic_pixels_inventory_cell(&q, s, atlas, l, x / l->block, (y - map_rows) / l->block);
             p[0] = q.p[0];
             p[1] = q.p[1];
@@ -309,10 +314,140 @@ static inline CRAFTAX_HD void craftax_classic_render_pixels_lanes(const CraftaxC
     craftax_lanes_sync(lanes);
 }
 
+/* -- the picture a row at a time (CPU) ------------------------------------------------------- */
+
+/* Row iy of cell `cell` before the night: its b pixels into seg [b, 3]. */
+CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_classic_pixels_cell_row(float *seg, const float *atlas,
+                                                                          const CraftaxPixelLayout *l,
+                                                                          const CraftaxClassicPixelView *v, int cell,
+                                                                          int iy, int b) {
+    const int block = v->block[cell];
+    if (block >= CRAFTAX_CLASSIC_NUM_BLOCK_TYPES) {
+        for (int j = 0; j < b * 3; j++) seg[j] = 0.0f;
+    } else {
+        const float *t =
+            atlas + l->offset[CRAFTAX_CLASSIC_PIXEL_BLOCK] + ((uint32_t)block * b * b + (uint32_t)(iy * b)) * 3u;
+        for (int j = 0; j < b * 3; j++) seg[j] = t[j];
+    }
+    if (cell == CRAFTAX_CLASSIC_PIXEL_CENTRE_CELL || v->slots[cell])
+        for (int ix = 0; ix < b; ix++) craftax_classic_pixels_add_sprites(seg + ix * 3, atlas, l, v, cell, iy, ix);
+}
+
+/* The inventory under the map, a cell at a time, times `scale`, into out; l->block is b. */
+CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_classic_pixels_inventory_tiles(const CraftaxClassicState *s,
+                                                                                 const float *atlas,
+                                                                                 const CraftaxPixelLayout *l,
+                                                                                 float *out, float scale, int b) {
+    const int row_floats = l->width * 3, map_rows = l->view_rows * b;
+    /* l's sizes recomputed from b (craftax_classic_pixels_layout's formulas): constants where b is */
+    CraftaxPixelLayout sized = *l;
+    sized.block = b;
+    sized.small = (int32_t)(b * 0.8);
+    sized.digit = (int32_t)(b * 0.6);
+    sized.icon_left = (b - sized.small) / 2 - 1;
+    float tile[CRAFTAX_PIXEL_ROWS_MAX_BLOCK * CRAFTAX_PIXEL_ROWS_MAX_BLOCK * 3];
+    for (int cy = 0; cy < l->inventory_rows; cy++)
+        for (int cx = 0; cx < l->view_cols; cx++) {
+            for (int j = 0; j < b * b * 3; j++) tile[j] = 0.0f;
+            CraftaxPixelCellPoint q = {{0.0f, 0.0f, 0.0f}, 0, 0, tile};
+            craftax_classic_pixels_inventory_cell(&q, s, atlas, &sized, cx, cy);
+            for (int iy = 0; iy < b; iy++) {
+                float *o = out + (map_rows + cy * b + iy) * row_floats + cx * b * 3;
+                const float *t = tile + iy * b * 3;
+                for (int j = 0; j < b * 3; j++) o[j] = t[j] * scale;
+            }
+        }
+}
+
+/* craftax_classic_render_pixels_rows's body for l->block == b <= CRAFTAX_PIXEL_ROWS_MAX_BLOCK:
+ * each pixel row's colours split into planes (the recipe mixes the channels), then
+ * craftax_classic_pixels_night_sleep's operations in its order over the whole row. */
+CRAFTAX_PIXEL_SPECIALISED CRAFTAX_HD void craftax_classic_pixels_rows_of_block(const CraftaxClassicState *s,
+                                                                               const float *atlas,
+                                                                               const CraftaxPixelLayout *l,
+                                                                               const CraftaxClassicPixelView *v,
+                                                                               float *out, float scale, int b) {
+    enum { MAX_WIDTH = CRAFTAX_CLASSIC_OBS_COLS * CRAFTAX_PIXEL_ROWS_MAX_BLOCK };
+    const int cols = CRAFTAX_CLASSIC_OBS_COLS, width = cols * b, seg = b * 3;
+    const float d = v->daylight, one_minus_d = 1.0f - d;
+    const int dark = d < 0.5f, sleeping = v->sleeping;
+    const float intensity = fmaxf((0.5f - d) * 2.0f, 0.0f);
+    const CraftaxKey key = {{s->state_rng[0], s->state_rng[1]}};
+    float pre[MAX_WIDTH * 3], p0[MAX_WIDTH], p1[MAX_WIDTH], p2[MAX_WIDTH], n0[MAX_WIDTH], n1[MAX_WIDTH],
+        n2[MAX_WIDTH], noise_row[MAX_WIDTH];
+    for (int r = 0; r < CRAFTAX_CLASSIC_OBS_ROWS; r++)
+        for (int iy = 0; iy < b; iy++) {
+            const int y = r * b + iy;
+            for (int c = 0; c < cols; c++)
+                craftax_classic_pixels_cell_row(pre + c * seg, atlas, l, v, r * cols + c, iy, b);
+            for (int x = 0; x < width; x++) {
+                p0[x] = pre[3 * x];
+                p1[x] = pre[3 * x + 1];
+                p2[x] = pre[3 * x + 2];
+            }
+            if (dark) {
+                const float *weight = atlas + l->offset[CRAFTAX_CLASSIC_PIXEL_NIGHT_NOISE] + (uint32_t)(y * width * 3);
+                craftax_pixels_night_noise(key, (uint32_t)(y * width), width, noise_row);
+                for (int x = 0; x < width; x++) {
+                    const float noise = noise_row[x];
+                    const float m0 = intensity * weight[3 * x], m1 = intensity * weight[3 * x + 1],
+                                m2 = intensity * weight[3 * x + 2];
+                    n0[x] = fmaf(noise, m0, (1.0f - m0) * p0[x]);
+                    n1[x] = fmaf(noise, m1, (1.0f - m1) * p1[x]);
+                    n2[x] = fmaf(noise, m2, (1.0f - m2) * p2[x]);
+                }
+            }
+            const float *night0 = dark ? n0 : p0, *night1 = dark ? n1 : p1, *night2 = dark ? n2 : p2;
+            /* the blend into p, the sleep filter over it, then back to interleaved pixels */
+            for (int x = 0; x < width; x++) {
+                const float enhance =
+                    fmaf(night2[x], 0.114f, fmaf(night0[x], 0.299f, night1[x] * 0.587f)) * 0.6f;
+                const float t0 = fmaf(fmaf(night0[x], 0.4f, enhance), 0.5f, 0.0f);
+                const float t1 = fmaf(fmaf(night1[x], 0.4f, enhance), 0.5f, 8.0f);
+                const float t2 = fmaf(fmaf(night2[x], 0.4f, enhance), 0.5f, 32.0f);
+                p0[x] = fmaf(d, p0[x], one_minus_d * t0);
+                p1[x] = fmaf(d, p1[x], one_minus_d * t1);
+                p2[x] = fmaf(d, p2[x], one_minus_d * t2);
+            }
+            if (sleeping)
+                for (int x = 0; x < width; x++) {
+                    const float grey = fmaf(p2[x], 0.114f, fmaf(p0[x], 0.299f, p1[x] * 0.587f)) * 0.5f;
+                    p0[x] = grey + 0.0f;
+                    p1[x] = grey + 0.0f;
+                    p2[x] = grey + 8.0f;
+                }
+            float *o = out + y * width * 3;
+            for (int x = 0; x < width; x++) {
+                o[3 * x] = p0[x] * scale;
+                o[3 * x + 1] = p1[x] * scale;
+                o[3 * x + 2] = p2[x] * scale;
+            }
+        }
+    craftax_classic_pixels_inventory_tiles(s, atlas, l, out, scale, b);
+}
+
+/* craftax_classic_render_pixels_lanes's picture (one lane), a pixel row at a time as
+ * craftax_render_pixels_rows; blocks above CRAFTAX_PIXEL_ROWS_MAX_BLOCK a pixel at a time. */
+static inline CRAFTAX_HD void craftax_classic_render_pixels_rows(const CraftaxClassicState *s, const float *atlas,
+                                                                 const CraftaxPixelLayout *l,
+                                                                 CraftaxClassicPixelView *v, float *out, int scaled) {
+    if (l->block > CRAFTAX_PIXEL_ROWS_MAX_BLOCK || l->view_rows != CRAFTAX_CLASSIC_OBS_ROWS ||
+        l->view_cols != CRAFTAX_CLASSIC_OBS_COLS) {
+        craftax_classic_render_pixels_lanes(s, atlas, l, v, out, scaled, 0, 1);
+        return;
+    }
+    craftax_classic_pixels_view(s, atlas, l, v);
+    const float scale = scaled ? CRAFTAX_PIXEL_SCALE : 1.0f;
+    if (l->block == CRAFTAX_CLASSIC_PIXEL_AGENT_BLOCK)
+        craftax_classic_pixels_rows_of_block(s, atlas, l, v, out, scale, CRAFTAX_CLASSIC_PIXEL_AGENT_BLOCK);
+    else
+        craftax_classic_pixels_rows_of_block(s, atlas, l, v, out, scale, l->block);
+}
+
 static inline CRAFTAX_HD void craftax_classic_render_pixels(const CraftaxClassicState *s, const float *atlas,
                                                             const CraftaxPixelLayout *l, float *out, int scaled) {
     CraftaxClassicPixelView v;
-    craftax_classic_render_pixels_lanes(s, atlas, l, &v, out, scaled, 0, 1);
+    craftax_classic_render_pixels_rows(s, atlas, l, &v, out, scaled);
 }
 
 #endif
