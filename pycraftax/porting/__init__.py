@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import os
 
-# jaxlib 0.10.2 needs this flag for correct batched noise (CONFORMANCE.md, "The spec"); it must be
-# set before jax is first imported.
-XLA_FLAG = "--xla_cpu_experimental_ynn_fusion_type="
+# jaxlib 0.10.2 needs the first flag for correct batched noise (CONFORMANCE.md, "The spec"); the
+# second makes XLA:CPU compile for AVX2 on every host: on AVX-512 hosts its pixel renderer rounds
+# the light blend differently (1 ulp), so upstream would disagree with itself across machines.
+# Both must be set before jax is first imported.
+XLA_FLAGS = ("--xla_cpu_experimental_ynn_fusion_type=", "--xla_cpu_max_isa=AVX2")
 
 
 def set_reference_jax_flags() -> None:
-    """Put the reference semantics' XLA flag and the CPU platform into the environment (before
+    """Put the reference semantics' XLA flags and the CPU platform into the environment (before
     jax is imported; afterwards this changes nothing)."""
-    if XLA_FLAG not in os.environ.get("XLA_FLAGS", ""):
-        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + XLA_FLAG).strip()
+    for flag in XLA_FLAGS:
+        if flag.split("=")[0] + "=" not in os.environ.get("XLA_FLAGS", ""):
+            os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + flag).strip()
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
