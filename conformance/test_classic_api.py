@@ -42,7 +42,7 @@ def test_get_set_round_trip():
     "leaf, value, exc, match",
     [
         ("map", 17, ValueError, r"state\['map'\] value 17 .* outside \[0, 16\]"),
-        ("player_position", 64, ValueError, "player_position"),
+        ("player_position", 32768, ValueError, r"player_position.*outside \[-32704, 32767\]"),
         ("inventory.wood", 10, ValueError, "inventory.wood"),
         ("player_direction", 5, ValueError, "player_direction"),
         ("light_level", np.float32(np.nan), ValueError, "non-finite"),
