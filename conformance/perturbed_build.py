@@ -15,6 +15,7 @@ does not compare the build with a source tree's headers.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -57,6 +58,13 @@ def package() -> Path:
                    stdout=subprocess.DEVNULL)
     done.write_text("ok\n")
     return pkg
+
+
+def environment(pkg: Path) -> dict:
+    """The environment of a process that imports the perturbed package: it first on the path, and
+    the baseline CPU variant, the one variant built here (an x86-64-v3 CPU would otherwise load the
+    unperturbed x86-64-v3 extension of an editable install of the tree, which its finder resolves)."""
+    return {**os.environ, "PYTHONPATH": str(pkg), "PYCRAFTAX_CPU_VARIANT": "baseline"}
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ the worlds phase (reset is not perturbed, and its compile is the costliest).
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
@@ -74,7 +73,7 @@ def jax_cache(tmp_path_factory):
 def finder(package, *args, patch: str = "") -> subprocess.CompletedProcess:
     """`pycraftax conformance ARGS` with the perturbed package, upstream patched by `patch`."""
     return subprocess.run([sys.executable, "-c", RUNNER.format(patch=patch), *args], cwd=package,
-                          env={**os.environ, "PYTHONPATH": str(package)}, capture_output=True, text=True, timeout=1200)
+                          env=perturbed_build.environment(package), capture_output=True, text=True, timeout=1200)
 
 
 def perturbed_fingerprint() -> str:
@@ -84,7 +83,7 @@ def perturbed_fingerprint() -> str:
 def test_perturbed_build_reads_as_modified_rules(perturbed):
     out = subprocess.run([sys.executable, "-c", "import pycraftax, pycraftax.rules as r; "
                           "print(pycraftax.rules_fingerprint(), r.describe(), r.variant_id('Craftax-Symbolic-v1'))"],
-                         cwd=perturbed, env={**os.environ, "PYTHONPATH": str(perturbed)}, capture_output=True,
+                         cwd=perturbed, env=perturbed_build.environment(perturbed), capture_output=True,
                          text=True, check=True)
     fp = perturbed_fingerprint()
     assert fp != rules.rules_fingerprint()
