@@ -115,7 +115,7 @@ def start_states(seed: int):
     return state, their_state
 
 
-# upstream's auto-reset step takes ~40 s to compile on the 2-core CI machine: outside the thorough
+# upstream's auto-reset step is slow to compile on a small CPU: outside the thorough
 # profile the auto-reset step is checked against the C env (test_steps_equal_the_c_env), whose
 # auto-reset conformance/test_classic_lockstep.py checks against upstream's (not collected rather
 # than skipped: CI fails on a parity test skipped for another reason than a missing GPU)

@@ -37,8 +37,8 @@ class _PixelObs:
 
     def _step_obs(self) -> np.ndarray:
         # A batch of pixel obs is large (44 MB for 256 envs of the full game): a fresh array each
-        # step costs the kernel's zeroing of its pages, about as long as drawing them (measured
-        # 12 us an env at 256 envs on the 2-core EPYC). The last step's array is written again
+        # step costs the kernel's zeroing of its pages, about as long as drawing them. The last
+        # step's array is written again
         # only when nothing but this env holds it (its attribute, the local name and
         # getrefcount's argument: a caller's name, view, memoryview, DLPack capsule or
         # torch.from_numpy tensor all hold a reference), so no obs a caller kept ever changes.
