@@ -136,14 +136,19 @@ def test_the_same_change_upstream_passes(perturbed, jax_cache, tmp_path, env_id)
     (["--replay", "/nonexistent/case.npz"], "--replay: no such file"),
 ])
 def test_finder_rejects_bad_arguments(argv, message, capsys, tmp_path):
+    import jax
+
     from pycraftax import cli
 
+    cache = jax.config.jax_compilation_cache_dir
     try:
         code = cli.main(["conformance", "--jax-cache", str(tmp_path), *argv])
     except SystemExit as e:  # the options every subcommand shares are checked by cli.main's parser
         code = e.code
     assert code == 2
     assert message in capsys.readouterr().err
+    # refused before anything global changed: this process's later compiles stay off the disk cache
+    assert jax.config.jax_compilation_cache_dir == cache
 
 
 def test_finder_names_a_craftax_step_it_does_not_replay(monkeypatch):

@@ -409,6 +409,8 @@ def run(args: argparse.Namespace) -> int:
     for name, low in (("num_envs", 2), ("steps", 1), ("inject_steps", 1)):
         if getattr(args, name) < low:
             return _problem(f"--{name.replace('_', '-')} must be >= {low}, got {getattr(args, name)}")
+    if args.replay and not Path(args.replay).is_file():
+        return _problem(f"--replay: no such file {args.replay}")
     try:
         import craftax  # noqa: F401
         import jax  # noqa: F401
@@ -510,8 +512,6 @@ def _diverged_line(d: Divergence, built: str, where: str, t0: float) -> str:
 def _replay(path: Path, built: str, t0: float) -> int:
     from pycraftax.porting import c_rules, upstream
 
-    if not path.is_file():
-        return _problem(f"--replay: no such file {path}")
     check, d = replay(path)
     if d is None:
         print(f"pycraftax conformance: no divergence: the case {path.name} steps the same on both sides now; built "
