@@ -5,8 +5,8 @@ Checks (each passed, failed, or skipped with the reason it does not apply here):
                       reference (anchors.pinned: the released rules', or a variant's own)
   upstream_lockstep   the divergence finder (`pycraftax conformance`) at a short size, both games,
                       against the installed craftax (skipped where craftax is not importable)
-  cuda                C vs CUDA: the anchors on the GPU and lockstep on every leaf, both games
-                      (skipped without a usable GPU)
+  cuda                C vs CUDA: the anchors on the GPU and lockstep on every leaf, both games,
+                      symbolic and pixel envs (skipped without a usable GPU)
   gradients           the trainers' float64 finite-difference gradient checks (the NumPy PPO-RNN,
                       the fast recipe's model), and on a GPU the CUDA trainer's and the fast
                       recipe's kernels against them
@@ -39,8 +39,8 @@ FINDER_SIZE = ["--num-envs", "8", "--steps", "50", "--inject-steps", "25"]
 PYTEST_CHECKS = {
     "anchors": ["conformance/test_anchors.py::test_pinned_anchor",
                 "conformance/test_classic_anchors.py::test_pinned_classic_anchor"],
-    "cuda": ["conformance/test_cuda.py", "conformance/test_cuda_classic.py", "-k",
-             "pinned_anchor or pinned_classic_anchor or lockstep_step_with_keys"],
+    "cuda": ["conformance/test_cuda.py", "conformance/test_cuda_classic.py", "conformance/test_cuda_pixels.py", "-k",
+             "pinned_anchor or pinned_classic_anchor or lockstep_step_with_keys or step_with_keys_and_observe"],
     "gradients": ["conformance/test_gradcheck.py", "tests/test_fast_model.py", "tests/test_paper_model.py",
                   "conformance/test_paper_cuda.py", "conformance/test_fast_cuda.py", "-k",
                   "gradcheck or bptt or gae or finite_differences or float64 or gradients or backward"],

@@ -14,10 +14,6 @@ _PIXEL_IDS = (CRAFTAX_PIXELS_ENV_ID, CLASSIC_PIXELS_ENV_ID)
 _BACKENDS = ("auto", "c", "cuda")
 # The ids each backend builds
 _IDS_OF_BACKEND = {"c": _ENV_IDS, "cuda": _ENV_IDS}
-# The ids backend="auto" runs on CUDA where it is available: the pixel ids' CUDA envs
-# (pycraftax.cuda_pixels_env) compile but have not yet been run against the C envs on a GPU
-# (CONFORMANCE.md), so "auto" keeps them on C until they have
-_AUTO_CUDA_IDS = (CRAFTAX_ENV_ID, CLASSIC_ENV_ID)
 
 
 def list_envs(backend: str | None = None) -> list[str]:
@@ -62,7 +58,7 @@ def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, o
     pixel envs observe them: float32 [N, 130, 110, 3] and [N, 63, 63, 3] in [0, 1], the
     textured picture / 255 (textures from the installed craftax distribution:
     `pip install --no-deps craftax==1.6.1`; pycraftax.textures). backend="cuda" renders them on
-    the GPU (pycraftax.cuda_pixels_env; not yet verified on a GPU, so "auto" runs them on C).
+    the GPU (pycraftax.cuda_pixels_env, equal to C on every pixel), as "auto" does where a GPU is.
 
     "Craftax-Classic-Symbolic-v1" (obs float32 [N, 1345], 17 actions, 22 achievements) takes
     craftax_classic's EnvParams fields instead (max_timesteps, day_length, always_diamond,
@@ -95,7 +91,7 @@ def make(env_id: str, num_envs: int = 1, backend: str = "auto", seed: int = 0, o
     env_params, static_params = split_params(params, classic=classic)
     vec_env.check_resets(resets, reset_ratio, num_envs)
     prng_key(seed)  # validates the seed before any allocation
-    if backend == "cuda" or (backend == "auto" and env_id in _AUTO_CUDA_IDS):
+    if backend in ("cuda", "auto"):
         from pycraftax import cuda_env
 
         reason = cuda_env.unavailable_reason()

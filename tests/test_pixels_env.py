@@ -105,13 +105,18 @@ def test_pixel_envs_refuse_compact_obs():
 
 
 def test_pixel_ids_on_cuda():
-    """Both pixel ids are CUDA ids; without a usable GPU backend="cuda" says so, and "auto" runs
-    them on C (their CUDA envs are not yet verified on a GPU: CONFORMANCE.md)."""
+    """Both pixel ids are CUDA ids: "auto" runs them on CUDA where a GPU is usable and on C
+    (with a warning) where not; without a usable GPU backend="cuda" says so."""
     assert set(PIXEL_IDS) <= set(pycraftax.list_envs("cuda"))
     for env_id in PIXEL_IDS:
-        with pycraftax.make(env_id, num_envs=2, backend="auto") as env:
-            assert env.backend == "c"
-        if not pycraftax.cuda_available():
+        if pycraftax.cuda_available():
+            with pycraftax.make(env_id, num_envs=2, backend="auto") as env:
+                assert env.backend == "cuda"
+        else:
+            with pytest.warns(UserWarning, match="no CUDA backend available"):
+                env = pycraftax.make(env_id, num_envs=2, backend="auto")
+            with env:
+                assert env.backend == "c"
             with pytest.raises(RuntimeError, match="backend='cuda' is not available"):
                 pycraftax.make(env_id, num_envs=2, backend="cuda")
 
