@@ -4,7 +4,8 @@ Checks (each passed, failed, or skipped with the reason it does not apply here):
   anchors             the pinned trajectory anchors of this build's rules, both games, on the C
                       reference (anchors.pinned: the released rules', or a variant's own)
   upstream_lockstep   the divergence finder (`pycraftax conformance`) at a short size, both games,
-                      against the installed craftax (skipped where craftax is not importable)
+                      against the installed craftax (skipped where craftax is not importable, or
+                      runs on another jax than the reference semantics')
   cuda                C vs CUDA: the anchors on the GPU and lockstep on every leaf, both games,
                       symbolic and pixel envs (skipped without a usable GPU)
   gradients           the trainers' float64 finite-difference gradient checks (the NumPy PPO-RNN,
@@ -76,6 +77,10 @@ def upstream_lockstep() -> dict:
         import jax  # noqa: F401
     except ImportError as e:
         return {"status": "skipped", "detail": f"craftax is not importable ({e})"}
+    from pycraftax.porting import jax_version_note
+
+    if jax_version_note():
+        return {"status": "skipped", "detail": jax_version_note()}
     run = subprocess.run([sys.executable, "-m", "pycraftax", "conformance", *FINDER_SIZE], cwd=ROOT,
                          capture_output=True, text=True)
     last = (run.stdout.strip().splitlines() or ["(no output)"])[-1]

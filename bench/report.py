@@ -191,7 +191,9 @@ def pixels_section(r: Result) -> list[str]:
            f"(jit(vmap) under the optimistic-reset wrapper, its fastest mode) on all {n} cores at its best batch "
            "size. Ratios are over upstream's best: C on 1 thread, C on every core, and per core (C's 1-thread "
            f"rate over upstream's divided by its {n} cores).", ""]
-    for env in sorted({row.get("env") for row in r.rows if row.get("env")}):
+    gpu_upstream = r.on_device(True)
+    r = r.on_device(False)  # upstream on a GPU is the CUDA envs' peer (pixels_gpu_section), not C's
+    for env in sorted({row.get("env") for row in r.rows if row.get("env") and row["test"] == "test_step_pixels"}):
         ups = [row for row in r.rows if row["test"] == "test_step_pixels_upstream" and row.get("env") == env]
         best_up = max(ups, key=lambda row: row["throughput"]) if ups else None
         theirs = best_up["throughput"] if best_up else None
@@ -206,6 +208,31 @@ def pixels_section(r: Result) -> list[str]:
         out += [f"{env}: {up_text}.", ""]
         out += table(["envs", "C 1 thr", f"C {n} thr", "C 1 thr / upstream", f"C {n} thr / upstream",
                       "per core"], rows) + [""]
+    return out + pixels_gpu_section(gpu_upstream)
+
+
+def pixels_gpu_section(r: Result) -> list[str]:
+    """The CUDA pixel envs (test_step_pixels_cuda) beside upstream's pixel env on the same GPU,
+    where that run measured them."""
+    if not any(row["test"] == "test_step_pixels_cuda" for row in r.rows):
+        return []
+    out = [f"## Pixel envs on the GPU ({r.machine})", "", f"- {r.caption()}", "",
+           "Env steps/s with the pixel obs rendered on the device every step (`backend=\"cuda\"`, actions drawn "
+           "ahead on the device); upstream: jit(vmap) under the optimistic-reset wrapper on the same GPU, at its "
+           "best batch size. The ratio is the better pycraftax column over upstream's best.", ""]
+    for env in sorted({row.get("env") for row in r.rows if row["test"] == "test_step_pixels_cuda"}):
+        ups = [row for row in r.rows if row["test"] == "test_step_pixels_upstream" and row.get("env") == env]
+        best_up = max(ups, key=lambda row: row["throughput"]) if ups else None
+        theirs = best_up["throughput"] if best_up else None
+        sizes = ", ".join(f"{row['num_envs']} envs: {fmt(row['throughput'])}" for row in ups)
+        out += [f"{env}: " + (f"upstream {fmt(theirs)} env steps/s at {best_up['num_envs']} envs ({sizes})."
+                              if best_up else "upstream not measured on this GPU."), ""]
+        rows = []
+        for e in r.values("test_step_pixels_cuda", "num_envs", env=env):
+            auto = r.rate("test_step_pixels_cuda", env=env, num_envs=e, mode="auto")
+            optimistic = r.rate("test_step_pixels_cuda", env=env, num_envs=e, mode="optimistic")
+            rows.append([e, auto, optimistic, ratio(max(x for x in (auto, optimistic, 0.0) if x is not None), theirs)])
+        out += table(["envs", "CUDA auto-reset", "CUDA optimistic", "best / upstream best"], rows) + [""]
     return out
 
 

@@ -6,7 +6,7 @@ every usable core) beside upstream's fastest mode, the optimistic-reset wrapper 
 The CUDA pixel envs (backend="cuda", pycraftax.cuda_pixels_env) are timed in the same run where a
 GPU is usable (skipped, saying why, elsewhere): the auto-reset step with the obs rendered on the
 device, actions drawn ahead (on the device with PyTorch where it has CUDA); upstream's peer on
-the GPU is test_step_pixels_upstream run where JAX sees the GPU.
+the GPU is test_step_pixels_upstream, at GPU batch sizes where a GPU is (JAX's default device).
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ UPSTREAM_STEPS_PER_CALL = 8
 SIZES = {
     "num_envs": ([16, 64, 256], [16]),
     "threads": (THREADS, THREADS),
-    "upstream_envs": ([64, 256], [64]),
+    # upstream's pixel env where JAX runs it: its best batch on a GPU is far past a CPU's
+    "upstream_envs": ([1024, 4096, 16384] if pycraftax.cuda_available() else [64, 256], [64]),
     "cuda_envs": ([1024, 4096, 16384, 65536], [1024]),
 }
 CUDA_WARMUP_STEPS = 50

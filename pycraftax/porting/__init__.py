@@ -18,6 +18,21 @@ import os
 # the light blend differently (1 ulp), so upstream would disagree with itself across machines.
 # Both must be set before jax is first imported.
 XLA_FLAGS = ("--xla_cpu_experimental_ynn_fusion_type=", "--xla_cpu_max_isa=AVX2")
+# The jax release the reference semantics run upstream on: other releases compile upstream's float
+# arithmetic differently (under jax 0.11.2 its reset light map differs), so a comparison there
+# mixes the rules with the compiler.
+REFERENCE_JAX_VERSION = "0.10.2"
+
+
+def jax_version_note() -> str | None:
+    """Why the installed jax is not the reference semantics' (None when it is)."""
+    import jax
+
+    if jax.__version__ == REFERENCE_JAX_VERSION:
+        return None
+    return (f"jax {jax.__version__} is installed; the reference semantics run upstream on jax {REFERENCE_JAX_VERSION} "
+            f"(pip install jax=={REFERENCE_JAX_VERSION} jaxlib=={REFERENCE_JAX_VERSION}): a float divergence here "
+            "may be the compiler's, not the rules'")
 
 
 def set_reference_jax_flags() -> None:

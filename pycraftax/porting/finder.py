@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from pycraftax.porting import jax_version_note
+
 PHASES = ("worlds", "random", "busy", "inject")
 PHASE_TITLES = {"worlds": "reset worlds", "random": "random policy", "busy": "busy policy",
                 "inject": "busy injected states"}
@@ -422,6 +424,9 @@ def run(args: argparse.Namespace) -> int:
     _enable_jax_cache(args.jax_cache)
     built = prules.rules_fingerprint()
     print(f"built rules: {built} ({prules.describe()}); upstream: {upstream.craftax_location()}")
+    jax_note = jax_version_note()
+    if jax_note:
+        print(f"warning: {jax_note}")
     source = prules.source_fingerprint()
     if source is not None and source != built:
         print(f"warning: the rules headers of this source tree have fingerprint {source}, not the built {built}: "
