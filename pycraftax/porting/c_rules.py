@@ -20,8 +20,8 @@ from pycraftax import params as pparams
 from pycraftax.params import CLASSIC_ENV_ID, CRAFTAX_ENV_ID
 
 _INCLUDE = Path(__file__).resolve().parent.parent.parent / "reference_c" / "include"
-BUILD_HINT = ("build it from the repository root with: PYCRAFTAX_TEST_HOOKS=1 PYCRAFTAX_CUDA=0 python setup.py "
-              "build_ext --inplace  (or pip install -e . with PYCRAFTAX_TEST_HOOKS=1; nox -s conformance does it)")
+BUILD_HINT = ("build it from the repository root with: PYCRAFTAX_TEST_HOOKS=1 PYCRAFTAX_CUDA=0 pip install -e \".[jax]\" "
+              "(nox -s conformance does it)")
 
 
 def _hooks():

@@ -430,7 +430,8 @@ def run(args: argparse.Namespace) -> int:
     source = prules.source_fingerprint()
     if source is not None and source != built:
         print(f"warning: the rules headers of this source tree have fingerprint {source}, not the built {built}: "
-              "rebuild (setup.py build_ext --inplace, or pip install .) to check your edits")
+              "rebuild (PYCRAFTAX_TEST_HOOKS=1 pip install -e \".[jax]\" from the repository root, as docs/PORTING.md "
+              "does) to check your edits")
     reason = c_rules.unavailable_reason()
     if reason:
         print(f"note: a divergence will be located to its leaves but not its subsystem: {reason}")
