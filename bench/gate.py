@@ -79,8 +79,9 @@ def upstream_lockstep() -> dict:
         return {"status": "skipped", "detail": f"craftax is not importable ({e})"}
     from pycraftax.porting import jax_version_note
 
-    if jax_version_note():
-        return {"status": "skipped", "detail": jax_version_note()}
+    other_jax = jax_version_note()
+    if other_jax:
+        return {"status": "skipped", "detail": other_jax}
     run = subprocess.run([sys.executable, "-m", "pycraftax", "conformance", *FINDER_SIZE], cwd=ROOT,
                          capture_output=True, text=True)
     last = (run.stdout.strip().splitlines() or ["(no output)"])[-1]
